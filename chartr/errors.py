@@ -1,0 +1,62 @@
+"""Errors the services raise. They are plain Python/Django errors: the API's
+exception handler, the admin and the management commands each translate them
+for their own audience, and the ``code`` is the stable machine-readable part.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+
+
+class ChartrError(Exception):
+    """Base class for refusals a client can act on."""
+
+    code = "conflict"
+    status = 409
+
+    def __init__(self, message: str, *, code: str | None = None, extra: dict | None = None):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.extra = extra or {}
+
+
+class NotFound(ChartrError):
+    code = "not_found"
+    status = 404
+
+
+class Conflict(ChartrError):
+    code = "conflict"
+    status = 409
+
+
+class ArchivedConflict(Conflict):
+    code = "archived"
+
+
+class DuplicateDirectory(Conflict):
+    code = "duplicate_directory"
+
+
+class VersionMismatch(ChartrError):
+    code = "version_mismatch"
+    status = 412
+
+
+class PayloadTooLarge(ChartrError):
+    code = "payload_too_large"
+    status = 413
+
+
+__all__ = [
+    "ArchivedConflict",
+    "ChartrError",
+    "Conflict",
+    "DuplicateDirectory",
+    "NotFound",
+    "PayloadTooLarge",
+    "ValidationError",
+    "VersionMismatch",
+]

@@ -1,0 +1,74 @@
+"""Where chartr keeps its state: one data dir and one config dir.
+
+Both are resolved from the environment only, so the same rules hold for a
+developer checkout, a systemd unit and the Docker image (which sets
+CHARTR_DATA_DIR=/data and XDG_CONFIG_HOME=/config).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+from pathlib import Path
+
+SECRET_KEY_FILENAME = "secret_key"
+ENV_FILENAME = "chartr.env"
+
+
+def _home() -> Path:
+    return Path(os.path.expanduser("~"))
+
+
+def resolve_data_dir(environ: os._Environ | dict = os.environ) -> Path:
+    if environ.get("CHARTR_DATA_DIR"):
+        return Path(environ["CHARTR_DATA_DIR"]).expanduser()
+    if environ.get("XDG_DATA_HOME"):
+        return Path(environ["XDG_DATA_HOME"]).expanduser() / "chartr"
+    return _home() / ".local" / "share" / "chartr"
+
+
+def resolve_config_dir(environ: os._Environ | dict = os.environ) -> Path:
+    if environ.get("XDG_CONFIG_HOME"):
+        return Path(environ["XDG_CONFIG_HOME"]).expanduser() / "chartr"
+    return _home() / ".config" / "chartr"
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) owner-only; tighten it if it already exists."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return path
+
+
+def load_or_create_secret_key(config_dir: Path) -> str:
+    """Return the persisted secret key, generating it on the very first start.
+
+    Several workers may start at once, so the key is written to a temp file and
+    published with ``os.link``, which fails if another process won the race;
+    the loser then reads the winner's key. Nobody ever sees a half-written file.
+    """
+    key_path = config_dir / SECRET_KEY_FILENAME
+    try:
+        existing = key_path.read_text().strip()
+    except FileNotFoundError:
+        existing = ""
+    if existing:
+        return existing
+
+    new_key = secrets.token_urlsafe(64)
+    fd, tmp_name = tempfile.mkstemp(dir=config_dir, prefix=".secret_key.")
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(new_key + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(tmp_name, key_path)
+        except FileExistsError:
+            return key_path.read_text().strip()
+    finally:
+        os.unlink(tmp_name)
+    return new_key

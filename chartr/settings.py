@@ -1,0 +1,137 @@
+"""chartr settings: the one module, fed by the environment through django-environ.
+
+Precedence: real environment variables, then ``<config dir>/chartr.env``,
+then the defaults below. Nothing secret lives in this file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import environ
+
+from chartr.paths import (
+    ENV_FILENAME,
+    ensure_private_dir,
+    load_or_create_secret_key,
+    resolve_config_dir,
+    resolve_data_dir,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+CONFIG_DIR = ensure_private_dir(resolve_config_dir())
+env = environ.Env()
+# read_env never overrides variables that are already set, so the real
+# environment wins over the file.
+if (CONFIG_DIR / ENV_FILENAME).is_file():
+    environ.Env.read_env(str(CONFIG_DIR / ENV_FILENAME), overwrite=False)
+
+# The data dir may come from chartr.env too, so resolve it after reading it.
+DATA_DIR = ensure_private_dir(resolve_data_dir())
+
+DEBUG = env.bool("CHARTR_DEBUG", default=False)
+SECRET_KEY = env.str("CHARTR_SECRET_KEY", default="") or load_or_create_secret_key(CONFIG_DIR)
+ALLOWED_HOSTS = env.list("CHARTR_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CHARTR_CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "chartr",
+    "registry",
+    "snapshots",
+    "timeline",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "chartr.urls"
+WSGI_APPLICATION = "chartr.wsgi.application"
+ASGI_APPLICATION = "chartr.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------
+SQLITE_PATH = DATA_DIR / "chartr.sqlite3"
+DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}")}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # IMMEDIATE takes the write lock at BEGIN, so concurrent writers queue on
+    # the busy timeout instead of failing mid-transaction with "database is
+    # locked". WAL lets readers proceed while one writer commits; foreign keys
+    # are enabled by Django itself on every connection.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": env.int("CHARTR_SQLITE_TIMEOUT", default=20),
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CHARTR_CONN_MAX_AGE", default=0))
+DATABASES["default"]["TEST"] = {"NAME": env.str("CHARTR_TEST_DB_NAME", default=None)}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.str("CHARTR_TIME_ZONE", default="UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = env.path("CHARTR_STATIC_ROOT", default=str(BASE_DIR / "staticfiles"))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+
+# --- Limits ---------------------------------------------------------------
+# Request bodies above this get 413 payload_too_large.
+CHARTR_MAX_BODY_BYTES = env.int("CHARTR_MAX_BODY_BYTES", default=1024 * 1024)
+# A single timeline item above this gets 413 payload_too_large.
+CHARTR_MAX_ITEM_BYTES = env.int("CHARTR_MAX_ITEM_BYTES", default=1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = max(CHARTR_MAX_BODY_BYTES, 2_621_440)
+
+CHARTR_REDIS_URL = env.str("CHARTR_REDIS_URL", default="")
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("CHARTR_LOG_LEVEL", default="INFO")},
+}

@@ -1,0 +1,14 @@
+"""A pytest plugin (loaded with -p, before pytest-django reads settings) that keeps the test run's data and config dirs out of the operator's home.
+
+Settings create both dirs on import, so this must run first: every test
+process works in a throwaway location.
+"""
+
+import os
+import tempfile
+
+if not os.environ.get("CHARTR_TEST_KEEP_DIRS"):
+    _root = tempfile.mkdtemp(prefix="chartr-test-")
+    os.environ["CHARTR_DATA_DIR"] = os.path.join(_root, "data")
+    os.environ["XDG_CONFIG_HOME"] = os.path.join(_root, "config")
+    os.environ.pop("CHARTR_SECRET_KEY", None)

@@ -1,0 +1,36 @@
+"""The one rule for what a stored directory looks like.
+
+Stored directories are absolute, normalized POSIX paths. Redundant slashes
+and a trailing slash are folded away (a client sending ``/a//b/`` means
+``/a/b``); ``.`` and ``..`` segments are refused rather than resolved, because
+resolving them lexically can name a different directory than the filesystem
+would once symlinks are involved.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+
+MAX_DIRECTORY_LENGTH = 4096
+
+
+def normalize_directory(raw: object) -> str:
+    if not isinstance(raw, str):
+        raise ValidationError("Directory must be a string.", code="invalid")
+    if "\x00" in raw:
+        raise ValidationError("Directory must not contain NUL bytes.", code="invalid")
+    if not raw.startswith("/"):
+        raise ValidationError("Directory must be an absolute path.", code="invalid")
+    segments = [segment for segment in raw.split("/") if segment]
+    if any(segment in (".", "..") for segment in segments):
+        raise ValidationError("Directory must not contain '.' or '..' segments.", code="invalid")
+    normalized = "/" + "/".join(segments)
+    if len(normalized) > MAX_DIRECTORY_LENGTH:
+        raise ValidationError(
+            f"Directory must be at most {MAX_DIRECTORY_LENGTH} characters.", code="invalid"
+        )
+    return normalized
+
+
+def last_segment(directory: str) -> str:
+    return directory.rstrip("/").rsplit("/", 1)[-1] or "/"

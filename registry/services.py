@@ -1,0 +1,253 @@
+"""Every write to projects and workspaces. Admin, API and commands call these."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from chartr.errors import ArchivedConflict, DuplicateDirectory
+from chartr.services import UNSET, ArchiveResult, UnarchiveResult, lock_for_update, validate_fields
+from registry.directories import last_segment, normalize_directory
+from registry.models import Project, Workspace
+from snapshots.models import AgentSnapshot
+from snapshots.services import archive_agent_rows, notify_agents_changed, restore_archived_agents
+
+
+@dataclass(frozen=True)
+class _CascadeResult(ArchiveResult):
+    operation: uuid.UUID | None = None
+
+
+def _ensure_directory_free(model: type[Project] | type[Workspace], directory: str, *, exclude_pk=None) -> None:
+    clash = model.objects.filter(directory=directory)
+    if exclude_pk is not None:
+        clash = clash.exclude(pk=exclude_pk)
+    if clash.exists():
+        raise DuplicateDirectory(
+            f"A {model._meta.verbose_name} with directory {directory!r} already exists.",
+            extra={"directory": directory},
+        )
+
+
+def _save_new(instance: Project | Workspace) -> None:
+    """Insert, turning a lost race on the unique directory into the same clean error."""
+    try:
+        with transaction.atomic():
+            instance.save(force_insert=True)
+    except IntegrityError as exc:
+        if type(instance).objects.filter(directory=instance.directory).exists():
+            raise DuplicateDirectory(
+                f"A {instance._meta.verbose_name} with directory {instance.directory!r} already exists.",
+                extra={"directory": instance.directory},
+            ) from exc
+        raise
+
+
+# --- Projects -------------------------------------------------------------
+
+
+def create_project(
+    *, directory: str, kind: str, display_name: str | None = None, git_remote: str | None = None
+) -> Project:
+    directory = normalize_directory(directory)
+    project = Project(
+        directory=directory,
+        kind=kind,
+        display_name=display_name or last_segment(directory),
+        git_remote=git_remote or "",
+    )
+    validate_fields(project)
+    with transaction.atomic():
+        _ensure_directory_free(Project, directory)
+        _save_new(project)
+    return project
+
+
+def update_project(*, project: Project, display_name: str = UNSET, git_remote: str | None = UNSET) -> Project:
+    with transaction.atomic():
+        project = lock_for_update(Project, project.pk)
+        if project.is_archived:
+            raise ArchivedConflict(f"Project {project.pk} is archived; unarchive it before changing it.")
+        if display_name is not UNSET:
+            project.display_name = display_name
+        if git_remote is not UNSET:
+            project.git_remote = git_remote or ""
+        validate_fields(project)
+        project.save()
+    return project
+
+
+def archive_project(*, project: Project, preview: bool = False) -> ArchiveResult:
+    """Archive the project, its live workspaces and their live agents, at once.
+
+    The cost is a fixed number of queries: one read of the affected agents and
+    one UPDATE per table, however many rows they touch. Every record the
+    cascade takes is stamped with the same operation id so that
+    ``unarchive_project`` can restore exactly those.
+    """
+    with transaction.atomic():
+        project = lock_for_update(Project, project.pk)
+        if project.is_archived:
+            return ArchiveResult(preview=preview)
+        workspaces = Workspace.objects.filter(project=project).live()
+        agents = AgentSnapshot.objects.live().filter(workspace__in=workspaces.values("pk"))
+        result = _archive_cascade(workspaces=workspaces, agents=agents, preview=preview)
+        if preview:
+            return result
+        now = timezone.now()
+        Project.objects.filter(pk=project.pk).update(
+            archived_at=now, archive_operation=result.operation, updated_at=now
+        )
+        notify_agents_changed(result.agent_ids, "archived")
+    return ArchiveResult(
+        workspaces=result.workspaces,
+        agents=result.agents,
+        running_agents=result.running_agents,
+        changed=True,
+        agent_ids=result.agent_ids,
+    )
+
+
+def _archive_cascade(*, workspaces, agents, preview: bool) -> _CascadeResult:
+    agent_rows = list(agents.values_list("agent_id", "lifecycle"))
+    agent_ids = [agent_id for agent_id, _ in agent_rows]
+    running = sum(1 for _, lifecycle in agent_rows if lifecycle == AgentSnapshot.Lifecycle.RUNNING)
+    if preview:
+        workspace_count = workspaces.count() if workspaces is not None else 0
+        return _CascadeResult(
+            workspaces=workspace_count, agents=len(agent_ids), running_agents=running, preview=True,
+            agent_ids=agent_ids,
+        )
+    operation = uuid.uuid4()
+    now = timezone.now()
+    archived_agents = archive_agent_rows(AgentSnapshot.objects.filter(pk__in=agent_ids), operation, now) if agent_ids else 0
+    workspace_count = 0
+    if workspaces is not None:
+        workspace_count = workspaces.update(archived_at=now, archive_operation=operation, updated_at=now)
+    return _CascadeResult(
+        workspaces=workspace_count,
+        agents=archived_agents,
+        running_agents=running,
+        changed=True,
+        agent_ids=agent_ids,
+        operation=operation,
+    )
+
+
+def unarchive_project(*, project: Project) -> UnarchiveResult:
+    """Restore the project and exactly the workspaces and agents its archive took."""
+    with transaction.atomic():
+        project = lock_for_update(Project, project.pk)
+        if not project.is_archived:
+            return UnarchiveResult()
+        operation = project.archive_operation
+        restored_agents, agent_ids = restore_archived_agents(operation)
+        now = timezone.now()
+        restored_workspaces = Workspace.objects.filter(archive_operation=operation).update(
+            archived_at=None, archive_operation=None, updated_at=now
+        )
+        Project.objects.filter(pk=project.pk).update(archived_at=None, archive_operation=None, updated_at=now)
+        notify_agents_changed(agent_ids, "unarchived")
+    return UnarchiveResult(workspaces=restored_workspaces, agents=restored_agents, changed=True)
+
+
+def delete_project(*, project: Project) -> None:
+    """Hard delete for operators: workspaces, agents and timelines go with it."""
+    with transaction.atomic():
+        Project.objects.filter(pk=project.pk).delete()
+
+
+# --- Workspaces -----------------------------------------------------------
+
+
+def create_workspace(
+    *,
+    project: Project,
+    directory: str,
+    kind: str,
+    display_name: str | None = None,
+    branch: str | None = None,
+) -> Workspace:
+    directory = normalize_directory(directory)
+    with transaction.atomic():
+        project = lock_for_update(Project, project.pk)
+        if project.is_archived:
+            raise ArchivedConflict(f"Project {project.pk} is archived; workspaces cannot be added to it.")
+        workspace = Workspace(
+            project=project,
+            directory=directory,
+            kind=kind,
+            display_name=display_name or last_segment(directory),
+            branch=branch or "",
+        )
+        validate_fields(workspace)
+        _ensure_directory_free(Workspace, directory)
+        _save_new(workspace)
+    return workspace
+
+
+def update_workspace(
+    *, workspace: Workspace, display_name: str = UNSET, branch: str | None = UNSET
+) -> Workspace:
+    with transaction.atomic():
+        workspace = lock_for_update(Workspace, workspace.pk)
+        if workspace.is_archived:
+            raise ArchivedConflict(f"Workspace {workspace.pk} is archived; unarchive it before changing it.")
+        if display_name is not UNSET:
+            workspace.display_name = display_name
+        if branch is not UNSET:
+            workspace.branch = branch or ""
+        validate_fields(workspace)
+        workspace.save()
+    return workspace
+
+
+def archive_workspace(*, workspace: Workspace, preview: bool = False) -> ArchiveResult:
+    with transaction.atomic():
+        workspace = lock_for_update(Workspace, workspace.pk)
+        if workspace.is_archived:
+            return ArchiveResult(preview=preview)
+        agents = AgentSnapshot.objects.live().filter(workspace=workspace)
+        result = _archive_cascade(workspaces=None, agents=agents, preview=preview)
+        if preview:
+            return ArchiveResult(
+                workspaces=1, agents=result.agents, running_agents=result.running_agents, preview=True
+            )
+        now = timezone.now()
+        Workspace.objects.filter(pk=workspace.pk).update(
+            archived_at=now, archive_operation=result.operation, updated_at=now
+        )
+        notify_agents_changed(result.agent_ids, "archived")
+    return ArchiveResult(
+        workspaces=1,
+        agents=result.agents,
+        running_agents=result.running_agents,
+        changed=True,
+        agent_ids=result.agent_ids,
+    )
+
+
+def unarchive_workspace(*, workspace: Workspace) -> UnarchiveResult:
+    with transaction.atomic():
+        workspace = lock_for_update(Workspace, workspace.pk)
+        if not workspace.is_archived:
+            return UnarchiveResult()
+        if Project.objects.filter(pk=workspace.project_id, archived_at__isnull=False).exists():
+            raise ArchivedConflict(
+                f"Workspace {workspace.pk} belongs to archived project {workspace.project_id}; "
+                "unarchive the project instead."
+            )
+        restored_agents, agent_ids = restore_archived_agents(workspace.archive_operation)
+        Workspace.objects.filter(pk=workspace.pk).update(
+            archived_at=None, archive_operation=None, updated_at=timezone.now()
+        )
+        notify_agents_changed(agent_ids, "unarchived")
+    return UnarchiveResult(workspaces=1, agents=restored_agents, changed=True)
+
+
+def delete_workspace(*, workspace: Workspace) -> None:
+    with transaction.atomic():
+        Workspace.objects.filter(pk=workspace.pk).delete()

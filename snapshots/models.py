@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import re
+import secrets
+
+from django.core.validators import RegexValidator
+from django.db import models
+
+from chartr.db import choices_check
+from registry.models import ArchivableQuerySet, Workspace
+
+AGENT_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+agent_id_validator = RegexValidator(
+    re.compile(AGENT_ID_PATTERN),
+    "An agent id is 1 to 128 characters of letters, digits, '.', '_', ':' and '-'.",
+    code="invalid",
+)
+
+
+def new_timeline_epoch() -> str:
+    return secrets.token_hex(8)
+
+
+class Lifecycle(models.TextChoices):
+    INITIALIZING = "initializing", "initializing"
+    IDLE = "idle", "idle"
+    RUNNING = "running", "running"
+    ERROR = "error", "error"
+    CLOSED = "closed", "closed"
+
+
+class AttentionReason(models.TextChoices):
+    FINISHED = "finished", "finished"
+    ERROR = "error", "error"
+    PERMISSION = "permission", "permission"
+
+
+class AgentSnapshot(models.Model):
+    Lifecycle = Lifecycle
+    AttentionReason = AttentionReason
+
+    agent_id = models.CharField(primary_key=True, max_length=128, validators=[agent_id_validator])
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="agents")
+    provider = models.CharField(max_length=64)
+    title = models.CharField(max_length=512, blank=True, default="")
+    labels = models.JSONField(default=dict, blank=True)
+    lifecycle = models.CharField(max_length=16, choices=Lifecycle.choices, default=Lifecycle.INITIALIZING)
+    last_mode_id = models.CharField(max_length=128, blank=True, default="")
+    config = models.JSONField(default=dict, blank=True)
+    runtime_info = models.JSONField(default=dict, blank=True)
+    persistence = models.JSONField(default=dict, blank=True)
+    requires_attention = models.BooleanField(default=False)
+    attention_reason = models.CharField(
+        max_length=16, choices=AttentionReason.choices, null=True, blank=True
+    )
+    attention_at = models.DateTimeField(null=True, blank=True)
+    internal = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    last_activity_at = models.DateTimeField(null=True, blank=True)
+    last_user_message_at = models.DateTimeField(null=True, blank=True)
+    archived_at = models.DateTimeField(null=True, blank=True)
+    archive_operation = models.UUIDField(null=True, blank=True, editable=False)
+    version = models.PositiveIntegerField(default=1)
+    # Timeline bookkeeping: the last committed seq (0 = empty) and an epoch
+    # that changes only when the history is replaced (restore, re-import).
+    head_seq = models.PositiveBigIntegerField(default=0)
+    timeline_epoch = models.CharField(max_length=32, default=new_timeline_epoch)
+
+    objects = ArchivableQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at", "agent_id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(agent_id__regex=AGENT_ID_PATTERN), name="agent_id_valid"
+            ),
+            choices_check("lifecycle", Lifecycle.choices, "agent_lifecycle_valid"),
+            choices_check(
+                "attention_reason", AttentionReason.choices, "agent_attention_reason_valid", nullable=True
+            ),
+            models.CheckConstraint(
+                condition=(
+                    models.Q(requires_attention=True, attention_reason__isnull=False)
+                    | models.Q(requires_attention=False, attention_reason__isnull=True)
+                ),
+                name="agent_attention_reason_iff_required",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(archived_at__isnull=True) | models.Q(archive_operation__isnull=False),
+                name="agent_archived_has_operation",
+            ),
+            models.CheckConstraint(condition=models.Q(version__gte=1), name="agent_version_positive"),
+        ]
+        indexes = [
+            models.Index(fields=["workspace", "archived_at"], name="agent_workspace_archived_idx"),
+            models.Index(fields=["archived_at", "created_at"], name="agent_archived_created_idx"),
+            models.Index(fields=["archive_operation"], name="agent_archive_op_idx"),
+            models.Index(
+                fields=["-attention_at"],
+                condition=models.Q(requires_attention=True),
+                name="agent_needs_attention_idx",
+            ),
+            models.Index(fields=["-last_activity_at"], name="agent_last_activity_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.agent_id
+
+    @property
+    def is_archived(self) -> bool:
+        return self.archived_at is not None

@@ -1,0 +1,221 @@
+"""Every write to agent snapshots. Admin, API and commands call these."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from chartr.errors import ArchivedConflict, Conflict, VersionMismatch
+from chartr.services import (
+    UNSET,
+    ArchiveResult,
+    UnarchiveResult,
+    lock_for_update,
+    require_json_object,
+    validate_fields,
+)
+from registry.models import Workspace
+from snapshots.models import AgentSnapshot
+from snapshots.signals import agents_changed
+
+#: Fields a client may change with update_agent. Identity, workspace and the
+#: bookkeeping columns are not among them.
+UPDATABLE_AGENT_FIELDS = (
+    "provider",
+    "title",
+    "labels",
+    "lifecycle",
+    "last_mode_id",
+    "config",
+    "runtime_info",
+    "persistence",
+    "requires_attention",
+    "attention_reason",
+    "attention_at",
+    "internal",
+    "last_activity_at",
+    "last_user_message_at",
+)
+
+
+def _validate_labels(labels: Any) -> dict[str, str]:
+    require_json_object(labels, "labels")
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+        raise ValidationError({"labels": ["Labels map strings to strings."]}, code="invalid")
+    return labels
+
+
+def _apply_attention(agent: AgentSnapshot, *, explicit_at: bool) -> None:
+    """Keep the attention fields coherent: a reason exactly when attention is required."""
+    if not agent.requires_attention:
+        agent.attention_reason = None
+        return
+    if not agent.attention_reason:
+        raise ValidationError(
+            {"attention_reason": ["An attention reason is required when requires_attention is true."]},
+            code="invalid",
+        )
+    if not explicit_at and agent.attention_at is None:
+        agent.attention_at = timezone.now()
+
+
+def _validate_agent(agent: AgentSnapshot) -> None:
+    _validate_labels(agent.labels)
+    for name in ("config", "runtime_info", "persistence"):
+        require_json_object(getattr(agent, name), name)
+    validate_fields(agent, exclude=["workspace"])
+
+
+def notify_agents_changed(agent_ids: list[str], reason: str) -> None:
+    if agent_ids:
+        transaction.on_commit(
+            lambda: agents_changed.send(sender=AgentSnapshot, agent_ids=agent_ids, reason=reason)
+        )
+
+
+def archive_agent_rows(agents, operation: uuid.UUID, now) -> int:
+    # An archived agent is no longer doing anything, whatever it was doing.
+    return agents.update(
+        archived_at=now,
+        archive_operation=operation,
+        lifecycle=AgentSnapshot.Lifecycle.CLOSED,
+        updated_at=now,
+        version=F("version") + 1,
+    )
+
+
+def restore_archived_agents(operation: uuid.UUID) -> tuple[int, list[str]]:
+    agents = AgentSnapshot.objects.filter(archive_operation=operation)
+    agent_ids = list(agents.values_list("agent_id", flat=True))
+    if not agent_ids:
+        return 0, []
+    now = timezone.now()
+    restored = AgentSnapshot.objects.filter(pk__in=agent_ids).update(
+        archived_at=None, archive_operation=None, updated_at=now, version=F("version") + 1
+    )
+    return restored, agent_ids
+
+
+def create_agent(
+    *,
+    workspace: Workspace,
+    provider: str,
+    agent_id: str | None = None,
+    title: str = "",
+    labels: dict[str, str] | None = None,
+    lifecycle: str = AgentSnapshot.Lifecycle.INITIALIZING,
+    last_mode_id: str = "",
+    config: dict | None = None,
+    runtime_info: dict | None = None,
+    persistence: dict | None = None,
+    requires_attention: bool = False,
+    attention_reason: str | None = None,
+    attention_at: dt.datetime | None = None,
+    internal: bool = False,
+    last_activity_at: dt.datetime | None = None,
+    last_user_message_at: dt.datetime | None = None,
+) -> AgentSnapshot:
+    agent = AgentSnapshot(
+        agent_id=agent_id or str(uuid.uuid4()),
+        provider=provider,
+        title=title or "",
+        labels={} if labels is None else labels,
+        lifecycle=lifecycle,
+        last_mode_id=last_mode_id or "",
+        config={} if config is None else config,
+        runtime_info={} if runtime_info is None else runtime_info,
+        persistence={} if persistence is None else persistence,
+        requires_attention=requires_attention,
+        attention_reason=attention_reason,
+        attention_at=attention_at,
+        internal=internal,
+        last_activity_at=last_activity_at,
+        last_user_message_at=last_user_message_at,
+    )
+    _apply_attention(agent, explicit_at=attention_at is not None)
+    _validate_agent(agent)
+    with transaction.atomic():
+        workspace = lock_for_update(Workspace, workspace.pk)
+        if workspace.is_archived:
+            raise ArchivedConflict(f"Workspace {workspace.pk} is archived; agents cannot be added to it.")
+        agent.workspace = workspace
+        if AgentSnapshot.objects.filter(pk=agent.agent_id).exists():
+            raise Conflict(f"An agent with id {agent.agent_id!r} already exists.")
+        try:
+            with transaction.atomic():
+                agent.save(force_insert=True)
+        except IntegrityError as exc:
+            if AgentSnapshot.objects.filter(pk=agent.agent_id).exists():
+                raise Conflict(f"An agent with id {agent.agent_id!r} already exists.") from exc
+            raise
+        notify_agents_changed([agent.agent_id], "created")
+    return agent
+
+
+def update_agent(*, agent: AgentSnapshot, expected_version: int | None = None, **changes: Any) -> AgentSnapshot:
+    """Change an agent's snapshot fields; ``expected_version`` guards against lost updates."""
+    unknown = sorted(set(changes) - set(UPDATABLE_AGENT_FIELDS))
+    if unknown:
+        raise ValidationError({name: ["This field cannot be changed."] for name in unknown}, code="invalid")
+    with transaction.atomic():
+        agent = lock_for_update(AgentSnapshot, agent.pk)
+        if expected_version is not None and agent.version != expected_version:
+            raise VersionMismatch(
+                f"Agent {agent.agent_id} is at version {agent.version}, not {expected_version}.",
+                extra={"version": agent.version},
+            )
+        if agent.is_archived:
+            raise ArchivedConflict(f"Agent {agent.agent_id} is archived; unarchive it before changing it.")
+        for name, value in changes.items():
+            if value is UNSET:
+                continue
+            if name in ("labels", "config", "runtime_info", "persistence") and value is None:
+                value = {}
+            if name in ("title", "last_mode_id") and value is None:
+                value = ""
+            setattr(agent, name, value)
+        _apply_attention(agent, explicit_at="attention_at" in changes)
+        _validate_agent(agent)
+        agent.version += 1
+        agent.save()
+        notify_agents_changed([agent.agent_id], "updated")
+    return agent
+
+
+def archive_agent(*, agent: AgentSnapshot, preview: bool = False) -> ArchiveResult:
+    with transaction.atomic():
+        agent = lock_for_update(AgentSnapshot, agent.pk)
+        if agent.is_archived:
+            return ArchiveResult(preview=preview)
+        running = int(agent.lifecycle == AgentSnapshot.Lifecycle.RUNNING)
+        if preview:
+            return ArchiveResult(agents=1, running_agents=running, preview=True, agent_ids=[agent.agent_id])
+        archive_agent_rows(AgentSnapshot.objects.filter(pk=agent.pk), uuid.uuid4(), timezone.now())
+        notify_agents_changed([agent.agent_id], "archived")
+    return ArchiveResult(agents=1, running_agents=running, changed=True, agent_ids=[agent.agent_id])
+
+
+def unarchive_agent(*, agent: AgentSnapshot) -> UnarchiveResult:
+    with transaction.atomic():
+        agent = lock_for_update(AgentSnapshot, agent.pk)
+        if not agent.is_archived:
+            return UnarchiveResult()
+        if Workspace.objects.filter(pk=agent.workspace_id, archived_at__isnull=False).exists():
+            raise ArchivedConflict(
+                f"Agent {agent.agent_id} belongs to archived workspace {agent.workspace_id}; "
+                "unarchive the workspace instead."
+            )
+        restored, _ = restore_archived_agents(agent.archive_operation)
+        notify_agents_changed([agent.agent_id], "unarchived")
+    return UnarchiveResult(agents=restored, changed=True)
+
+
+def delete_agent(*, agent: AgentSnapshot) -> None:
+    with transaction.atomic():
+        AgentSnapshot.objects.filter(pk=agent.pk).delete()

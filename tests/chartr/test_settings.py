@@ -1,0 +1,104 @@
+"""Settings resolve the data and config dirs from the environment, in a fresh process each time."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PROBE = (
+    "import json, django; from django.conf import settings; "
+    "print(json.dumps({'data': str(settings.DATA_DIR), 'config': str(settings.CONFIG_DIR), "
+    "'db': settings.DATABASES['default']['NAME'], 'engine': settings.DATABASES['default']['ENGINE'], "
+    "'key': settings.SECRET_KEY, 'debug': settings.DEBUG, 'hosts': settings.ALLOWED_HOSTS}))"
+)
+
+
+def load_settings(env: dict[str, str], home: Path) -> dict:
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CHARTR_", "XDG_", "DATABASE_URL"))}
+    base.update({"HOME": str(home), "DJANGO_SETTINGS_MODULE": "chartr.settings", **env})
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], env=base, cwd=REPO, capture_output=True, text=True, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_defaults_follow_home(tmp_path):
+    s = load_settings({}, tmp_path)
+    assert s["data"] == str(tmp_path / ".local/share/chartr")
+    assert s["config"] == str(tmp_path / ".config/chartr")
+    assert s["db"] == str(tmp_path / ".local/share/chartr/chartr.sqlite3")
+    assert s["engine"] == "django.db.backends.sqlite3"
+    assert s["debug"] is False
+    assert s["hosts"] == ["localhost", "127.0.0.1", "[::1]"]
+
+
+def test_xdg_variables_and_chartr_data_dir(tmp_path):
+    s = load_settings({"XDG_DATA_HOME": str(tmp_path / "xd"), "XDG_CONFIG_HOME": str(tmp_path / "xc")}, tmp_path)
+    assert s["data"] == str(tmp_path / "xd/chartr") and s["config"] == str(tmp_path / "xc/chartr")
+    s = load_settings({"XDG_DATA_HOME": str(tmp_path / "xd"), "CHARTR_DATA_DIR": str(tmp_path / "explicit")}, tmp_path)
+    assert s["data"] == str(tmp_path / "explicit")
+
+
+def test_dirs_are_created_owner_only(tmp_path):
+    load_settings({"CHARTR_DATA_DIR": str(tmp_path / "d"), "XDG_CONFIG_HOME": str(tmp_path / "c")}, tmp_path)
+    assert mode(tmp_path / "d") == 0o700
+    assert mode(tmp_path / "c" / "chartr") == 0o700
+
+
+def test_secret_key_is_generated_once_reused_and_private(tmp_path):
+    env = {"CHARTR_DATA_DIR": str(tmp_path / "d"), "XDG_CONFIG_HOME": str(tmp_path / "c")}
+    first = load_settings(env, tmp_path)["key"]
+    second = load_settings(env, tmp_path)["key"]
+    key_file = tmp_path / "c" / "chartr" / "secret_key"
+    assert first == second == key_file.read_text().strip()
+    assert len(first) >= 50
+    assert mode(key_file) == 0o600
+
+
+def test_explicit_secret_key_wins_and_writes_nothing(tmp_path):
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "c"), "CHARTR_SECRET_KEY": "from-the-environment"}
+    assert load_settings(env, tmp_path)["key"] == "from-the-environment"
+    assert not (tmp_path / "c" / "chartr" / "secret_key").exists()
+
+
+def test_env_file_is_read_but_real_environment_wins(tmp_path):
+    config = tmp_path / "c" / "chartr"
+    config.mkdir(parents=True)
+    (config / "chartr.env").write_text(
+        "CHARTR_DEBUG=1\nCHARTR_ALLOWED_HOSTS=file.example\nCHARTR_DATA_DIR=" + str(tmp_path / "from-file") + "\n"
+    )
+    s = load_settings({"XDG_CONFIG_HOME": str(tmp_path / "c"), "CHARTR_ALLOWED_HOSTS": "env.example"}, tmp_path)
+    assert s["debug"] is True
+    assert s["hosts"] == ["env.example"]
+    assert s["data"] == str(tmp_path / "from-file")
+
+
+def test_database_url_overrides_sqlite(tmp_path):
+    s = load_settings({"DATABASE_URL": "postgres://u@db.invalid:5432/x"}, tmp_path)
+    assert s["engine"] == "django.db.backends.postgresql" and s["db"] == "x"
+
+
+@pytest.mark.django_db
+def test_sqlite_runs_with_wal_foreign_keys_and_immediate_transactions():
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite-specific pragmas; this run is on " + connection.vendor)
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA foreign_keys")
+        assert cursor.fetchone()[0] == 1
+        cursor.execute("PRAGMA busy_timeout")
+        assert cursor.fetchone()[0] >= 5000
+    assert connection.settings_dict["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
+    assert "journal_mode=WAL" in connection.settings_dict["OPTIONS"]["init_command"]

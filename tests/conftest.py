@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import os
+
+import pytest
+from django.db import connection
+
+from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
+
+
+def services_required() -> bool:
+    """CI must exercise PostgreSQL and Redis; elsewhere their tests may skip."""
+    return os.environ.get("CHARTR_REQUIRE_SERVICES") == "1" or os.environ.get("CI") == "true"
+
+
+def skip_or_fail(reason: str) -> None:
+    if services_required():
+        pytest.fail(f"{reason} (CI requires it)")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def on_postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+@pytest.fixture
+def project_factory():
+    return ProjectFactory
+
+
+@pytest.fixture
+def workspace_factory():
+    return WorkspaceFactory
+
+
+@pytest.fixture
+def agent_factory():
+    return AgentFactory

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class TimelineConfig(AppConfig):
+    name = "timeline"
+    verbose_name = "Timeline"

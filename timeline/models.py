@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from django.db import models
+
+from snapshots.models import AgentSnapshot
+
+
+class TimelineRow(models.Model):
+    """One finalized item of an agent's committed history. Never updated."""
+
+    agent = models.ForeignKey(AgentSnapshot, on_delete=models.CASCADE, related_name="timeline_rows")
+    seq = models.PositiveBigIntegerField()
+    committed_at = models.DateTimeField()
+    item_type = models.CharField(max_length=64)
+    item = models.JSONField()
+    item_id = models.CharField(max_length=256, null=True, blank=True)
+
+    class Meta:
+        ordering = ["agent", "seq"]
+        constraints = [
+            # The backstop for seq assignment; the append service assigns
+            # head+1.. under a lock on the agent row.
+            models.UniqueConstraint(fields=["agent", "seq"], name="timeline_agent_seq_unique"),
+            models.UniqueConstraint(
+                fields=["agent", "item_id"],
+                condition=models.Q(item_id__isnull=False),
+                name="timeline_agent_item_id_unique",
+            ),
+            models.CheckConstraint(condition=models.Q(seq__gte=1), name="timeline_seq_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}#{self.seq} {self.item_type}"
