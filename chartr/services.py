@@ -66,3 +66,42 @@ class UnarchiveResult:
     workspaces: int = 0
     agents: int = 0
     changed: bool = False
+
+
+# --- API tokens -----------------------------------------------------------
+
+
+def hash_token(raw: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def create_api_token(*, name: str, read_only: bool = False, created_by=None) -> tuple["ApiToken", str]:
+    """Create a token and return it with its raw value, which is never stored or shown again."""
+    import secrets
+
+    from django.db import transaction
+
+    from chartr.models import ApiToken
+
+    raw = "chartr_" + secrets.token_urlsafe(32)
+    token = ApiToken(
+        name=name, prefix=raw[:14], token_hash=hash_token(raw), read_only=read_only, created_by=created_by
+    )
+    validate_fields(token)
+    with transaction.atomic():
+        token.save(force_insert=True)
+    return token, raw
+
+
+def revoke_api_token(*, token: "ApiToken") -> bool:
+    """Revoke the token; revoking a revoked token is a no-op. Returns whether it changed."""
+    from django.db import transaction
+    from django.utils import timezone
+
+    from chartr.models import ApiToken
+
+    with transaction.atomic():
+        changed = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+    return bool(changed)

@@ -127,6 +127,29 @@ CHARTR_MAX_BODY_BYTES = env.int("CHARTR_MAX_BODY_BYTES", default=1024 * 1024)
 CHARTR_MAX_ITEM_BYTES = env.int("CHARTR_MAX_ITEM_BYTES", default=1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(CHARTR_MAX_BODY_BYTES, 2_621_440)
 
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["chartr.api.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["chartr.api.permissions.HasApiToken"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "chartr.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+    "DATETIME_FORMAT": "iso-8601",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "chartr API",
+    "DESCRIPTION": "Durable storage for a fleet of AI coding agents.",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
 CHARTR_REDIS_URL = env.str("CHARTR_REDIS_URL", default="")
 
 LOGGING = {
