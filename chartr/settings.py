@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "registry",
     "snapshots",
     "timeline",
+    "chartr.datadir",
 ]
 
 MIDDLEWARE = [
@@ -158,3 +159,7 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("CHARTR_LOG_LEVEL", default="INFO")},
 }
+
+# --- Data snapshots (chartr/datadir) ----------------------------------------
+# How many data snapshots <data dir>/snapshots keeps; 0 disables them.
+CHARTR_SNAPSHOTS_KEEP = env.int("CHARTR_SNAPSHOTS_KEEP", default=14)
