@@ -462,6 +462,9 @@ def _take_snapshot_locked(*, reason: str, note: str, protect: frozenset[str] = f
         _fsync_dir(work)
         os.rename(work, root / name)
         _fsync_dir(root)
+    except OSError as exc:
+        shutil.rmtree(work, ignore_errors=True)
+        raise SnapshotFailed(f"Could not write data snapshot {name} into {root}: {exc}") from exc
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -631,6 +634,15 @@ def _restore_sqlite(working_copy: Path) -> None:
         source.close()
 
 
+#: Appended to psql's input when pg_restore fails part-way. It ends a COPY block
+#: that may have been cut off and then fails for certain, so psql rolls the
+#: whole transaction back instead of committing a truncated script.
+_ABORT_RESTORE_SQL = (
+    "\n\\.\n"
+    "DO $$ BEGIN RAISE EXCEPTION 'pg_restore failed part-way; rolling the restore back'; END $$;\n"
+)
+
+
 def _restore_postgres(dump: Path) -> int:
     pg_restore = _require_tool("pg_restore")
     psql = _require_tool("psql")
@@ -638,34 +650,47 @@ def _restore_postgres(dump: Path) -> int:
     env = _pg_env(connection.settings_dict)
     table = _quote(AgentSnapshot._meta.db_table)
     # pg_restore's script and the epoch rotation run in ONE transaction (psql
-    # --single-transaction), so no client ever sees restored rows under an
-    # old epoch. gen_random_uuid() is core since PostgreSQL 13.
-    rotate = f"UPDATE {table} SET timeline_epoch = substr(md5(gen_random_uuid()::text), 1, 16)"
-    with tempfile.TemporaryFile() as restore_errors:
+    # --single-transaction rather than pg_restore's own), so no client ever
+    # sees restored rows under an old epoch. gen_random_uuid() is core since
+    # PostgreSQL 13.
+    rotate = (
+        "RESET search_path;\n"
+        f"UPDATE {table} SET timeline_epoch = substr(md5(gen_random_uuid()::text), 1, 16);\n"
+    )
+    with tempfile.TemporaryFile() as producer_errors, tempfile.TemporaryFile() as consumer_errors:
         producer = subprocess.Popen(
             [pg_restore, "--clean", "--if-exists", "--no-owner", "--no-privileges", "--file=-", str(dump)],
-            stdout=subprocess.PIPE,
-            stderr=restore_errors,
-            env=env,
+            stdout=subprocess.PIPE, stderr=producer_errors, env=env,
+        )
+        consumer = subprocess.Popen(
+            [psql, "--no-psqlrc", "--quiet", "--set=ON_ERROR_STOP=1", "--single-transaction", "--file=-"],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=consumer_errors, env=env,
         )
         try:
-            consumer = subprocess.run(
-                [psql, "--no-psqlrc", "--quiet", "--set=ON_ERROR_STOP=1", "--single-transaction", "--file=-",
-                 "--command=RESET search_path", f"--command={rotate}"],
-                stdin=producer.stdout,
-                capture_output=True,
-                text=True,
-                env=env,
-            )
+            try:
+                shutil.copyfileobj(producer.stdout, consumer.stdin, 1 << 16)
+                producer.wait()
+                consumer.stdin.write((rotate if producer.returncode == 0 else _ABORT_RESTORE_SQL).encode())
+                consumer.stdin.close()
+            except BrokenPipeError:
+                pass  # psql stopped on an error; its output says which
+            consumer.wait()
         finally:
+            for child in (producer, consumer):
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
             producer.stdout.close()
-            producer.wait()
-        restore_errors.seek(0)
-        producer_errors = restore_errors.read().decode(errors="replace").strip()
+        producer_errors.seek(0)
+        consumer_errors.seek(0)
+        messages = (
+            producer_errors.read().decode(errors="replace").strip()
+            + "\n"
+            + consumer_errors.read().decode(errors="replace").strip()
+        ).strip()
     if producer.returncode != 0 or consumer.returncode != 0:
         raise SnapshotFailed(
-            "The PostgreSQL restore failed and was rolled back, so the database is unchanged: "
-            + (consumer.stderr.strip() or producer_errors)[-2000:]
+            "The PostgreSQL restore failed and was rolled back, so the database is unchanged: " + messages[-2000:]
         )
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {table}")

@@ -406,3 +406,31 @@ def test_sqlite_snapshot_is_a_self_contained_checked_database(data_dir):
         assert conn.execute("SELECT count(*) FROM timeline_timelinerow").fetchone()[0] == 12
     finally:
         conn.close()
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_postgres_restore_failing_part_way_is_rolled_back(data_dir):
+    """A dump whose table of contents is fine but whose data is damaged passes
+    pg_restore --list; the restore itself must fail as one transaction."""
+    build_state(data_dir)
+    for agent_id in ("a0", "a1"):
+        append_rows(agent_id, 300)
+    snap = take_snapshot()
+    path = data_dir / "snapshots" / snap.name
+    manifest = json.loads((path / "manifest.json").read_text())
+    dump = path / manifest["database"]["file"]
+    data = bytearray(dump.read_bytes())
+    for offset in range(len(data) * 3 // 4, len(data) * 3 // 4 + 64):
+        data[offset] ^= 0x5A
+    dump.write_bytes(bytes(data))
+    _rehash_db(path, manifest)
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    assert subprocess.run(["pg_restore", "--list", str(dump)], capture_output=True).returncode == 0
+
+    append_rows("a2", 5)
+    before_db, before_epochs = database_state(), epochs()
+    with pytest.raises(Exception, match="rolled back, so the database is unchanged") as failure:
+        restore_snapshot(name=snap.name)
+    assert "The pre-restore snapshot is" in str(failure.value)
+    assert database_state() == before_db
+    assert epochs() == before_epochs
