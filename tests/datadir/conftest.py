@@ -23,13 +23,14 @@ def data_dir(settings, tmp_path) -> Path:
     return path
 
 
-def append_rows(agent_id: str, count: int) -> None:
+def append_rows(agent_id: str, count: int, *, filler: int = 0) -> None:
     """The append path from the design notes: lock, head+1.., bulk insert, move head."""
     with transaction.atomic():
         head = AgentSnapshot.objects.select_for_update().get(pk=agent_id).head_seq
         TimelineRow.objects.bulk_create(
             TimelineRow(agent_id=agent_id, seq=head + k, committed_at=timezone.now(), item_type="message",
-                        item={"text": f"{agent_id} #{head + k}"}, item_id=f"{agent_id}-{head + k}")
+                        item={"text": f"{agent_id} #{head + k}", "filler": os.urandom(filler).hex()},
+                        item_id=f"{agent_id}-{head + k}")
             for k in range(1, count + 1)
         )
         AgentSnapshot.objects.filter(pk=agent_id).update(head_seq=head + count)
