@@ -98,7 +98,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CHARTR_CONN_MAX_AGE", default=0))
-DATABASES["default"]["TEST"] = {"NAME": env.str("CHARTR_TEST_DB_NAME", default=None)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file, not Django's shared-cache in-memory default: concurrency tests
+    # need real WAL locking between connections, the way production runs.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test_chartr.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
