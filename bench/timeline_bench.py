@@ -525,6 +525,26 @@ def bench_selector_reads(report: Report, raw: RawStore, profile: Profile, sizes:
                 f"read selector {direction} @{label}", chartr_ms, raw_ms
             )
     print_size_growth(by_size, "selector", sizes)
+    label, (agent_id, rows) = list(sizes.items())[-1]
+    print_read_plans(agent_id, rows, label)
+
+
+def print_read_plans(agent_id: str, rows: int, label: str) -> None:
+    """EXPLAIN the row query the selector really sends, so "O(limit)" can be checked, not just timed."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from timeline.selectors import read_timeline
+
+    explain = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
+    for direction in DIRECTIONS:
+        with CaptureQueriesContext(connection) as captured:
+            read_timeline(agent_id=agent_id, direction=direction, seq=read_seq(direction, rows), limit=READ_LIMIT)
+        (row_query,) = [q["sql"] for q in captured.captured_queries if "timeline_timelinerow" in q["sql"]]
+        with connection.cursor() as cursor:
+            cursor.execute(explain + row_query)
+            plan = " | ".join(str(line[-1]).strip() for line in cursor.fetchall())
+        print(f"{'':<34} plan selector {direction} @{label}: {plan}", flush=True)
 
 
 def print_size_growth(by_size: dict[tuple[str, str], Result], path: str, sizes: dict[str, int]) -> None:
