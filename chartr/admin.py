@@ -11,6 +11,9 @@ from chartr.admin_support import ConfirmationItem, ConfirmingAdminMixin, Service
 from chartr.models import ApiToken, ImportRun
 from chartr.services import create_api_token, revoke_api_token
 
+admin.site.site_header = "chartr administration"
+admin.site.site_title = "chartr admin"
+
 
 class TokenStatusFilter(admin.SimpleListFilter):
     title = "status"

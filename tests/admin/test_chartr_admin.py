@@ -162,7 +162,7 @@ class TestDashboard:
         assert dashboard.archived_agents == 1
         assert [a.agent_id for a in dashboard.needing_attention] == ["newer-attention", "older-attention"]
         assert [a.agent_id for a in dashboard.recently_active] == ["busy", "idle-one"]
-        assert 'data-lifecycle="running">running 1<' in text
+        assert 'data-lifecycle="running"><span>running</span> <span>1</span>' in text
         assert text.index("newer-attention") < text.index("older-attention")
         assert reverse("admin:snapshots_agentsnapshot_change", args=["busy"]) in text
         # the app list is still there below the dashboard
