@@ -89,9 +89,16 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     fieldsets = [
         (None, {"fields": ["agent_id", "workspace", "provider", "title", "lifecycle", "last_mode_id", "internal", "version"]}),
         ("Attention", {"fields": ["requires_attention", "attention_reason", "attention_at"]}),
-        ("Activity", {"fields": ["last_activity_at", "last_user_message_at", "created_at", "updated_at", "archived_at"]}),
+        (
+            "Activity",
+            {
+                "fields": [
+                    "last_activity_at", "last_user_message_at", "created_at", "updated_at", "archived_at",
+                    "head_seq", "timeline_epoch",
+                ]
+            },
+        ),
         ("Data", {"fields": ["labels", "config", "runtime_info", "persistence"], "classes": ["collapse"]}),
-        ("Timeline", {"fields": ["head_seq", "timeline_epoch"]}),
     ]
     readonly_fields = ["agent_id", "workspace", "created_at", "updated_at", "archived_at", "head_seq", "timeline_epoch"]
     list_display = [
