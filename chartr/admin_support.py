@@ -112,7 +112,7 @@ class ServiceModelAdmin(admin.ModelAdmin):
         return super().get_fieldsets(request, obj)
 
     def get_readonly_fields(self, request, obj=None):
-        # What identifies a record is chosen when it is created and fixed afterwards.
+        # The add form takes the identifying fields the change page shows read-only.
         if obj is None and self.add_fieldsets is not None:
             return ()
         return super().get_readonly_fields(request, obj)
@@ -120,7 +120,7 @@ class ServiceModelAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         # ServiceForm._post_clean already called the service; saving the model
         # here would bypass it.
-        if obj.pk is None or (form.errors if isinstance(form, ServiceForm) else True):
+        if not isinstance(form, ServiceForm) or obj.pk is None:
             raise RuntimeError("The admin only writes through services (ServiceForm).")
 
     def save_related(self, request, form, formsets, change):
@@ -185,11 +185,11 @@ class ConfirmingAdminMixin:
         return request.method == "POST" and request.POST.get(CONFIRM_FIELD) == "yes"
 
     def object_view(self, request: HttpRequest, object_id: str, flow: Callable, permission: Callable[[HttpRequest], bool]):
+        if not permission(request):
+            raise PermissionDenied
         obj = self.get_object(request, unquote(object_id))
         if obj is None:
             return self._get_obj_does_not_exist_redirect(request, self.model._meta, object_id)
-        if not permission(request):
-            raise PermissionDenied
         response = flow(request, [obj], action_name=None)
         return response or HttpResponseRedirect(self.change_url(obj))
 
