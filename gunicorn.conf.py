@@ -1,0 +1,69 @@
+"""gunicorn settings for chartr; every knob comes from the environment.
+
+The worker is uvicorn's ASGI worker serving ``chartr.asgi:application``: live
+timeline streams (server-sent events) need ASGI, since under WSGI Django
+buffers a streaming response whole. An async worker also keeps one
+long-lived stream from tying up a worker, and its heartbeat means
+``CHARTR_TIMEOUT`` bounds a stuck worker, not a long stream.
+
+| variable | default | meaning |
+|---|---|---|
+| CHARTR_BIND | 127.0.0.1:8000 (the image: 0.0.0.0:8000) | address:port, or unix:/path |
+| CHARTR_WORKERS | 1 on the embedded SQLite, else 2 x CPUs (at most 8) | worker processes |
+| CHARTR_THREADS | 1 | gunicorn's threads; only thread-based worker classes use them |
+| CHARTR_WORKER_CLASS | uvicorn_worker.UvicornWorker | gthread serves chartr.wsgi instead, without live streams |
+| CHARTR_TIMEOUT | 30 | seconds of silence before a worker is restarted |
+| CHARTR_GRACEFUL_TIMEOUT | 30 | seconds a worker gets to finish on shutdown |
+| CHARTR_KEEPALIVE | 5 | seconds to hold an idle keep-alive connection |
+| CHARTR_LOG_LEVEL | info | gunicorn's error log level |
+| CHARTR_ACCESS_LOG | 1 | 0 turns the access log off |
+| CHARTR_FORWARDED_ALLOW_IPS | 127.0.0.1,::1 | proxies whose X-Forwarded-* headers are trusted |
+| CHARTR_WORKER_TMP_DIR | system temp dir | heartbeat files; /dev/shm avoids disk stalls |
+
+One worker is the SQLite default because, without PostgreSQL or Redis, live
+updates fan out through an in-memory broker that only its own process sees.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+def _env(name: str, default: str) -> str:
+    return os.environ.get(name) or default
+
+
+def _flag(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    return value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _default_workers() -> int:
+    database_url = os.environ.get("DATABASE_URL", "")
+    shared_fanout = database_url.startswith(("postgres", "pgsql", "psql")) or os.environ.get("CHARTR_REDIS_URL")
+    if not shared_fanout:
+        return 1
+    return min(2 * (os.cpu_count() or 1), 8)
+
+
+worker_class = _env("CHARTR_WORKER_CLASS", "uvicorn_worker.UvicornWorker")
+_asgi = "uvicorn" in worker_class.lower() or worker_class == "asgi"
+wsgi_app = "chartr.asgi:application" if _asgi else "chartr.wsgi:application"
+
+bind = [address.strip() for address in _env("CHARTR_BIND", "127.0.0.1:8000").split(",") if address.strip()]
+workers = int(_env("CHARTR_WORKERS", str(_default_workers())))
+threads = int(_env("CHARTR_THREADS", "1"))
+timeout = int(_env("CHARTR_TIMEOUT", "30"))
+graceful_timeout = int(_env("CHARTR_GRACEFUL_TIMEOUT", "30"))
+keepalive = int(_env("CHARTR_KEEPALIVE", "5"))
+loglevel = _env("CHARTR_LOG_LEVEL", "info").lower()
+errorlog = "-"
+accesslog = "-" if _flag("CHARTR_ACCESS_LOG", True) else None
+forwarded_allow_ips = _env("CHARTR_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
+worker_tmp_dir = os.environ.get("CHARTR_WORKER_TMP_DIR") or None
+# gunicorn >= 25.1 opens a control socket under $HOME by default; chartr
+# writes nowhere but its data, config and temp dirs.
+control_socket_disable = True
+proc_name = "chartr"
