@@ -57,7 +57,9 @@ def test_probes_answer_any_host_over_plain_http_without_auth(client, path):
     assert redirected.status_code == 301 and redirected["Location"].startswith("https://")
 
 
-def test_admin_login_page_renders_with_debug_off_before_collectstatic(client, settings):
+def test_admin_login_page_renders_with_debug_off_before_collectstatic(client, settings, tmp_path):
+    # whitenoise's manifest storage alone would raise "Missing staticfiles manifest entry" here.
+    settings.STATIC_ROOT = tmp_path
     assert settings.DEBUG is False
     response = client.get("/admin/login/")
     assert response.status_code == 200

@@ -20,19 +20,28 @@ def migrate_safely(env: dict[str, str], log_path) -> Process:
     return Process([sys.executable, "manage.py", "migrate_safely"], env, log_path)
 
 
-def test_two_concurrent_migrations_on_a_fresh_sqlite_data_dir_both_succeed(tmp_path):
+def test_two_concurrent_starts_on_a_fresh_sqlite_data_dir_both_succeed(tmp_path):
+    # What two replicas run before gunicorn: migrate_safely, then ensure_initial_admin.
     env = isolated_env(tmp_path)
-    first = migrate_safely(env, tmp_path / "first.log")
-    second = migrate_safely(env, tmp_path / "second.log")
+    command = [sys.executable, "manage.py", "prepare_server", "--no-collectstatic"]
+    first = Process(command, env, tmp_path / "first.log")
+    second = Process(command, env, tmp_path / "second.log")
     codes = (first.wait(timeout=90), second.wait(timeout=90))
     outputs = (first.output, second.output)
     assert codes == (0, 0), outputs
     # Exactly one applied everything; the other found nothing left to apply.
     assert sorted("Applying" in out for out in outputs) == [False, True], outputs
     assert any("No migrations to apply" in out for out in outputs), outputs
+    assert sum(out.count("Created superuser 'admin'") for out in outputs) == 1, outputs
     assert (tmp_path / "data" / ".locks" / "migrate").is_file()
     check = manage("migrate", "--check", env=env)
     assert check.returncode == 0, check.stdout + check.stderr
+    superusers = manage(
+        "shell", "-v", "0", "-c",
+        "from django.contrib.auth.models import User; print(User.objects.filter(is_superuser=True).count())",
+        env=env,
+    )  # fmt: skip
+    assert superusers.stdout.strip() == "1", superusers.stderr
 
 
 def test_migrate_safely_waits_while_another_process_holds_the_sqlite_lock(tmp_path):
