@@ -6,19 +6,9 @@ buffers a streaming response whole. An async worker also keeps one
 long-lived stream from tying up a worker, and its heartbeat means
 ``CHARTR_TIMEOUT`` bounds a stuck worker, not a long stream.
 
-| variable | default | meaning |
-|---|---|---|
-| CHARTR_BIND | 127.0.0.1:8000 (the image: 0.0.0.0:8000) | address:port, or unix:/path |
-| CHARTR_WORKERS | 1 on the embedded SQLite, else 2 x CPUs (at most 8) | worker processes |
-| CHARTR_THREADS | 1 | gunicorn's threads; only thread-based worker classes use them |
-| CHARTR_WORKER_CLASS | uvicorn_worker.UvicornWorker | gthread serves chartr.wsgi instead, without live streams |
-| CHARTR_TIMEOUT | 30 | seconds of silence before a worker is restarted |
-| CHARTR_GRACEFUL_TIMEOUT | 30 | seconds a worker gets to finish on shutdown |
-| CHARTR_KEEPALIVE | 5 | seconds to hold an idle keep-alive connection |
-| CHARTR_LOG_LEVEL | info | gunicorn's error log level |
-| CHARTR_ACCESS_LOG | 1 | 0 turns the access log off |
-| CHARTR_FORWARDED_ALLOW_IPS | 127.0.0.1,::1 | proxies whose X-Forwarded-* headers are trusted |
-| CHARTR_WORKER_TMP_DIR | system temp dir | heartbeat files; /dev/shm avoids disk stalls |
+Each setting comes from a CHARTR_* variable; docs/deploy.md lists them. As
+in the Django settings, ``<config dir>/chartr.env`` is read too and the real
+environment wins over it.
 
 One worker is the SQLite default because, without PostgreSQL or Redis, live
 updates fan out through an in-memory broker that only its own process sees.
@@ -27,6 +17,14 @@ updates fan out through an in-memory broker that only its own process sees.
 from __future__ import annotations
 
 import os
+
+import environ
+
+from chartr.paths import ENV_FILENAME, resolve_config_dir
+
+_env_file = resolve_config_dir() / ENV_FILENAME
+if _env_file.is_file():
+    environ.Env.read_env(str(_env_file), overwrite=False)
 
 
 def _env(name: str, default: str) -> str:

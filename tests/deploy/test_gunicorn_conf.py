@@ -16,6 +16,16 @@ KNOBS = (
 )  # fmt: skip
 
 
+@pytest.fixture(autouse=True)
+def empty_config_dir(monkeypatch, tmp_path):
+    # The config's env file writes into os.environ; put it back exactly afterwards.
+    saved = dict(os.environ)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    yield tmp_path / "config" / "chartr"
+    os.environ.clear()
+    os.environ.update(saved)
+
+
 @pytest.fixture
 def load_config(monkeypatch):
     def load(**env: str) -> dict:
@@ -70,3 +80,10 @@ def test_more_workers_once_live_updates_fan_out_across_processes(load_config):
 def test_a_thread_based_worker_class_serves_the_wsgi_application(load_config):
     config = load_config(CHARTR_WORKER_CLASS="gthread", CHARTR_THREADS="8")
     assert config["wsgi_app"] == "chartr.wsgi:application" and config["threads"] == 8
+
+
+def test_the_config_dir_env_file_is_read_and_the_real_environment_wins(load_config, empty_config_dir):
+    empty_config_dir.mkdir(parents=True)
+    (empty_config_dir / "chartr.env").write_text("CHARTR_WORKERS=5\nCHARTR_TIMEOUT=120\n")
+    config = load_config(CHARTR_TIMEOUT="45")
+    assert (config["workers"], config["timeout"]) == (5, 45)
