@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
-from django.db import IntegrityError, models, transaction
+from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
 from chartr.errors import Conflict
@@ -683,25 +683,16 @@ def _write_timelines(plan: Plan, report: ImportReport, *, progress: Progress) ->
         counts.unchanged += min(timeline.last_seq, timeline.start_seq)
         if not timeline.to_append:
             continue
-        batch: list[TimelineRow] = []
+        batch: list[jsonl.Row] = []
         for row in _rows_to_append(timeline):
-            batch.append(
-                TimelineRow(
-                    agent_id=timeline.agent_id,
-                    seq=row.seq,
-                    committed_at=row.committed_at,
-                    item_type=row.item_type,
-                    item=row.item,
-                    item_id=row.item_id,
-                )
-            )
+            batch.append(row)
             if len(batch) >= ROW_BATCH:
-                TimelineRow.objects.bulk_create(batch)
+                insert_timeline_rows(agent_id=timeline.agent_id, rows=batch)
                 done += len(batch)
                 batch = []
                 progress("importing timeline rows", done, total)
         if batch:
-            TimelineRow.objects.bulk_create(batch)
+            insert_timeline_rows(agent_id=timeline.agent_id, rows=batch)
             done += len(batch)
             progress("importing timeline rows", done, total)
         counts.created += timeline.to_append
@@ -709,6 +700,39 @@ def _write_timelines(plan: Plan, report: ImportReport, *, progress: Progress) ->
             # A new agent was created with its head already set.
             new_heads.append(AgentSnapshot(agent_id=timeline.agent_id, head_seq=timeline.last_seq))
     AgentSnapshot.objects.bulk_update(new_heads, ["head_seq"], batch_size=RECORD_BATCH)
+
+
+_ROW_COLUMNS = ("agent", "seq", "committed_at", "item_type", "item", "item_id")
+
+
+def insert_timeline_rows(*, agent_id: str, rows: list[jsonl.Row]) -> None:
+    """Insert checked rows with one ``executemany``.
+
+    ``bulk_create`` compiles multi-row INSERTs field by field (on SQLite at
+    most 166 rows of 6 parameters each, so 6,000 statements for 1M rows); one
+    prepared INSERT run by ``executemany`` made the whole import about 25%
+    faster (docs/benchmarks.md). Values are adapted by the same field and
+    backend methods the ORM uses, so the stored values are the same.
+    Callers hold the invariants: contiguous seq after the head, head updated.
+    """
+    ops = connection.ops
+    meta = TimelineRow._meta
+    item_field = meta.get_field("item")
+    columns = ", ".join(ops.quote_name(meta.get_field(name).column) for name in _ROW_COLUMNS)
+    sql = f"INSERT INTO {ops.quote_name(meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(_ROW_COLUMNS))})"
+    params = [
+        (
+            agent_id,
+            row.seq,
+            ops.adapt_datetimefield_value(row.committed_at),
+            row.item_type,
+            item_field.get_db_prep_save(row.item, connection),
+            row.item_id,
+        )
+        for row in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
 
 
 def _rows_to_append(timeline: TimelinePlan):

@@ -368,16 +368,16 @@ class TestDryRunAndAtomicity:
         legacy_home.timeline("a2", 7)
         legacy_home.save()
         monkeypatch.setattr(services, "ROW_BATCH", 3)
-        real_bulk_create = TimelineRow.objects.bulk_create
+        real_insert = services.insert_timeline_rows
         calls = []
 
-        def failing_bulk_create(rows, *args, **kwargs):
+        def failing_insert(*, agent_id, rows):
             calls.append(len(rows))
             if len(calls) == 4:
                 raise RuntimeError("killed")
-            return real_bulk_create(rows, *args, **kwargs)
+            return real_insert(agent_id=agent_id, rows=rows)
 
-        monkeypatch.setattr(TimelineRow.objects, "bulk_create", failing_bulk_create)
+        monkeypatch.setattr(services, "insert_timeline_rows", failing_insert)
         with pytest.raises(RuntimeError):
             import_legacy(source=legacy_home.root)
         assert calls == [3, 3, 1, 3]
