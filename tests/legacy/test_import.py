@@ -410,3 +410,57 @@ class TestProgress:
             ("importing timeline rows", 8, 10),
             ("importing timeline rows", 10, 10),
         ]
+
+
+class TestIdentity:
+    def test_an_agent_without_a_workspace_reuses_the_project_at_its_directory(self, legacy_home):
+        legacy_home.project("p1", "/srv/app", kind="non_git")
+        legacy_home.agent("a1", "/srv/app")
+        legacy_home.save()
+        report = import_legacy(source=legacy_home.root)
+        project = Project.objects.get()
+        workspace = AgentSnapshot.objects.get().workspace
+        assert (workspace.directory, workspace.kind, workspace.project) == ("/srv/app", "checkout", project)
+        assert (report.counts["projects"].created, report.counts["workspaces"].created) == (1, 1)
+
+    def test_existing_records_stay_where_they_are(self, legacy_home, project_factory, workspace_factory):
+        elsewhere = project_factory(directory="/srv/elsewhere")
+        workspace_factory(project=elsewhere, directory="/srv/app/ws")
+        AgentFactory(agent_id="a1", workspace=workspace_factory(project=elsewhere, directory="/srv/elsewhere/ws"))
+        legacy_home.project("p1", "/srv/app", updatedAt="2099-01-01T00:00:00Z")
+        legacy_home.workspace("w1", "p1", "/srv/app/ws", updatedAt="2099-01-01T00:00:00Z", displayName="renamed")
+        legacy_home.agent("a1", "/srv/app/ws", updatedAt="2099-01-01T00:00:00Z", title="renamed")
+        legacy_home.save()
+        report = import_legacy(source=legacy_home.root)
+        workspace = Workspace.objects.get(directory="/srv/app/ws")
+        assert (workspace.project, workspace.display_name) == (elsewhere, "renamed")
+        agent = AgentSnapshot.objects.get(pk="a1")
+        assert (agent.workspace.directory, agent.title) == ("/srv/elsewhere/ws", "renamed")
+        warnings = "\n".join(report.warnings)
+        assert "workspace /srv/app/ws belongs to another project in chartr; it stays there" in warnings
+        assert "agent a1 has cwd /srv/app/ws but is in workspace /srv/elsewhere/ws in chartr" in warnings
+
+    def test_live_streams_hear_about_created_and_updated_agents(self, legacy_home, django_capture_on_commit_callbacks):
+        from snapshots.signals import agents_changed
+
+        heard = []
+
+        def listener(sender, agent_ids, reason, **kwargs):
+            heard.append((reason, sorted(agent_ids)))
+
+        agents_changed.connect(listener)
+        try:
+            AgentFactory(agent_id="old")
+            legacy_home.agent("old", "/srv/app", updatedAt="2099-01-01T00:00:00Z")
+            legacy_home.agent("new", "/srv/app")
+            legacy_home.save()
+            heard.clear()
+            with django_capture_on_commit_callbacks(execute=True):
+                import_legacy(source=legacy_home.root)
+            assert sorted(heard) == [("created", ["new"]), ("updated", ["old"])]
+            heard.clear()
+            with django_capture_on_commit_callbacks(execute=True):
+                import_legacy(source=legacy_home.root, dry_run=True)
+            assert heard == []
+        finally:
+            agents_changed.disconnect(listener)
