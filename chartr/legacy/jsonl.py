@@ -25,6 +25,7 @@ from typing import Any
 from chartr.legacy.problems import RecordError
 from chartr.legacy.records import parse_time
 from snapshots.models import AgentSnapshot, agent_id_validator
+from timeline.items import contains_nul
 from timeline.models import TimelineRow
 
 HEADER_TYPE = "chartr.timeline"
@@ -87,7 +88,7 @@ def parse_header(value: Any) -> Header:
     except Exception:
         raise RecordError(f"header agent_id {agent_id!r} is not a valid agent id") from None
     epoch = value.get("epoch")
-    if not isinstance(epoch, str) or not epoch or len(epoch) > _EPOCH_MAX:
+    if not isinstance(epoch, str) or not epoch or len(epoch) > _EPOCH_MAX or "\x00" in epoch:
         raise RecordError(f"header epoch must be a string of 1 to {_EPOCH_MAX} characters")
     return Header(agent_id=agent_id, epoch=epoch)
 
@@ -111,6 +112,8 @@ def parse_row(value: Any, *, expected_seq: int) -> Row:
     item_type = item.get("type")
     if not isinstance(item_type, str) or not item_type or len(item_type) > _ITEM_TYPE_MAX:
         raise RecordError(f'item must have a "type" string of 1 to {_ITEM_TYPE_MAX} characters')
+    if contains_nul(item) or (item_id is not None and "\x00" in item_id):
+        raise RecordError("contains a NUL character (\\u0000), which chartr cannot store")
     return Row(seq=seq, committed_at=committed_at, item_id=item_id, item=item, item_type=item_type)
 
 

@@ -22,6 +22,7 @@ from chartr.services import validate_fields
 from registry.directories import last_segment, normalize_directory
 from registry.models import Project, ProjectKind, Workspace, WorkspaceKind
 from snapshots.models import AgentSnapshot, AttentionReason, Lifecycle
+from timeline.items import contains_nul
 
 PROJECT_KINDS = {"git": ProjectKind.GIT, "non_git": ProjectKind.DIRECTORY}
 WORKSPACE_KINDS = {
@@ -93,7 +94,11 @@ def _directory(record: dict, name: str) -> str:
 
 def _check_model(instance, *, exclude: list[str]) -> None:
     """The model's own field rules (lengths, choices), so a record that passes
-    here never fails on a database constraint later."""
+    here never fails on a database constraint later. PostgreSQL cannot store
+    U+0000 in text or jsonb at all, so it is refused on every database."""
+    values = [getattr(instance, f.attname) for f in instance._meta.concrete_fields if f.name not in exclude]
+    if contains_nul(values):
+        raise RecordError("contains a NUL character (\\u0000), which chartr cannot store")
     try:
         validate_fields(instance, exclude=exclude)
     except ValidationError as exc:

@@ -55,6 +55,7 @@ from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot, new_timeline_epoch
 from snapshots.services import notify_agents_changed
 from timeline.models import TimelineRow
+from timeline.signals import timeline_committed
 
 KINDS = ("projects", "workspaces", "agents", "timeline_rows")
 EXPECTED_ENTRIES = ("projects/projects.json", "projects/workspaces.json", "agents/", "timelines/")
@@ -127,6 +128,7 @@ class ImportReport:
 class TimelinePlan:
     path: Path
     agent_id: str
+    #: the agent's epoch once imported: the header's for an agent the import creates
     epoch: str
     #: complete rows in the file (seq 1..last_seq)
     last_seq: int
@@ -428,7 +430,8 @@ def _scan_timeline(
         TimelinePlan(
             path=path,
             agent_id=path.stem,
-            epoch=header.epoch,
+            # An existing agent keeps its epoch (appending is not replacing).
+            epoch=header.epoch if agent is None else agent.timeline_epoch,
             last_seq=last_seq,
             start_seq=head,
             agent_exists=agent is not None,
@@ -696,10 +699,19 @@ def _write_timelines(plan: Plan, report: ImportReport, *, progress: Progress) ->
             done += len(batch)
             progress("importing timeline rows", done, total)
         counts.created += timeline.to_append
+        _announce_rows(timeline)
         if timeline.agent_exists:
             # A new agent was created with its head already set.
             new_heads.append(AgentSnapshot(agent_id=timeline.agent_id, head_seq=timeline.last_seq))
     AgentSnapshot.objects.bulk_update(new_heads, ["head_seq"], batch_size=RECORD_BATCH)
+
+
+def _announce_rows(timeline: TimelinePlan) -> None:
+    """Tell live subscribers, once committed, as the append service does."""
+    agent_id, head, epoch = timeline.agent_id, timeline.last_seq, timeline.epoch
+    transaction.on_commit(
+        lambda: timeline_committed.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
+    )
 
 
 _ROW_COLUMNS = ("agent", "seq", "committed_at", "item_type", "item", "item_id")

@@ -464,3 +464,38 @@ class TestIdentity:
             assert heard == []
         finally:
             agents_changed.disconnect(listener)
+
+
+class TestNulAndSignals:
+    def test_nul_characters_are_refused_on_every_database(self, legacy_home):
+        legacy_home.agent("a1", "/srv/app", title="bad\u0000title")
+        legacy_home.agent("a2", "/srv/app")
+        legacy_home.timeline("a2", [row(1), {**row(2), "item": {"type": "t", "text": "x\u0000y"}}])
+        legacy_home.save()
+        with pytest.raises(LegacyImportInvalid) as exc:
+            import_legacy(source=legacy_home.root)
+        assert [(p.location, p.reason) for p in exc.value.problems] == [
+            ("", "contains a NUL character (\\u0000), which chartr cannot store"),
+            ("line 3", "contains a NUL character (\\u0000), which chartr cannot store"),
+        ]
+
+    def test_live_subscribers_hear_about_imported_rows(self, legacy_home, django_capture_on_commit_callbacks):
+        from timeline.signals import timeline_committed
+
+        heard = []
+
+        def listener(sender, agent_id, head_seq, epoch, **kwargs):
+            heard.append((agent_id, head_seq, epoch))
+
+        timeline_committed.connect(listener)
+        try:
+            live = AgentFactory(agent_id="live")
+            legacy_home.agent("new", "/srv/app")
+            legacy_home.timeline("new", 2, epoch="file-epoch")
+            legacy_home.timeline("live", 3, epoch="other-epoch")
+            legacy_home.save()
+            with django_capture_on_commit_callbacks(execute=True):
+                import_legacy(source=legacy_home.root)
+            assert sorted(heard) == [("live", 3, live.timeline_epoch), ("new", 2, "file-epoch")]
+        finally:
+            timeline_committed.disconnect(listener)
