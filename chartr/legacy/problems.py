@@ -31,8 +31,10 @@ class LegacyImportInvalid(ChartrError):
     code = "invalid_legacy_data"
     status = 400
 
-    def __init__(self, problems: list[Problem], *, message: str | None = None):
+    def __init__(self, problems: list[Problem], *, message: str | None = None, skippable: bool = True):
         self.problems = list(problems)
+        #: whether --skip-invalid could have imported the rest
+        self.skippable = skippable
         count = len(self.problems)
         super().__init__(
             message or f"{count} invalid file{'s' if count != 1 else ''} or record{'s' if count != 1 else ''}; "

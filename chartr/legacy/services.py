@@ -188,7 +188,7 @@ def import_legacy(
 
 def _check_source(source: Path) -> None:
     if not source.is_dir():
-        raise LegacyImportInvalid([Problem(str(source), "", "not a directory")])
+        raise LegacyImportInvalid([Problem(str(source), "", "not a directory")], skippable=False)
     present = [
         entry
         for entry in EXPECTED_ENTRIES
@@ -198,6 +198,7 @@ def _check_source(source: Path) -> None:
         raise LegacyImportInvalid(
             [Problem(str(source), "", f"holds none of the legacy data: expected {', '.join(EXPECTED_ENTRIES)}")],
             message=f"{source} is not a legacy home directory; nothing was imported.",
+            skippable=False,
         )
 
 
@@ -771,7 +772,9 @@ def _rows_to_append(timeline: TimelinePlan):
 
 def _changed(path: Path, lineno: int, reason: str) -> LegacyImportInvalid:
     problem = Problem(str(path), f"line {lineno}" if lineno else "", f"changed during the import: {reason}")
-    return LegacyImportInvalid([problem], message=f"{path} changed during the import; nothing was imported.")
+    return LegacyImportInvalid(
+        [problem], message=f"{path} changed during the import; nothing was imported.", skippable=False
+    )
 
 
 def _record_run(report: ImportReport, *, started_at: dt.datetime) -> ImportRun:

@@ -499,3 +499,22 @@ class TestNulAndSignals:
             assert sorted(heard) == [("live", 3, live.timeline_epoch), ("new", 2, "file-epoch")]
         finally:
             timeline_committed.disconnect(listener)
+
+
+def test_a_file_that_changes_between_checking_and_writing_aborts_the_import(legacy_home, monkeypatch):
+    legacy_home.agent("a1", "/srv/app")
+    path = legacy_home.timeline("a1", 3)
+    legacy_home.save()
+    real_write_agents = services._write_agents
+
+    def write_agents_then_edit_the_file(*args, **kwargs):
+        real_write_agents(*args, **kwargs)
+        path.write_text(path.read_text().replace('"seq": 2', '"seq": 7'))
+
+    monkeypatch.setattr(services, "_write_agents", write_agents_then_edit_the_file)
+    with pytest.raises(CommandError) as exc:
+        run(legacy_home.root, "--skip-invalid")
+    assert "changed during the import; nothing was imported." in str(exc.value)
+    assert f"{path}:line 3: changed during the import: seq 7 where 2 was expected" in str(exc.value)
+    assert "--skip-invalid" not in str(exc.value)
+    assert not AgentSnapshot.objects.exists() and backups() == []

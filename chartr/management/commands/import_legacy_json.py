@@ -31,7 +31,7 @@ class Command(BaseCommand):
         except LegacyImportInvalid as exc:
             self._end_progress()
             lines = [exc.message, *(f"  {problem}" for problem in exc.problems)]
-            if not skip_invalid and len(exc.problems) and "changed during" not in exc.message:
+            if exc.skippable and not skip_invalid:
                 lines.append("Fix these, or run with --skip-invalid to import the rest.")
             raise CommandError("\n".join(lines)) from exc
         except ChartrError as exc:
