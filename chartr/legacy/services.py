@@ -188,7 +188,11 @@ def import_legacy(
 
 def _check_source(source: Path) -> None:
     if not source.is_dir():
-        raise LegacyImportInvalid([Problem(str(source), "", "not a directory")], skippable=False)
+        raise LegacyImportInvalid(
+            [Problem(str(source), "", "not a directory")],
+            message=f"{source} is not a directory; nothing was imported.",
+            skippable=False,
+        )
     present = [
         entry
         for entry in EXPECTED_ENTRIES

@@ -17,11 +17,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("agent_id", nargs="?")
         parser.add_argument("--out", help="write to this file instead of stdout")
-        parser.add_argument("--all", action="store_true", help="export every agent; needs --out-dir")
+        parser.add_argument(
+            "--all", dest="export_all", action="store_true", help="export every agent; needs --out-dir"
+        )
         parser.add_argument("--out-dir", help="directory for --all")
 
-    def handle(self, *args, agent_id, out, all, out_dir, **options):
-        if all:
+    def handle(self, *args, agent_id, out, export_all, out_dir, **options):
+        if export_all:
             if agent_id or out:
                 raise CommandError("--all takes --out-dir DIR, not an agent id or --out.")
             if not out_dir:
@@ -31,7 +33,7 @@ class Command(BaseCommand):
         elif out_dir:
             raise CommandError("--out-dir goes with --all; use --out FILE for one agent.")
         try:
-            if all:
+            if export_all:
                 written = write_all_timelines(out_dir=out_dir)
                 rows = sum(count for _, count in written)
                 self.stderr.write(f"Exported {len(written)} timeline(s), {rows} row(s), to {out_dir}")
