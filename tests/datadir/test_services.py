@@ -436,3 +436,29 @@ def test_postgres_restore_failing_part_way_is_rolled_back(data_dir):
     assert "The pre-restore snapshot is" in str(failure.value)
     assert database_state() == before_db
     assert epochs() == before_epochs
+
+
+def test_a_client_resuming_with_a_cursor_from_before_the_restore_gets_reset(data_dir):
+    from rest_framework.test import APIClient
+
+    from chartr.services import create_api_token
+
+    _, raw = create_api_token(name="datadir-test")
+    api = APIClient()
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    agent = AgentFactory(agent_id="cursor-agent")
+    url = f"/api/v1/agents/{agent.pk}/timeline"
+    items = [{"item": {"type": "user_message", "text": f"m{n}"}} for n in range(3)]
+    assert api.post(url, {"items": items}, format="json").status_code == 201
+    snap = take_snapshot()
+    assert api.post(url, {"items": items}, format="json").status_code == 201
+    # The client has read up to seq 6 under the current epoch.
+    page = api.get(url, {"direction": "after", "seq": 0}).json()
+    cursor_epoch, cursor_seq = page["epoch"], page["rows"][-1]["seq"]
+    assert (cursor_seq, page["reset"]) == (6, False)
+
+    restore_snapshot(name=snap.name)
+
+    resumed = api.get(url, {"direction": "after", "seq": cursor_seq, "epoch": cursor_epoch}).json()
+    assert resumed["reset"] is True and resumed["epoch"] != cursor_epoch
+    assert [row["seq"] for row in resumed["rows"]] == [1, 2, 3] and resumed["window"]["next_seq"] == 4
