@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "registry",
     "snapshots",
     "timeline",
+    "chartr.datadir",
 ]
 
 MIDDLEWARE = [
@@ -198,3 +199,7 @@ LOGGING["root"]["level"] = LOGGING["root"]["level"].upper()
 from whitenoise.compress import Compressor  # noqa: E402  (kept next to its one use)
 
 WHITENOISE_SKIP_COMPRESS_EXTENSIONS = [*Compressor.SKIP_COMPRESS_EXTENSIONS, "map"]
+
+# --- Data snapshots (chartr/datadir) ----------------------------------------
+# How many data snapshots <data dir>/snapshots keeps; 0 disables them.
+CHARTR_SNAPSHOTS_KEEP = env.int("CHARTR_SNAPSHOTS_KEEP", default=14)

@@ -2,8 +2,10 @@ from django.contrib import admin
 from django.urls import include, path
 
 from chartr import health
+from chartr.datadir.views import data_snapshots_view
 
 urlpatterns = [
+    path("admin/data-snapshots/", admin.site.admin_view(data_snapshots_view), name="data-snapshots"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("chartr.api.urls")),
     path("healthz", health.healthz, name="healthz"),

@@ -1,0 +1,93 @@
+"""manage.py snapshot and manage.py restore, in-process (their cross-process behaviour is in test_processes.py)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from chartr.datadir.lock import store_lock
+from snapshots.models import AgentSnapshot
+from tests.datadir.conftest import append_rows, snapshot_dirs
+from tests.factories import AgentFactory
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def run(*args) -> str:
+    out = io.StringIO()
+    call_command(*args, stdout=out)
+    return out.getvalue()
+
+
+def test_snapshot_command_reports_what_it_took(data_dir):
+    AgentFactory(agent_id="a0")
+    (data_dir / "notes.txt").write_text("hi")
+    first = run("snapshot")
+    [name] = snapshot_dirs(data_dir)
+    assert f"Data snapshot {name} taken in {data_dir / 'snapshots' / name}" in first
+    assert "files: 1 (0 hard-linked to the previous snapshot, 1 copied" in first
+    assert "first snapshot" in first
+    second = run("snapshot")
+    assert "files: 1 (1 hard-linked to the previous snapshot, 0 copied" in second
+    assert "no row count changes" in second and "kept the newest 14" in second
+
+
+def test_snapshot_command_with_keep_zero_says_so_and_does_nothing(data_dir, settings):
+    settings.CHARTR_SNAPSHOTS_KEEP = 0
+    assert "Data snapshots are disabled (CHARTR_SNAPSHOTS_KEEP=0); nothing was done." in run("snapshot")
+    assert snapshot_dirs(data_dir) == []
+
+
+def test_snapshot_no_wait_fails_clearly_while_the_lock_is_held(data_dir):
+    with store_lock():
+        with pytest.raises(CommandError, match="Another data snapshot or restore is running"):
+            run("snapshot", "--no-wait")
+        with pytest.raises(CommandError, match="Another data snapshot or restore is running"):
+            run("restore", "--no-wait")
+    assert snapshot_dirs(data_dir) == []
+
+
+def test_restore_list_newest_and_from(data_dir):
+    assert "No data snapshots yet" in run("restore", "--list")
+    AgentFactory(agent_id="a0")
+    run("snapshot")
+    append_rows("a0", 3)
+    run("snapshot")
+    older, newer = snapshot_dirs(data_dir)
+    listing = run("restore", "--list").splitlines()
+    assert [line.split()[0] for line in listing] == [newer, older]
+    assert "timeline_timelinerow +3" in listing[0] and "manual" in listing[0]
+
+    append_rows("a0", 2)
+    out = run("restore", "--from", older)
+    undo = out.splitlines()[0].removeprefix("Pre-restore snapshot: ")
+    assert undo in snapshot_dirs(data_dir) and undo > newer
+    assert f"Restored data snapshot {older}." in out and f"restore --from {undo}" in out
+    assert AgentSnapshot.objects.get(pk="a0").head_seq == 0
+
+    out = run("restore")  # the newest is the pre-restore snapshot: this undoes the restore
+    assert f"Restored data snapshot {undo}." in out
+    assert AgentSnapshot.objects.get(pk="a0").head_seq == 5
+    assert "pre-restore (state before restoring" in run("restore", "--list")
+
+
+def test_restore_errors_are_command_errors(data_dir):
+    with pytest.raises(CommandError, match="There are no data snapshots"):
+        run("restore")
+    run("snapshot")
+    with pytest.raises(CommandError, match="There is no data snapshot named 'nope'"):
+        run("restore", "--from", "nope")
+    with pytest.raises(CommandError, match="--list cannot be combined"):
+        run("restore", "--list", "--from", "x")
+
+
+def test_restore_dry_run_changes_nothing(data_dir):
+    AgentFactory(agent_id="a0")
+    run("snapshot")
+    append_rows("a0", 1)
+    out = run("restore", "--dry-run")
+    assert "is complete and intact" in out and "nothing was changed" in out
+    assert AgentSnapshot.objects.get(pk="a0").head_seq == 1
+    assert len(snapshot_dirs(data_dir)) == 1
