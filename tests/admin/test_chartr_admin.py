@@ -167,6 +167,12 @@ class TestDashboard:
         assert reverse("admin:snapshots_agentsnapshot_change", args=["busy"]) in text
         # the app list is still there below the dashboard
         assert reverse("admin:registry_project_changelist") in text
+        assert reverse("data-snapshots") in text
+
+    def test_data_snapshots_link_needs_its_permission(self, client, django_user_model):
+        staff = django_user_model.objects.create_user("staffer", password="pw", is_staff=True)
+        client.force_login(staff)
+        assert reverse("data-snapshots") not in client.get(reverse("admin:index")).content.decode()
 
     def test_dashboard_query_count_does_not_grow_with_the_fleet(self, admin_client):
         def index_queries() -> int:
