@@ -17,4 +17,9 @@ def chartr_dashboard(context):
     user = getattr(request, "user", None)
     # Only staff reach the index; the lists link to agent pages, so they need that view permission.
     can_view_agents = bool(user and user.has_perm("snapshots.view_agentsnapshot"))
-    return {"dashboard": dashboard(), "can_view_agents": can_view_agents}
+    can_view_data_snapshots = bool(user and user.has_perm("datadir.view_data_snapshots"))
+    return {
+        "dashboard": dashboard(),
+        "can_view_agents": can_view_agents,
+        "can_view_data_snapshots": can_view_data_snapshots,
+    }
