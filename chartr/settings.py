@@ -158,3 +158,24 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("CHARTR_LOG_LEVEL", default="INFO")},
 }
+
+# --- Client REST API (/api/v1/) --------------------------------------------
+REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["chartr.api.parsers.StrictJSONParser"]
+REST_FRAMEWORK["DEFAULT_PAGINATION_CLASS"] = "chartr.api.pagination.KeysetCursorPagination"
+REST_FRAMEWORK["DEFAULT_THROTTLE_CLASSES"] = ["chartr.api.throttling.TokenRateThrottle"]
+REST_FRAMEWORK["DEFAULT_SCHEMA_CLASS"] = "chartr.api.schema.AutoSchema"
+# Requests per token, e.g. "600/m" or "50/s"; empty (the default) means no limit.
+CHARTR_API_THROTTLE_RATE = env.str("CHARTR_API_THROTTLE_RATE", default="")
+SPECTACULAR_SETTINGS["SERVE_AUTHENTICATION"] = [
+    "chartr.api.authentication.BearerTokenAuthentication",
+    "rest_framework.authentication.SessionAuthentication",
+]
+SPECTACULAR_SETTINGS["SERVE_PERMISSIONS"] = ["chartr.api.permissions.HasApiTokenOrStaffSession"]
+SPECTACULAR_SETTINGS["POSTPROCESSING_HOOKS"] = [
+    "drf_spectacular.hooks.postprocess_schema_enums",
+    "chartr.api.schema.forbid_unknown_request_fields",
+]
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"] = {
+    "ProjectKindEnum": "registry.models.ProjectKind",
+    "WorkspaceKindEnum": "registry.models.WorkspaceKind",
+}
