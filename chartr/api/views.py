@@ -36,22 +36,25 @@ class ApiViewSet(viewsets.GenericViewSet):
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
 
-class SchemaView(SpectacularAPIView):
+class JsonErrorsMixin:
+    """For views whose success is not plain JSON (HTML, OpenAPI): refusals keep the JSON envelope."""
+
+    def handle_exception(self, exc):
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return super().handle_exception(exc)
+
+
+class SchemaView(JsonErrorsMixin, SpectacularAPIView):
     """The OpenAPI document, JSON by default (``?format=yaml`` for YAML)."""
 
     renderer_classes = [OpenApiJsonRenderer, OpenApiYamlRenderer]
 
 
-class DocsView(SpectacularSwaggerView):
+class DocsView(JsonErrorsMixin, SpectacularSwaggerView):
     """Swagger UI with assets from drf-spectacular-sidecar, served by the app (no CDN)."""
 
     url_name = "api-schema"
 
     def _get_schema_url(self, request):
         return reverse(self.url_name) + "?format=json"
-
-    def handle_exception(self, exc):
-        # The page is HTML, but a refusal keeps the JSON error envelope.
-        self.request.accepted_renderer = JSONRenderer()
-        self.request.accepted_media_type = JSONRenderer.media_type
-        return super().handle_exception(exc)
