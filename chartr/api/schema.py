@@ -104,8 +104,17 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
 
 
 def forbid_unknown_request_fields(result, generator, request, public):
-    """Request bodies refuse unknown keys (StrictInputSerializer); say so in the schema."""
+    """State two API-wide rules in the schema.
+
+    Request bodies refuse unknown keys (StrictInputSerializer). An empty query
+    parameter (``?kind=``) means the parameter was not given, as with HTML forms.
+    """
     for name, component in result.get("components", {}).get("schemas", {}).items():
         if name.endswith("Request") and component.get("type") == "object":
             component.setdefault("additionalProperties", False)
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                if parameter.get("in") == "query" and not parameter.get("required"):
+                    parameter.setdefault("allowEmptyValue", True)
     return result

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.urls import reverse
 from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
-from rest_framework import viewsets
+from rest_framework import serializers, viewsets
 from rest_framework.renderers import JSONRenderer
 
 from chartr.api.serializers import INT64_MAX
@@ -29,6 +29,25 @@ def row_id(raw, label: str) -> int:
 
 class ApiViewSet(viewsets.GenericViewSet):
     # No docstring: drf-spectacular would publish it as every operation's description.
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if self.action is not None:  # an unsupported method gets its 405 first
+            self.refuse_unknown_query_parameters(request)
+
+    def known_query_parameters(self) -> set[str]:
+        if self.action != "list":
+            return set()
+        known = {self.paginator.cursor_query_param, self.paginator.limit_query_param}
+        if getattr(self, "filterset_class", None) is not None:
+            known |= set(self.filterset_class.base_filters)
+        return known
+
+    def refuse_unknown_query_parameters(self, request) -> None:
+        # A misspelt filter (?archvied=true) would otherwise quietly list the wrong rows.
+        unknown = sorted(set(request.query_params) - self.known_query_parameters())
+        if unknown:
+            raise serializers.ValidationError({name[:100]: ["Unknown query parameter."] for name in unknown})
 
     def list_page(self, request):
         queryset = self.filter_queryset(self.get_queryset())

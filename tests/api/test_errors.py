@@ -211,3 +211,11 @@ def test_failure_outside_drf_under_api_is_json_500(api, settings):
     response = api.get("/api/v1/test-django-boom")
     assert_error(response, 500, "server_error")
     assert SECRET.encode() not in response.content
+
+
+def test_unknown_query_parameters_are_400(api):
+    project = ProjectFactory()
+    assert_error(api.get("/api/v1/projects?archvied=true"), 400, "invalid", fields=["archvied"])
+    assert_error(api.get(f"/api/v1/projects/{project.pk}?x=1"), 400, "invalid", fields=["x"])
+    assert_error(api.post(f"/api/v1/projects/{project.pk}/archive?force=1"), 400, "invalid", fields=["force"])
+    assert api.get("/api/v1/projects?archived=&kind=&limit=&cursor=").status_code == 200
