@@ -45,10 +45,8 @@ def test_schema_is_valid_openapi_3_and_covers_every_endpoint(schema):
     assert schema["openapi"].startswith("3.")
     validate_schema(schema)
     assert OPERATIONS <= {(path, method) for path, method, _ in operations(schema)}
-    assert schema["components"]["securitySchemes"]["bearerAuth"] == {
-        "type": "http", "scheme": "bearer", "description": pytest.approx(
-            schema["components"]["securitySchemes"]["bearerAuth"]["description"]),
-    }
+    scheme = schema["components"]["securitySchemes"]["bearerAuth"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
 
 
 def test_generation_has_no_warnings(tmp_path):
