@@ -17,7 +17,6 @@ install: $(INSTALLED)
 
 serve: install
 	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/python manage.py runserver 127.0.0.1:8000
 
 test: install
