@@ -57,6 +57,13 @@ __all__ = [
     "DuplicateDirectory",
     "NotFound",
     "PayloadTooLarge",
+    "SeqConflict",
     "ValidationError",
     "VersionMismatch",
 ]
+
+
+class SeqConflict(Conflict):
+    """An append's expected_head_seq no longer matches; ``extra`` carries the current head."""
+
+    code = "seq_conflict"

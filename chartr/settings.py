@@ -87,7 +87,14 @@ TEMPLATES = [
 # --- Database -------------------------------------------------------------
 SQLITE_PATH = DATA_DIR / "chartr.sqlite3"
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}")}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+# Django's backends plus database-held ON DELETE CASCADE (see chartr/db_backends).
+_CHARTR_BACKENDS = {
+    "django.db.backends.sqlite3": "chartr.db_backends.sqlite3",
+    "django.db.backends.postgresql": "chartr.db_backends.postgresql",
+}
+DATABASES["default"]["ENGINE"] = _CHARTR_BACKENDS.get(DATABASES["default"]["ENGINE"], DATABASES["default"]["ENGINE"])
+DATABASE_VENDOR = "sqlite" if DATABASES["default"]["ENGINE"].endswith("sqlite3") else "postgresql"
+if DATABASE_VENDOR == "sqlite":
     # IMMEDIATE takes the write lock at BEGIN, so concurrent writers queue on
     # the busy timeout instead of failing mid-transaction with "database is
     # locked". WAL lets readers proceed while one writer commits; foreign keys
@@ -98,7 +105,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CHARTR_CONN_MAX_AGE", default=0))
-DATABASES["default"]["TEST"] = {"NAME": env.str("CHARTR_TEST_DB_NAME", default=None)}
+if DATABASE_VENDOR == "sqlite":
+    # A file, not Django's shared-cache in-memory default: concurrency tests
+    # need real WAL locking between connections, the way production runs.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test_chartr.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -158,6 +168,36 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env.str("CHARTR_LOG_LEVEL", default="INFO")},
 }
+
+# --- Deployment -------------------------------------------------------------
+# Health probes answer before host validation and the HTTPS redirect; see
+# chartr/health.py for why.
+MIDDLEWARE = ["chartr.health.HealthProbeMiddleware", *MIDDLEWARE]
+# Hashed, compressed static files once collectstatic has run; plain names
+# before that, so pages render in tests and fresh checkouts with DEBUG off.
+STORAGES["staticfiles"] = {"BACKEND": "chartr.staticfiles.ManifestOnceCollectedStorage"}
+
+# The defaults serve plain http on 127.0.0.1. Behind a TLS-terminating proxy,
+# set the production environment from docs/deploy.md; with it,
+# `manage.py check --deploy` reports no issue.
+CHARTR_SECURE_COOKIES = env.bool("CHARTR_SECURE_COOKIES", default=False)
+SESSION_COOKIE_SECURE = CHARTR_SECURE_COOKIES
+CSRF_COOKIE_SECURE = CHARTR_SECURE_COOKIES
+SECURE_SSL_REDIRECT = env.bool("CHARTR_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("CHARTR_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("CHARTR_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("CHARTR_HSTS_PRELOAD", default=False)
+# Only behind a proxy that overwrites X-Forwarded-Proto on every request;
+# otherwise a client could claim https.
+if env.bool("CHARTR_TRUST_X_FORWARDED_PROTO", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# CHARTR_LOG_LEVEL is shared with gunicorn.conf.py, which takes any case.
+LOGGING["root"]["level"] = LOGGING["root"]["level"].upper()
+# Source maps are half of the collected bytes and only browser devtools fetch
+# them: leaving them uncompressed makes a collect markedly faster.
+from whitenoise.compress import Compressor  # noqa: E402  (kept next to its one use)
+
+WHITENOISE_SKIP_COMPRESS_EXTENSIONS = [*Compressor.SKIP_COMPRESS_EXTENSIONS, "map"]
 
 # --- Client REST API (/api/v1/) --------------------------------------------
 REST_FRAMEWORK["DEFAULT_PARSER_CLASSES"] = ["chartr.api.parsers.StrictJSONParser"]

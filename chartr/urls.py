@@ -1,9 +1,13 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from chartr import health
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("api/v1/", include("chartr.api.urls")),
+    path("healthz", health.healthz, name="healthz"),
+    path("readyz", health.readyz, name="readyz"),
 ]
 
 # Under /api/ even Django's own error pages keep the JSON error envelope.

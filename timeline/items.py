@@ -1,0 +1,91 @@
+"""What a timeline item must look like.
+
+Known types have their required fields checked; any other type is accepted as
+long as the item is a JSON object with a string ``type``, so newer agents can
+store item kinds this server does not know yet.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+
+from chartr.errors import PayloadTooLarge
+
+MAX_ITEM_TYPE_LENGTH = 64
+MAX_ITEM_ID_LENGTH = 256
+TOOL_CALL_STATUSES = ("running", "completed", "failed", "canceled")
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+# type -> {field: (check, description)}
+KNOWN_ITEM_FIELDS: dict[str, dict[str, tuple]] = {
+    "user_message": {"text": (_is_str, "a string")},
+    "assistant_message": {"text": (_is_str, "a string")},
+    "reasoning": {"text": (_is_str, "a string")},
+    "tool_call": {
+        "callId": (_is_str, "a string"),
+        "name": (_is_str, "a string"),
+        "status": (lambda v: v in TOOL_CALL_STATUSES, "one of " + ", ".join(TOOL_CALL_STATUSES)),
+    },
+    "todo": {"items": (lambda v: isinstance(v, list), "a list")},
+    "interaction": {"request": (lambda v: v is not None, "present")},
+    "error": {"message": (_is_str, "a string")},
+    "compaction": {"status": (_is_str, "a string")},
+}
+
+
+def item_problems(item: Any) -> list[str]:
+    """Everything wrong with ``item``, as readable sentences; empty when it is fine."""
+    if not isinstance(item, dict):
+        return ["An item must be a JSON object."]
+    item_type = item.get("type")
+    if not isinstance(item_type, str) or not item_type:
+        return ["An item needs a non-empty string 'type'."]
+    if len(item_type) > MAX_ITEM_TYPE_LENGTH:
+        return [f"An item type is at most {MAX_ITEM_TYPE_LENGTH} characters."]
+    problems = []
+    for field, (check, description) in KNOWN_ITEM_FIELDS.get(item_type, {}).items():
+        if field not in item:
+            problems.append(f"A {item_type} item needs '{field}'.")
+        elif not check(item[field]):
+            problems.append(f"A {item_type} item's '{field}' must be {description}.")
+    return problems
+
+
+def item_id_problems(item_id: Any) -> list[str]:
+    if item_id is None:
+        return []
+    if not isinstance(item_id, str) or not item_id:
+        return ["item_id must be a non-empty string or null."]
+    if len(item_id) > MAX_ITEM_ID_LENGTH:
+        return [f"item_id is at most {MAX_ITEM_ID_LENGTH} characters."]
+    if "\x00" in item_id:
+        return ["item_id must not contain NUL."]
+    return []
+
+
+def check_item_size(item: dict, *, index: int | None = None) -> None:
+    limit = settings.CHARTR_MAX_ITEM_BYTES
+    size = len(json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    if size > limit:
+        where = f"Item {index}" if index is not None else "The item"
+        raise PayloadTooLarge(
+            f"{where} is {size} bytes; the limit is {limit}.", extra={"limit": limit, "size": size}
+        )
+
+
+def contains_nul(value: Any) -> bool:
+    """PostgreSQL cannot store U+0000 in text or jsonb, so items carrying it are refused everywhere."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(contains_nul(v) for v in value)
+    return False
