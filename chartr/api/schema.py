@@ -18,9 +18,9 @@ ERROR_CODES: dict[int, tuple[tuple[str, ...], str]] = {
     403: (("permission_denied",), "The token is read-only."),
     404: (("not_found",), "Nothing exists at this address."),
     409: (
-        ("archived", "duplicate_directory", "conflict"),
+        ("archived", "duplicate_directory", "conflict", "seq_conflict"),
         "The change conflicts with the current state: the target (or its parent) is archived, "
-        "the directory is taken, or the id already exists.",
+        "the directory is taken, the id already exists, or (timeline appends) `expected_head_seq` is stale.",
     ),
     412: (("version_mismatch",), "`If-Match` names a version that is no longer current; `version` is the current one."),
     413: (("payload_too_large",), "The request body is larger than the server's limit (1 MiB by default)."),
@@ -57,28 +57,22 @@ def documents_errors(*statuses: int):
 
 
 class AutoSchema(SpectacularAutoSchema):
-    def error_statuses(self) -> list[int]:
-        writes = self.method not in ("GET", "HEAD", "OPTIONS")
-        has_body = writes and self.get_request_serializer() is not None
-        statuses = {401, 429, 500}
-        if has_body or (self.method == "GET" and (self._is_list_view() or self._get_filter_parameters())):
-            statuses.add(400)
-        if has_body:
-            statuses |= {413, 415}
-        if writes:
-            statuses |= {403, 409}
-        if "{" in self.path:
-            statuses.add(404)
-        handler = getattr(self.view, getattr(self.view, "action", None) or self.method.lower(), None)
-        statuses |= set(getattr(handler, "chartr_error_statuses", ()))
-        return sorted(statuses)
+    """drf-spectacular's schema plus the error responses each operation can give.
 
-    def _get_response_bodies(self, direction="response"):
-        responses = super()._get_response_bodies(direction)
-        if direction != "response":
-            return responses
+    The statuses follow from the finished operation, so views (including
+    other apps' plain APIViews) get them without repeating anything:
+    401/429/500 everywhere; 400 with a body, query or header parameters;
+    413/415 with a body; 403/409 on writes; 404 with path parameters; and
+    whatever a method adds with ``@documents_errors``.
+    """
+
+    def get_operation(self, *args, **kwargs):
+        operation = super().get_operation(*args, **kwargs)
+        if operation is None:
+            return operation
         error_ref = self.resolve_serializer(ErrorSerializer, "response").ref
-        for status in self.error_statuses():
+        responses = operation.setdefault("responses", {})
+        for status in self.error_statuses(operation):
             codes, when = ERROR_CODES[status]
             listed = ", ".join(f"`{code}`" for code in codes)
             responses.setdefault(
@@ -88,7 +82,24 @@ class AutoSchema(SpectacularAutoSchema):
                     "content": {"application/json": {"schema": error_ref}},
                 },
             )
-        return responses
+        operation["responses"] = dict(sorted(responses.items()))
+        return operation
+
+    def error_statuses(self, operation: dict) -> list[int]:
+        locations = {parameter.get("in") for parameter in operation.get("parameters", [])}
+        has_body = "requestBody" in operation
+        statuses = {401, 429, 500}
+        if has_body or locations & {"query", "header"}:
+            statuses.add(400)
+        if has_body:
+            statuses |= {413, 415}
+        if self.method not in ("GET", "HEAD", "OPTIONS"):
+            statuses |= {403, 409}
+        if "path" in locations:
+            statuses.add(404)
+        handler = getattr(self.view, getattr(self.view, "action", None) or self.method.lower(), None)
+        statuses |= set(getattr(handler, "chartr_error_statuses", ()))
+        return sorted(statuses)
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
