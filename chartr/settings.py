@@ -142,9 +142,12 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["chartr.api.authentication.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["chartr.api.permissions.HasApiToken"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # Refuses NUL, lone surrogates, NaN and out-of-range numbers before any serializer sees them.
+    "DEFAULT_PARSER_CLASSES": ["chartr.api.parsers.StrictJSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "chartr.api.pagination.KeysetCursorPagination",
+    "DEFAULT_THROTTLE_CLASSES": ["chartr.api.throttling.TokenRateThrottle"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "chartr.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "chartr.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DATETIME_FORMAT": "iso-8601",
@@ -159,7 +162,24 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # The schema and docs accept a token or a staff admin session (a browser
+    # cannot send a bearer token to open /docs); the session opens only these.
+    "SERVE_AUTHENTICATION": [
+        "chartr.api.authentication.BearerTokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "SERVE_PERMISSIONS": ["chartr.api.permissions.HasApiTokenOrStaffSession"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "chartr.api.schema.forbid_unknown_request_fields",
+    ],
+    "ENUM_NAME_OVERRIDES": {
+        "ProjectKindEnum": "registry.models.ProjectKind",
+        "WorkspaceKindEnum": "registry.models.WorkspaceKind",
+    },
 }
+# Requests per token, e.g. "600/m" or "50/s"; empty (the default) means no limit.
+CHARTR_API_THROTTLE_RATE = env.str("CHARTR_API_THROTTLE_RATE", default="")
 
 CHARTR_REDIS_URL = env.str("CHARTR_REDIS_URL", default="")
 
@@ -203,3 +223,4 @@ WHITENOISE_SKIP_COMPRESS_EXTENSIONS = [*Compressor.SKIP_COMPRESS_EXTENSIONS, "ma
 # --- Data snapshots (chartr/datadir) ----------------------------------------
 # How many data snapshots <data dir>/snapshots keeps; 0 disables them.
 CHARTR_SNAPSHOTS_KEEP = env.int("CHARTR_SNAPSHOTS_KEEP", default=14)
+

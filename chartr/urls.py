@@ -11,3 +11,9 @@ urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
 ]
+
+# Under /api/ even Django's own error pages keep the JSON error envelope.
+handler400 = "chartr.api.errors.bad_request"
+handler403 = "chartr.api.errors.permission_denied"
+handler404 = "chartr.api.errors.page_not_found"
+handler500 = "chartr.api.errors.server_error"

@@ -1,1 +1,14 @@
-urlpatterns: list = []
+from django.urls import path
+
+from snapshots.views import AgentViewSet
+
+urlpatterns = [
+    path("agents", AgentViewSet.as_view({"get": "list", "post": "create"}), name="agent-list"),
+    path(
+        "agents/<str:agent_id>",
+        AgentViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
+        name="agent-detail",
+    ),
+    path("agents/<str:agent_id>/archive", AgentViewSet.as_view({"post": "archive"}), name="agent-archive"),
+    path("agents/<str:agent_id>/unarchive", AgentViewSet.as_view({"post": "unarchive"}), name="agent-unarchive"),
+]

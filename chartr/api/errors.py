@@ -12,8 +12,11 @@ from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
+from django.http import JsonResponse
+from django.views import defaults as django_defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
+from rest_framework.views import set_rollback
 
 from chartr.errors import ChartrError
 
@@ -71,6 +74,8 @@ def _first_message(fields: dict[str, list[str]]) -> str:
 
 
 def exception_handler(exc, context):
+    # Whatever ran in an enclosing atomic block (ATOMIC_REQUESTS) must not commit.
+    set_rollback()
     if isinstance(exc, ChartrError):
         return error_response(exc.status, exc.code, exc.message, extra=exc.extra or None)
     if isinstance(exc, DjangoValidationError):
@@ -97,7 +102,47 @@ def exception_handler(exc, context):
     if isinstance(exc, exceptions.APIException):
         return error_response(exc.status_code, exc.default_code, str(exc.detail))
 
-    logger.exception("Unhandled error in %s", context.get("view").__class__.__name__, exc_info=exc)
+    logger.error("Unhandled error in %s", context.get("view").__class__.__name__, exc_info=exc)
     return error_response(
         status.HTTP_500_INTERNAL_SERVER_ERROR, "server_error", "The server failed to handle this request."
     )
+
+
+# --- Errors raised outside DRF views ---------------------------------------
+# Unknown URLs, Django's own 400s and anything escaping a view end up in
+# Django's handlers (chartr/urls.py points them here). Under /api/ they keep
+# the JSON envelope; elsewhere (admin) Django's pages are unchanged.
+
+
+def _is_api(request) -> bool:
+    return request.path_info.startswith("/api/")
+
+
+def _json_error(status_code: int, code: str, message: str) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message}}, status=status_code)
+
+
+def bad_request(request, exception, template_name="400.html"):
+    if not _is_api(request):
+        return django_defaults.bad_request(request, exception)
+    if isinstance(exception, RequestDataTooBig):
+        return _json_error(413, "payload_too_large", "The request body is too large.")
+    return _json_error(400, "invalid", "The request is malformed.")
+
+
+def permission_denied(request, exception, template_name="403.html"):
+    if not _is_api(request):
+        return django_defaults.permission_denied(request, exception)
+    return _json_error(403, "permission_denied", "You do not have permission to do that.")
+
+
+def page_not_found(request, exception, template_name="404.html"):
+    if not _is_api(request):
+        return django_defaults.page_not_found(request, exception)
+    return _json_error(404, "not_found", "Nothing exists at this address.")
+
+
+def server_error(request, template_name="500.html"):
+    if not _is_api(request):
+        return django_defaults.server_error(request)
+    return _json_error(500, "server_error", "The server failed to handle this request.")

@@ -7,3 +7,11 @@ urlpatterns = [
     path("", include("snapshots.urls")),
     path("", include("timeline.urls")),
 ]
+
+# The OpenAPI document and its Swagger UI (assets from drf-spectacular-sidecar).
+from chartr.api.views import DocsView, SchemaView  # noqa: E402
+
+urlpatterns += [
+    path("schema", SchemaView.as_view(), name="api-schema"),
+    path("docs", DocsView.as_view(), name="api-docs"),
+]

@@ -1,0 +1,124 @@
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import serializers
+
+from chartr.api.serializers import (
+    ApiModelSerializer,
+    ArchivedCountsSerializer,
+    StrictCharField,
+    StrictChoiceField,
+    StrictInputSerializer,
+    id_field,
+)
+from registry.directories import MAX_DIRECTORY_LENGTH, normalize_directory
+from registry.models import Project, ProjectKind, Workspace, WorkspaceKind
+
+
+def directory_field() -> serializers.CharField:
+    # Not trimmed: " /a" is refused as relative rather than quietly becoming "/a".
+    return StrictCharField(
+        max_length=MAX_DIRECTORY_LENGTH * 2,
+        trim_whitespace=False,
+        help_text="An absolute path. Redundant and trailing slashes are folded away; '.' and '..' are refused.",
+    )
+
+
+class DirectoryInputMixin:
+    def validate_directory(self, value: str) -> str:
+        try:
+            return normalize_directory(value)
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+
+
+class ProjectSerializer(ApiModelSerializer):
+    class Meta:
+        model = Project
+        fields = [
+            "id",
+            "directory",
+            "display_name",
+            "kind",
+            "git_remote",
+            "created_at",
+            "updated_at",
+            "archived_at",
+            "archive_operation",
+        ]
+        read_only_fields = fields
+
+
+class ProjectCreateSerializer(DirectoryInputMixin, StrictInputSerializer):
+    directory = directory_field()
+    kind = StrictChoiceField(choices=ProjectKind.choices)
+    display_name = StrictCharField(
+        max_length=255, required=False, allow_blank=True, allow_null=True,
+        help_text="Defaults to the directory's last segment.",
+    )
+    git_remote = StrictCharField(max_length=2048, required=False, allow_blank=True, allow_null=True)
+
+
+class ProjectUpdateSerializer(StrictInputSerializer):
+    display_name = StrictCharField(max_length=255)
+    git_remote = StrictCharField(max_length=2048, allow_blank=True, allow_null=True)
+
+
+class ProjectArchiveSerializer(serializers.Serializer):
+    project = ProjectSerializer()
+    archived = ArchivedCountsSerializer()
+
+
+class ProjectUnarchiveSerializer(serializers.Serializer):
+    project = ProjectSerializer()
+    restored = ArchivedCountsSerializer()
+
+
+class WorkspaceSerializer(ApiModelSerializer):
+    project_id = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Workspace
+        fields = [
+            "id",
+            "project_id",
+            "directory",
+            "display_name",
+            "kind",
+            "branch",
+            "created_at",
+            "updated_at",
+            "archived_at",
+            "archive_operation",
+        ]
+        read_only_fields = fields
+
+
+class WorkspaceCreateSerializer(DirectoryInputMixin, StrictInputSerializer):
+    project_id = id_field()
+    directory = directory_field()
+    kind = StrictChoiceField(choices=WorkspaceKind.choices)
+    display_name = StrictCharField(
+        max_length=255, required=False, allow_blank=True, allow_null=True,
+        help_text="Defaults to the directory's last segment.",
+    )
+    branch = StrictCharField(max_length=255, required=False, allow_blank=True, allow_null=True)
+
+
+class WorkspaceUpdateSerializer(StrictInputSerializer):
+    display_name = StrictCharField(max_length=255)
+    branch = StrictCharField(max_length=255, allow_blank=True, allow_null=True)
+
+
+class AgentCountsSerializer(serializers.Serializer):
+    agents = serializers.IntegerField(min_value=0)
+
+
+class WorkspaceArchiveSerializer(serializers.Serializer):
+    workspace = WorkspaceSerializer()
+    archived = AgentCountsSerializer()
+
+
+class WorkspaceUnarchiveSerializer(serializers.Serializer):
+    workspace = WorkspaceSerializer()
+    restored = AgentCountsSerializer()

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import re
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from chartr.api.serializers import (
+    ApiModelSerializer,
+    OffsetDateTimeField,
+    StrictBooleanField,
+    StrictCharField,
+    StrictChoiceField,
+    StrictInputSerializer,
+    id_field,
+)
+from snapshots.models import AgentSnapshot, AttentionReason, Lifecycle
+
+# The model's pattern, matched in full: its "$" would also accept a trailing
+# newline, which PostgreSQL's check constraint then refuses as a 500.
+AGENT_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+
+
+@extend_schema_field({"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "maxLength": 128})
+class AgentIdField(StrictCharField):
+    def __init__(self, **kwargs):
+        super().__init__(max_length=128, trim_whitespace=False, **kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not AGENT_ID_RE.fullmatch(value):
+            raise serializers.ValidationError(
+                "An agent id is 1 to 128 characters of letters, digits, '.', '_', ':' and '-'."
+            )
+        return value
+
+
+def labels_field(**kwargs) -> serializers.DictField:
+    return serializers.DictField(
+        child=StrictCharField(allow_blank=True, trim_whitespace=False),
+        help_text="A map of strings to strings.",
+        **kwargs,
+    )
+
+
+def json_object_field(**kwargs) -> serializers.DictField:
+    return serializers.DictField(help_text="A JSON object, stored as given.", **kwargs)
+
+
+class AgentSerializer(ApiModelSerializer):
+    workspace_id = serializers.IntegerField(read_only=True)
+    project_id = serializers.SerializerMethodField()
+    labels = labels_field(read_only=True)
+    config = json_object_field(read_only=True)
+    runtime_info = json_object_field(read_only=True)
+    persistence = json_object_field(read_only=True)
+
+    class Meta:
+        model = AgentSnapshot
+        fields = [
+            "agent_id",
+            "workspace_id",
+            "project_id",
+            "provider",
+            "title",
+            "labels",
+            "lifecycle",
+            "last_mode_id",
+            "config",
+            "runtime_info",
+            "persistence",
+            "requires_attention",
+            "attention_reason",
+            "attention_at",
+            "internal",
+            "created_at",
+            "updated_at",
+            "last_activity_at",
+            "last_user_message_at",
+            "archived_at",
+            "archive_operation",
+            "version",
+            "head_seq",
+            "timeline_epoch",
+        ]
+        read_only_fields = fields
+
+    def get_project_id(self, agent: AgentSnapshot) -> int:
+        # Lists annotate it (no query per row); a single agent reads it through its workspace.
+        annotated = getattr(agent, "api_project_id", None)
+        return annotated if annotated is not None else agent.workspace.project_id
+
+
+class AgentCreateSerializer(StrictInputSerializer):
+    workspace_id = id_field()
+    agent_id = AgentIdField(
+        required=False,
+        help_text="1 to 128 of letters, digits, '.', '_', ':' and '-'. A UUID is generated when omitted.",
+    )
+    provider = StrictCharField(max_length=64)
+    title = StrictCharField(max_length=512, required=False, allow_blank=True)
+    labels = labels_field(required=False)
+    lifecycle = StrictChoiceField(choices=Lifecycle.choices, required=False)
+    config = json_object_field(required=False)
+    runtime_info = json_object_field(required=False)
+    persistence = json_object_field(required=False)
+    internal = StrictBooleanField(required=False)
+
+
+class AgentUpdateSerializer(StrictInputSerializer):
+    """Every field optional; send only what changes. ``null`` clears text and JSON fields."""
+
+    provider = StrictCharField(max_length=64)
+    title = StrictCharField(max_length=512, allow_blank=True, allow_null=True)
+    labels = labels_field(allow_null=True)
+    lifecycle = StrictChoiceField(choices=Lifecycle.choices)
+    last_mode_id = StrictCharField(max_length=128, allow_blank=True, allow_null=True)
+    config = json_object_field(allow_null=True)
+    runtime_info = json_object_field(allow_null=True)
+    persistence = json_object_field(allow_null=True)
+    requires_attention = StrictBooleanField()
+    attention_reason = StrictChoiceField(choices=AttentionReason.choices, allow_null=True)
+    attention_at = OffsetDateTimeField(allow_null=True)
+    internal = StrictBooleanField()
+    last_activity_at = OffsetDateTimeField(allow_null=True)
+    last_user_message_at = OffsetDateTimeField(allow_null=True)
+
+
+class AgentCountSerializer(serializers.Serializer):
+    agents = serializers.IntegerField(min_value=0)
+
+
+class AgentArchiveSerializer(serializers.Serializer):
+    agent = AgentSerializer()
+    archived = AgentCountSerializer()
+
+
+class AgentUnarchiveSerializer(serializers.Serializer):
+    agent = AgentSerializer()
+    restored = AgentCountSerializer()

@@ -1,0 +1,157 @@
+"""/api/v1/agents. Thin: validate, call the service, serialize.
+
+An agent's ETag is its version (``"7"``). PATCH with ``If-Match: "7"`` changes
+the agent only if it is still at version 7, and answers 412
+``version_mismatch`` otherwise; without If-Match the change is unconditional.
+"""
+
+from __future__ import annotations
+
+import re
+
+from django.db.models import F
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.response import Response
+
+from chartr.api.schema import documents_errors
+from chartr.api.views import ApiViewSet, validated
+from chartr.errors import NotFound
+from registry.models import Workspace
+from snapshots import services
+from snapshots.filters import AgentFilter
+from snapshots.models import AgentSnapshot
+from snapshots.serializers import (
+    AgentArchiveSerializer,
+    AgentCreateSerializer,
+    AgentSerializer,
+    AgentUnarchiveSerializer,
+    AgentUpdateSerializer,
+)
+
+from snapshots.serializers import AGENT_ID_RE
+ENTITY_TAG_RE = re.compile(r'\s*(?:W/)?"([0-9]{1,20})"\s*')
+
+ETAG_HEADER = OpenApiParameter(
+    "ETag",
+    str,
+    OpenApiParameter.HEADER,
+    response=[200, 201],
+    description='The agent\'s version as an entity tag, e.g. `"7"`. Send it back in `If-Match`.',
+)
+IF_MATCH_HEADER = OpenApiParameter(
+    "If-Match",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description='The ETag of the version this change is based on, e.g. `"7"`, or `*`. '
+    "A stale version gets 412 `version_mismatch`; a malformed value gets 400 `invalid`.",
+)
+
+
+def agents():
+    return AgentSnapshot.objects.annotate(api_project_id=F("workspace__project_id"))
+
+
+def get_agent(agent_id: str) -> AgentSnapshot:
+    # Ids that cannot exist never reach the database (think NUL bytes).
+    agent = agents().filter(pk=agent_id).first() if AGENT_ID_RE.fullmatch(agent_id) else None
+    if agent is None:
+        raise NotFound(f"Agent {agent_id[:128]!r} does not exist.")
+    return agent
+
+
+def etag(agent: AgentSnapshot) -> str:
+    return f'"{agent.version}"'
+
+
+def expected_version(request) -> int | None:
+    header = request.headers.get("If-Match")
+    if header is None or header.strip() == "*":
+        return None
+    match = ENTITY_TAG_RE.fullmatch(header)
+    if match is None:
+        raise serializers.ValidationError({"If-Match": ['Expected one entity tag such as "7", or *.']})
+    return int(match.group(1))
+
+
+def agent_response(agent: AgentSnapshot, *, status_code: int = status.HTTP_200_OK, **headers) -> Response:
+    return Response(AgentSerializer(agent).data, status=status_code, headers={"ETag": etag(agent), **headers})
+
+
+@extend_schema(tags=["agents"])
+class AgentViewSet(ApiViewSet):
+    serializer_class = AgentSerializer
+    filterset_class = AgentFilter
+    keyset_ordering = ("created_at", "agent_id")
+
+    def get_queryset(self):
+        return agents()
+
+    @extend_schema(summary="List agents", responses=AgentSerializer(many=True))
+    def list(self, request):
+        return self.list_page(request)
+
+    @extend_schema(
+        summary="Create an agent in a workspace",
+        request=AgentCreateSerializer,
+        responses={201: AgentSerializer},
+        parameters=[ETAG_HEADER],
+    )
+    def create(self, request):
+        data = validated(AgentCreateSerializer, request.data)
+        workspace = Workspace.objects.filter(pk=data.pop("workspace_id")).first()
+        if workspace is None:
+            raise serializers.ValidationError({"workspace_id": ["No workspace has this id."]})
+        agent = services.create_agent(workspace=workspace, **data)
+        return agent_response(
+            get_agent(agent.agent_id),
+            status_code=status.HTTP_201_CREATED,
+            Location=reverse("agent-detail", kwargs={"agent_id": agent.agent_id}),
+        )
+
+    @extend_schema(summary="Get an agent", responses=AgentSerializer, parameters=[ETAG_HEADER])
+    def retrieve(self, request, agent_id):
+        return agent_response(get_agent(agent_id))
+
+    @extend_schema(
+        summary="Change an agent's snapshot",
+        request=AgentUpdateSerializer,
+        responses=AgentSerializer,
+        parameters=[IF_MATCH_HEADER, ETAG_HEADER],
+    )
+    @documents_errors(412)
+    def partial_update(self, request, agent_id):
+        version = expected_version(request)
+        changes = validated(AgentUpdateSerializer, request.data, partial=True)
+        agent = services.update_agent(agent=get_agent(agent_id), expected_version=version, **changes)
+        return agent_response(get_agent(agent.agent_id))
+
+    @extend_schema(
+        summary="Archive an agent",
+        description="Its lifecycle becomes `closed`. Idempotent: archiving an archived agent reports 0 agents.",
+        request=None,
+        responses=AgentArchiveSerializer,
+    )
+    def archive(self, request, agent_id):
+        result = services.archive_agent(agent=get_agent(agent_id))
+        agent = get_agent(agent_id)
+        return Response(
+            {"agent": AgentSerializer(agent).data, "archived": {"agents": result.agents}},
+            headers={"ETag": etag(agent)},
+        )
+
+    @extend_schema(
+        summary="Unarchive an agent",
+        description="Refused with 409 `archived` while its workspace is archived; unarchive the workspace instead.",
+        request=None,
+        responses=AgentUnarchiveSerializer,
+    )
+    def unarchive(self, request, agent_id):
+        result = services.unarchive_agent(agent=get_agent(agent_id))
+        agent = get_agent(agent_id)
+        return Response(
+            {"agent": AgentSerializer(agent).data, "restored": {"agents": result.agents}},
+            headers={"ETag": etag(agent)},
+        )
