@@ -9,7 +9,8 @@ from django.db import models
 from chartr.db import choices_check
 from registry.models import ArchivableQuerySet, Workspace
 
-AGENT_ID_PATTERN = r"^[A-Za-z0-9._:-]{1,128}$"
+# \A and \Z, not ^ and $: "$" would also accept a trailing newline (in Python and SQLite).
+AGENT_ID_PATTERN = r"\A[A-Za-z0-9._:-]{1,128}\Z"
 agent_id_validator = RegexValidator(
     re.compile(AGENT_ID_PATTERN),
     "An agent id is 1 to 128 characters of letters, digits, '.', '_', ':' and '-'.",

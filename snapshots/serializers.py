@@ -14,11 +14,9 @@ from chartr.api.serializers import (
     StrictInputSerializer,
     id_field,
 )
-from snapshots.models import AgentSnapshot, AttentionReason, Lifecycle
+from snapshots.models import AGENT_ID_PATTERN, AgentSnapshot, AttentionReason, Lifecycle
 
-# The model's pattern, matched in full: its "$" would also accept a trailing
-# newline, which PostgreSQL's check constraint then refuses as a 500.
-AGENT_ID_RE = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+AGENT_ID_RE = re.compile(AGENT_ID_PATTERN)
 
 
 @extend_schema_field({"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "maxLength": 128})

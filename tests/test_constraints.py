@@ -66,7 +66,7 @@ def test_attention_reason_is_set_exactly_when_attention_is_required():
 
 def test_agent_id_shape_is_enforced():
     workspace = WorkspaceFactory()
-    for bad in ["", "has space", "x" * 129, "a/b"]:
+    for bad in ["", "has space", "x" * 129, "a/b", "newline\n"]:
         with pytest.raises(REFUSED), transaction.atomic():
             AgentSnapshot.objects.bulk_create([AgentSnapshot(agent_id=bad, workspace=workspace, provider="p")])
 

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from chartr.api.serializers import StrictCharField
+
 from timeline.selectors import DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 from timeline.services import MAX_ITEMS_PER_APPEND
 
 MAX_SEQ = 2**63 - 1
-
-
-class StrictCharField(serializers.CharField):
-    """A CharField that refuses numbers and booleans instead of quietly turning them into strings."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class NewItemSerializer(serializers.Serializer):

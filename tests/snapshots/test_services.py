@@ -18,7 +18,7 @@ class TestCreateAgent:
         assert len(agent.agent_id) == 36
         assert agent.lifecycle == "initializing" and agent.version == 1
 
-    @pytest.mark.parametrize("agent_id", ["has space", "x" * 129, "slash/no", "ünicode"])
+    @pytest.mark.parametrize("agent_id", ["has space", "x" * 129, "slash/no", "ünicode", "trailing-newline\n"])
     def test_rejects_bad_ids(self, agent_id):
         with pytest.raises(ValidationError):
             services.create_agent(workspace=WorkspaceFactory(), provider="p", agent_id=agent_id)
