@@ -87,7 +87,14 @@ TEMPLATES = [
 # --- Database -------------------------------------------------------------
 SQLITE_PATH = DATA_DIR / "chartr.sqlite3"
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}")}
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+# Django's backends plus database-held ON DELETE CASCADE (see chartr/db_backends).
+_CHARTR_BACKENDS = {
+    "django.db.backends.sqlite3": "chartr.db_backends.sqlite3",
+    "django.db.backends.postgresql": "chartr.db_backends.postgresql",
+}
+DATABASES["default"]["ENGINE"] = _CHARTR_BACKENDS.get(DATABASES["default"]["ENGINE"], DATABASES["default"]["ENGINE"])
+DATABASE_VENDOR = "sqlite" if DATABASES["default"]["ENGINE"].endswith("sqlite3") else "postgresql"
+if DATABASE_VENDOR == "sqlite":
     # IMMEDIATE takes the write lock at BEGIN, so concurrent writers queue on
     # the busy timeout instead of failing mid-transaction with "database is
     # locked". WAL lets readers proceed while one writer commits; foreign keys
@@ -98,7 +105,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CHARTR_CONN_MAX_AGE", default=0))
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+if DATABASE_VENDOR == "sqlite":
     # A file, not Django's shared-cache in-memory default: concurrency tests
     # need real WAL locking between connections, the way production runs.
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test_chartr.sqlite3")}

@@ -98,3 +98,17 @@ def test_timeline_seq_is_positive_and_unique_per_agent_and_item_id_unique_when_s
         with pytest.raises(IntegrityError), transaction.atomic():
             TimelineRow.objects.bulk_create(bad)
     assert TimelineRow.objects.count() == 3
+
+
+@pytest.mark.parametrize("table,column", [("registry_project", "id"), ("registry_workspace", "id")])
+def test_a_delete_outside_the_orm_cascades_in_the_database(table, column):
+    """The database itself holds the FK cascades: raw SQL deletes leave no orphans."""
+    agent = AgentFactory()
+    TimelineRow.objects.create(agent=agent, seq=1, committed_at=timezone.now(), item_type="x", item={"type": "x"})
+    target = agent.workspace.project_id if table == "registry_project" else agent.workspace_id
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {table} WHERE {column} = %s", [target])
+    connection.check_constraints()
+    assert not AgentSnapshot.objects.exists()
+    assert not TimelineRow.objects.exists()
+    assert Project.objects.exists() == (table == "registry_workspace")

@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from chartr.services import create_api_token
+from snapshots.models import AgentSnapshot
+from snapshots.services import archive_agent
+from tests.factories import AgentFactory
+from timeline.models import TimelineRow
+
+pytestmark = pytest.mark.django_db
+
+
+def client_with(read_only: bool = False) -> APIClient:
+    _, raw = create_api_token(name="timeline-test", read_only=read_only)
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return client
+
+
+@pytest.fixture
+def api():
+    return client_with()
+
+
+def url(agent_id: str) -> str:
+    return f"/api/v1/agents/{agent_id}/timeline"
+
+
+def items(*texts, ids=None):
+    ids = ids or [None] * len(texts)
+    return [{"item": {"type": "user_message", "text": t}, "item_id": i} for t, i in zip(texts, ids)]
+
+
+def test_append_then_read(api):
+    agent = AgentFactory()
+    created = api.post(url(agent.pk), {"items": items("a", "b", ids=["k1", None])}, format="json")
+    assert created.status_code == 201, created.content
+    body = created.json()
+    assert [r["seq"] for r in body["rows"]] == [1, 2]
+    assert body["rows"][0]["item_id"] == "k1" and body["head_seq"] == 2 and body["epoch"] == agent.timeline_epoch
+    assert body["rows"][0]["committed_at"].endswith(("Z", "+00:00"))
+
+    page = api.get(url(agent.pk), {"direction": "after", "seq": 0, "limit": 10}).json()
+    assert [r["seq"] for r in page["rows"]] == [1, 2]
+    assert page["rows"][0] == {
+        "seq": 1, "committed_at": body["rows"][0]["committed_at"], "item_type": "user_message",
+        "item": {"type": "user_message", "text": "a"}, "item_id": "k1",
+    }
+    assert page["window"] == {"min_seq": 1, "max_seq": 2, "next_seq": 3}
+    assert (page["has_older"], page["has_newer"], page["reset"]) == (False, False, False)
+    assert page["agent_id"] == agent.pk and page["direction"] == "after"
+
+
+def test_retry_is_200_with_the_original_seqs(api):
+    agent = AgentFactory()
+    api.post(url(agent.pk), {"items": items("a", ids=["k1"])}, format="json")
+    retry = api.post(url(agent.pk), {"items": items("a", ids=["k1"]), "expected_head_seq": 0}, format="json")
+    assert retry.status_code == 200 and retry.json()["rows"][0]["seq"] == 1
+    assert TimelineRow.objects.filter(agent=agent).count() == 1
+
+
+def test_seq_conflict_reports_the_head(api):
+    agent = AgentFactory()
+    api.post(url(agent.pk), {"items": items("a")}, format="json")
+    response = api.post(url(agent.pk), {"items": items("b"), "expected_head_seq": 0}, format="json")
+    assert response.status_code == 409
+    assert response.json()["error"]["code"] == "seq_conflict" and response.json()["error"]["head_seq"] == 1
+
+
+def test_bad_item_in_batch_is_400_and_stores_nothing(api):
+    agent = AgentFactory()
+    batch = items("a") + [{"item": {"type": "tool_call", "name": "x"}}]
+    response = api.post(url(agent.pk), {"items": batch}, format="json")
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid" and "items[1].item" in error["fields"]
+    assert not TimelineRow.objects.filter(agent=agent).exists()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"items": []},
+        {"items": "nope"},
+        {"items": [{"item": {"type": "x"}}] * 501},
+        {"items": [{"item": {"type": "x"}}], "expected_head_seq": -1},
+        {"items": [{"item": {"type": "x"}}], "expected_head_seq": 2**64},
+        {"items": [{"item": {"type": "x"}, "item_id": 5}]},
+        {"items": [{"item": {"type": "x", "t": "nul\u0000"}}]},
+        [1, 2],
+    ],
+)
+def test_malformed_appends_are_400(api, body):
+    agent = AgentFactory()
+    response = api.post(url(agent.pk), body, format="json")
+    assert response.status_code == 400, response.content
+    assert response.json()["error"]["code"] == "invalid"
+
+
+def test_oversized_item_is_413(api, settings):
+    settings.CHARTR_MAX_ITEM_BYTES = 1000
+    agent = AgentFactory()
+    response = api.post(url(agent.pk), {"items": items("x" * 2000)}, format="json")
+    assert response.status_code == 413 and response.json()["error"]["code"] == "payload_too_large"
+
+
+def test_archived_is_409_unknown_is_404_and_history_stays_readable(api):
+    agent = AgentFactory()
+    api.post(url(agent.pk), {"items": items("a")}, format="json")
+    archive_agent(agent=agent)
+    response = api.post(url(agent.pk), {"items": items("b")}, format="json")
+    assert response.status_code == 409 and response.json()["error"]["code"] == "archived"
+    assert api.get(url(agent.pk)).json()["rows"][0]["item"]["text"] == "a"
+    assert api.post(url("ghost"), {"items": items("a")}, format="json").status_code == 404
+    assert api.get(url("ghost")).json()["error"]["code"] == "not_found"
+
+
+def test_read_parameters_are_validated(api):
+    agent = AgentFactory()
+    for params in ({"direction": "before"}, {"direction": "sideways"}, {"limit": 0}, {"limit": 1001},
+                   {"seq": "abc", "direction": "after"}, {"projection": "x"}, {"seq": 2**70, "direction": "after"}):
+        response = api.get(url(agent.pk), params)
+        assert response.status_code == 400, (params, response.content)
+        assert response.json()["error"]["code"] == "invalid"
+
+
+def test_stale_epoch_returns_reset_and_tail(api):
+    agent = AgentFactory()
+    api.post(url(agent.pk), {"items": items(*"abcdef")}, format="json")
+    old = agent.timeline_epoch
+    AgentSnapshot.objects.filter(pk=agent.pk).update(timeline_epoch="new-epoch")
+    page = api.get(url(agent.pk), {"direction": "after", "seq": 1, "limit": 2, "epoch": old}).json()
+    assert page["reset"] is True and page["epoch"] == "new-epoch" and page["direction"] == "tail"
+    assert [r["seq"] for r in page["rows"]] == [5, 6]
+
+
+def test_projected_view(api):
+    agent = AgentFactory()
+    batch = [{"item": {"type": "assistant_message", "text": t}} for t in ("Hel", "lo")]
+    api.post(url(agent.pk), {"items": batch}, format="json")
+    page = api.get(url(agent.pk), {"projection": "projected"}).json()
+    assert len(page["rows"]) == 1
+    entry = page["rows"][0]
+    assert (entry["seq_start"], entry["seq_end"], entry["item"]["text"]) == (1, 2, "Hello")
+
+
+def test_auth_is_required_and_read_only_tokens_cannot_append():
+    agent = AgentFactory()
+    assert APIClient().get(url(agent.pk)).status_code == 401
+    reader = client_with(read_only=True)
+    assert reader.get(url(agent.pk)).status_code == 200
+    response = reader.post(url(agent.pk), {"items": items("a")}, format="json")
+    assert response.status_code == 403 and response.json()["error"]["code"] == "permission_denied"

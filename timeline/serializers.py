@@ -1,0 +1,101 @@
+"""Input validation and output rendering for the timeline API. No rules live here."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from timeline.selectors import DEFAULT_READ_LIMIT, MAX_READ_LIMIT
+from timeline.services import MAX_ITEMS_PER_APPEND
+
+MAX_SEQ = 2**63 - 1
+
+
+class StrictCharField(serializers.CharField):
+    """A CharField that refuses numbers and booleans instead of quietly turning them into strings."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class NewItemSerializer(serializers.Serializer):
+    item = serializers.JSONField(help_text="A JSON object with a string `type`.")
+    item_id = StrictCharField(
+        required=False, allow_null=True, max_length=256, trim_whitespace=False,
+        help_text="Optional client key, unique per agent; a retry with the same key is not stored twice.",
+    )
+
+
+class AppendRequestSerializer(serializers.Serializer):
+    items = NewItemSerializer(many=True, min_length=1, max_length=MAX_ITEMS_PER_APPEND)
+    expected_head_seq = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_SEQ)
+
+
+class CommittedRowRefSerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    committed_at = serializers.DateTimeField()
+    item_id = serializers.CharField(allow_null=True)
+
+
+class AppendResponseSerializer(serializers.Serializer):
+    rows = CommittedRowRefSerializer(many=True)
+    head_seq = serializers.IntegerField()
+    epoch = serializers.CharField()
+
+
+class ReadQuerySerializer(serializers.Serializer):
+    direction = serializers.ChoiceField(choices=["tail", "before", "after"], default="tail")
+    seq = serializers.IntegerField(required=False, min_value=0, max_value=MAX_SEQ)
+    limit = serializers.IntegerField(required=False, default=DEFAULT_READ_LIMIT, min_value=1, max_value=MAX_READ_LIMIT)
+    epoch = serializers.CharField(required=False, max_length=64)
+    projection = serializers.ChoiceField(choices=["canonical", "projected"], default="canonical")
+
+    def validate(self, attrs):
+        if attrs["direction"] != "tail" and attrs.get("seq") is None:
+            raise serializers.ValidationError({"seq": [f"direction={attrs['direction']} needs seq."]})
+        return attrs
+
+
+class TimelineRowSerializer(serializers.Serializer):
+    seq = serializers.IntegerField(required=False, help_text="Canonical rows only.")
+    seq_start = serializers.IntegerField(required=False, help_text="Projected entries only.")
+    seq_end = serializers.IntegerField(required=False, help_text="Projected entries only.")
+    committed_at = serializers.DateTimeField()
+    item_type = serializers.CharField()
+    item = serializers.JSONField()
+    item_id = serializers.CharField(required=False, allow_null=True, help_text="Canonical rows only.")
+    item_ids = serializers.ListField(
+        child=serializers.CharField(allow_null=True), required=False, help_text="Projected entries only."
+    )
+
+
+class WindowSerializer(serializers.Serializer):
+    min_seq = serializers.IntegerField(allow_null=True)
+    max_seq = serializers.IntegerField(allow_null=True)
+    next_seq = serializers.IntegerField(help_text="The seq the next committed row will get (head_seq + 1).")
+
+
+class TimelinePageSerializer(serializers.Serializer):
+    agent_id = serializers.CharField()
+    epoch = serializers.CharField()
+    direction = serializers.CharField()
+    rows = TimelineRowSerializer(many=True)
+    window = WindowSerializer()
+    has_older = serializers.BooleanField()
+    has_newer = serializers.BooleanField()
+    reset = serializers.BooleanField(help_text="True when the epoch you sent is stale; rows are then a fresh tail.")
+
+    def to_representation(self, page):
+        return super().to_representation(
+            {
+                "agent_id": page.agent_id,
+                "epoch": page.epoch,
+                "direction": page.direction,
+                "rows": page.rows,
+                "window": {"min_seq": page.min_seq, "max_seq": page.max_seq, "next_seq": page.next_seq},
+                "has_older": page.has_older,
+                "has_newer": page.has_newer,
+                "reset": page.reset,
+            }
+        )
