@@ -379,6 +379,17 @@ class Hub:
         channel.subscribers.add(subscription)
         return subscription
 
+    async def wait_listening(self, timeout: float) -> bool:
+        """Wait (bounded) until the transport listener is connected; news sent by
+        other processes before that is only caught up by the poll."""
+        if self.listening is None:
+            return False
+        try:
+            await asyncio.wait_for(self.listening.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
     def _unsubscribe(self, subscription: Subscription) -> None:
         channel = self.channels.get(subscription.agent_id)
         if channel is None:

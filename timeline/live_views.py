@@ -24,6 +24,7 @@ from chartr.api.permissions import HasApiToken
 from timeline.broker import get_hub
 from timeline.live import publish_provisional
 from timeline.selectors import get_agent_for_timeline
+from timeline.serializers import MAX_SEQ, StrictCharField
 from timeline.stream import TimelineStream
 
 
@@ -41,8 +42,8 @@ def _non_negative_int(raw: str, field: str) -> int:
         value = int(raw)
     except (TypeError, ValueError):
         raise ValidationError({field: ["Must be a whole number."]}, code="invalid") from None
-    if value < 0:
-        raise ValidationError({field: ["Must be 0 or more."]}, code="invalid")
+    if not 0 <= value <= MAX_SEQ:
+        raise ValidationError({field: [f"Must be between 0 and {MAX_SEQ}."]}, code="invalid")
     return value
 
 
@@ -88,9 +89,10 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
 
 class ProvisionalItemSerializer(serializers.Serializer):
     item = serializers.JSONField(help_text="A timeline item: a JSON object with a string `type`.")
-    item_id = serializers.CharField(
+    item_id = StrictCharField(
         required=False,
         allow_null=True,
+        max_length=256,
         trim_whitespace=False,
         help_text="Optional key matching the committed row that will replace this update.",
     )

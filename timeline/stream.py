@@ -106,6 +106,9 @@ class TimelineStream:
         try:
             # Tell EventSource to reconnect quickly; also flushes the headers.
             yield f"retry: {settings.CHARTR_SSE_RETRY_MS}\n\n".encode()
+            # A fresh process connects its LISTEN/SUBSCRIBE on the first stream;
+            # the stream reports ready (its first event) once it can hear the others.
+            await self.hub.wait_listening(timeout=3)
             async for frame in self._start(subscription):
                 yield frame
             while not self.ended:

@@ -135,6 +135,7 @@ class ServerProcess:
         raise RuntimeError(f"script failed:\n{result.stdout}\n{result.stderr}")
 
     def start(self, *, timeout: float = 45) -> ServerProcess:
+        log_start = len(self.log())
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [
@@ -154,7 +155,7 @@ class ServerProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited:\n{self.log()}")
             if self.port is None:
-                match = re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", self.log()[-20000:])
+                match = re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", self.log()[log_start:])
                 if match:
                     self.port = int(match.group(1))
             if self.port is not None:
