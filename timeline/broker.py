@@ -176,6 +176,7 @@ class DatabaseRunner:
     """
 
     def __init__(self, *, threads: int):
+        self.threads = threads
         self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="chartr-live-db")
 
     async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -194,7 +195,21 @@ class DatabaseRunner:
             return fn(*args, **kwargs)
 
     def shutdown(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        """Close every pool thread's connection (PostgreSQL will not drop a
+        database that still has sessions), then stop the threads."""
+        barrier = threading.Barrier(self.threads)
+
+        def close_here() -> None:
+            connections.close_all()
+            try:
+                # Holding each task until all have started puts one on every thread.
+                barrier.wait(timeout=2)
+            except threading.BrokenBarrierError:
+                pass
+
+        for _ in range(self.threads):
+            self._executor.submit(close_here)
+        self._executor.shutdown(wait=True)
 
 
 # --- Subscribers ---------------------------------------------------------------
@@ -269,7 +284,9 @@ class Channel:
         self.subscribers: set[Subscription] = set()
         self.generation = 0
         self.known: tuple[int, str, int] | None = None  # (head_seq, epoch, version) last seen
-        self._inflight: dict[int, tuple[int, asyncio.Future]] = {}
+        #: after_seq -> (generation when the read started, its future); reads in flight
+        #: and finished ones still current, shared by subscribers at the same cursor.
+        self._reads: dict[int, tuple[int, asyncio.Future]] = {}
 
     def dispatch(self, message: Any) -> None:
         self.generation += 1
@@ -277,17 +294,20 @@ class Channel:
             subscriber.put(self.generation, message)
 
     async def read(self, hub: Hub, *, after_seq: int, min_generation: int, limit: int) -> LiveBatch:
-        entry = self._inflight.get(after_seq)
+        entry = self._reads.get(after_seq)
         if entry is not None and entry[0] >= min_generation:
             return await asyncio.shield(entry[1])
+        # Reads started before the latest news cannot serve anyone who has seen it.
+        for key in [k for k, (generation, _) in self._reads.items() if generation < self.generation]:
+            del self._reads[key]
         future = asyncio.ensure_future(hub.db.run(hub.read_batch, self.agent_id, after_seq, limit))
-        self._inflight[after_seq] = (self.generation, future)
+        self._reads[after_seq] = (self.generation, future)
 
-        def forget(done: asyncio.Future, key: int = after_seq) -> None:
-            if self._inflight.get(key, (None, None))[1] is done:
-                del self._inflight[key]
+        def forget_failure(done: asyncio.Future, key: int = after_seq) -> None:
+            if (done.cancelled() or done.exception() is not None) and self._reads.get(key, (0, None))[1] is done:
+                del self._reads[key]
 
-        future.add_done_callback(forget)
+        future.add_done_callback(forget_failure)
         return await asyncio.shield(future)
 
 
@@ -366,7 +386,7 @@ class Hub:
                 pass
         self._tasks = []
         self.loop = None
-        self.db.shutdown()
+        await asyncio.to_thread(self.db.shutdown)
 
     def subscribe(self, agent_id: str) -> Subscription:
         """Start buffering news for ``agent_id``. Call from the event loop."""

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
@@ -59,6 +60,7 @@ def _authorize_stream(request: HttpRequest, agent_id: str) -> None:
     get_agent_for_timeline(agent_id=agent_id)
 
 
+@csrf_exempt  # bearer tokens, no cookies: a wrong method gets the API's 405, not a CSRF page
 async def timeline_stream(request: HttpRequest, agent_id: str):
     """GET /api/v1/agents/{agent_id}/timeline/stream: Server-Sent Events (see docs/timeline.md)."""
     if request.method != "GET":
@@ -66,6 +68,8 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
         response["Allow"] = "GET"
         return response
     try:
+        hub = get_hub()
+        await hub.db.run(_authorize_stream, request, agent_id)
         last_event_id = request.headers.get("Last-Event-ID", "").strip()
         if last_event_id:
             after_seq: int | None = _non_negative_int(last_event_id, "Last-Event-ID")
@@ -74,8 +78,6 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
         else:
             after_seq = None
         epoch = request.GET.get("epoch") or None
-        hub = get_hub()
-        await hub.db.run(_authorize_stream, request, agent_id)
     except Exception as exc:  # noqa: BLE001 - the handler maps everything, unknown errors to a logged 500
         return _error_response(exc)
 

@@ -237,6 +237,16 @@ class EventReader:
                 fields[name] = value
         raise EOFError("stream ended")
 
+    def next_comment(self) -> str:
+        """The next comment line (keep-alives); fails if an event comes first."""
+        for line in self._lines:
+            if line.startswith(":"):
+                self.comments += 1
+                return line
+            if line.startswith(("event:", "data:", "id:")):
+                raise AssertionError(f"expected a comment, got {line!r}")
+        raise EOFError("stream ended")
+
     def next_of(self, kind: str, *, timeout: float = 15) -> Event:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
