@@ -11,7 +11,7 @@ import asyncio
 import json
 
 import pytest
-from asgiref.sync import sync_to_async
+from django.db import connections
 from django.test import override_settings
 
 from snapshots.models import AgentSnapshot
@@ -40,6 +40,19 @@ def append(agent_id: str, *texts: str):
     return append_timeline_items(
         agent_id=agent_id, items=[NewTimelineItem(item={"type": "user_message", "text": t}) for t in texts]
     )
+
+
+async def in_thread(fn, *args, **kwargs):
+    """Run blocking ORM work on a worker thread, closing that thread's connection after
+    (PostgreSQL will not drop the test database while a session is left open)."""
+
+    def call():
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            connections.close_all()
+
+    return await asyncio.to_thread(call)
 
 
 def parse(frame: bytes) -> tuple[str, dict | None, str | None]:
@@ -160,7 +173,7 @@ def test_catch_up_then_live_without_gap_or_duplicate():
         kind, data, _ = await reader.next()
         assert kind == "agent" and data["reason"] == "snapshot" and data["head_seq"] == 3
         assert await reader.committed_seqs(2) == [2, 3]
-        await sync_to_async(append, thread_sensitive=False)(agent.pk, "d", "e")
+        await in_thread(append, agent.pk, "d", "e")
         assert await reader.committed_seqs(2) == [4, 5]
         await reader.close()
         assert hub.subscriber_count() == 0
@@ -176,7 +189,7 @@ def test_without_a_cursor_only_new_rows_come():
     async def scenario(hub: Hub):
         reader = Reader(TimelineStream(hub, agent.pk, after_seq=None, epoch=None))
         assert (await reader.next())[0] == "agent"
-        await sync_to_async(append, thread_sensitive=False)(agent.pk, "new")
+        await in_thread(append, agent.pk, "new")
         kind, data, _ = await reader.next()
         assert (kind, data["seq"], data["item"]["text"]) == ("committed", 2, "new")
         await reader.close()
@@ -194,7 +207,7 @@ def test_gap_is_filled_from_the_database_and_stale_news_is_dropped():
         assert (await reader.next())[0] == "agent"
         # Rows committed while this hub heard nothing (as if their news was lost)...
         broker.set_hub(Hub(transport="local"))
-        await sync_to_async(append, thread_sensitive=False)(agent.pk, "1", "2", "3")
+        await in_thread(append, agent.pk, "1", "2", "3")
         # ...then news of seq 3 alone: the stream reads 1..3 from the database.
         hub.deliver(Committed(agent.pk, 3, agent.timeline_epoch))
         assert await reader.committed_seqs(3) == [1, 2, 3]
@@ -215,7 +228,7 @@ def test_a_lost_notification_only_delays_the_row_until_the_poll():
         reader = Reader(TimelineStream(hub, agent.pk, after_seq=0, epoch=None))
         assert (await reader.next())[0] == "agent"
         broker.set_hub(Hub(transport="local"))  # the commit's news goes nowhere
-        await sync_to_async(append, thread_sensitive=False)(agent.pk, "quiet")
+        await in_thread(append, agent.pk, "quiet")
         assert await reader.committed_seqs(1) == [1]
         await reader.close()
 
@@ -232,7 +245,7 @@ def test_a_slow_subscriber_overflows_back_to_catch_up_and_does_not_hold_up_other
         assert (await slow.next())[0] == "agent"
         assert (await fast.next())[0] == "agent"
         for n in range(10):
-            await sync_to_async(append, thread_sensitive=False)(agent.pk, f"r{n}")
+            await in_thread(append, agent.pk, f"r{n}")
             hub.deliver(Provisional(agent.pk, {"type": "assistant_message", "text": "..."}, None))
         # The fast one reads everything while the slow one reads nothing.
         seen = []
@@ -262,10 +275,7 @@ def test_epoch_change_sends_reset():
         assert (kind, data["reason"], data["epoch"], data["head_seq"]) == ("reset", "epoch", agent.timeline_epoch, 2)
         assert (await reader.next())[0] == "agent"
         # The history is replaced while streaming (as a restore would do).
-        await sync_to_async(
-            lambda: AgentSnapshot.objects.filter(pk=agent.pk).update(timeline_epoch="replaced"),
-            thread_sensitive=False,
-        )()
+        await in_thread(lambda: AgentSnapshot.objects.filter(pk=agent.pk).update(timeline_epoch="replaced"))
         hub.deliver(Committed(agent.pk, 2, "replaced"))
         kind, data, _ = await reader.next()
         assert (kind, data["epoch"]) == ("reset", "replaced")
@@ -282,7 +292,7 @@ def test_cursor_beyond_the_head_is_reset():
         reader = Reader(TimelineStream(hub, agent.pk, after_seq=50, epoch=None))
         kind, data, _ = await reader.next()
         assert (kind, data["reason"], data["head_seq"]) == ("reset", "cursor_ahead", 0)
-        await sync_to_async(append, thread_sensitive=False)(agent.pk, "first")
+        await in_thread(append, agent.pk, "first")
         assert await reader.committed_seqs(1) == [1]
         await reader.close()
 
@@ -297,11 +307,11 @@ def test_archive_and_delete_send_agent_events():
         reader = Reader(TimelineStream(hub, agent.pk, after_seq=0, epoch=None))
         kind, data, _ = await reader.next()
         assert data["archived_at"] is None
-        await sync_to_async(archive_agent, thread_sensitive=False)(agent=agent)
+        await in_thread(archive_agent, agent=agent)
         kind, data, _ = await reader.next()
         assert (kind, data["reason"], data["lifecycle"]) == ("agent", "archived", "closed")
         assert data["archived_at"] is not None
-        await sync_to_async(delete_agent, thread_sensitive=False)(agent=agent)
+        await in_thread(delete_agent, agent=agent)
         hub.deliver(AgentsChanged((agent.pk,), "deleted"))
         kind, data, _ = await reader.next()
         assert (kind, data) == ("agent", {"agent_id": agent.pk, "reason": "deleted", "deleted": True})
@@ -320,7 +330,7 @@ def test_provisional_reaches_current_subscribers_only_and_is_not_stored():
         reader = Reader(TimelineStream(hub, agent.pk, after_seq=0, epoch=None))
         assert (await reader.next())[0] == "agent"
         item = {"type": "assistant_message", "text": "partial"}
-        await sync_to_async(publish_provisional, thread_sensitive=False)(agent_id=agent.pk, item=item, item_id="m1")
+        await in_thread(publish_provisional, agent_id=agent.pk, item=item, item_id="m1")
         kind, data, event_id = await reader.next()
         assert (kind, data, event_id) == ("provisional", {"item": item, "item_id": "m1"}, None)
         await reader.close()
@@ -348,7 +358,7 @@ def test_many_subscribers_share_one_database_read_per_append():
         for reader in readers:
             assert (await reader.next())[0] == "agent"
         reads = 0
-        await sync_to_async(append, thread_sensitive=False)(agent.pk, "x")
+        await in_thread(append, agent.pk, "x")
         for reader in readers:
             assert await reader.committed_seqs(1) == [1]
         assert reads <= 3, reads

@@ -18,6 +18,16 @@ from timeline import broker
 from timeline.broker import Hub
 
 
+@pytest.fixture
+def fresh_hub():
+    """A hub of its own, closed after the test so its database threads' sessions end."""
+    hub = Hub(transport="local")
+    previous = broker.set_hub(hub)
+    yield hub
+    broker.set_hub(previous)
+    asyncio.run(hub.aclose())
+
+
 def stream_url(agent_id: str) -> str:
     return f"/api/v1/agents/{agent_id}/timeline/stream"
 
@@ -39,7 +49,7 @@ def bearer(raw: str) -> dict:
         ({"Last-Event-ID": "abc"}, "", 400, "invalid"),
     ],
 )
-def test_stream_refusals_use_the_api_error_envelope(headers, query, status, code):
+def test_stream_refusals_use_the_api_error_envelope(fresh_hub, headers, query, status, code):
     agent = AgentFactory()
     _, raw = create_api_token(name="t")
     if headers == "token":
@@ -57,7 +67,7 @@ def test_stream_refusals_use_the_api_error_envelope(headers, query, status, code
 
 
 @pytest.mark.django_db(transaction=True)
-def test_stream_unknown_agent_revoked_token_and_wrong_method():
+def test_stream_unknown_agent_revoked_token_and_wrong_method(fresh_hub):
     token, raw = create_api_token(name="t")
     client = AsyncClient()
     response = asyncio.run(client.get(stream_url("no-such-agent"), headers=bearer(raw)))
