@@ -356,6 +356,7 @@ class Hub:
         self._tasks: list[asyncio.Task] = []
         self._message_ids = itertools.count(1)
         self._sync_redis = None
+        self._redis_down_until = 0.0
         self._sync_lock = threading.Lock()
         #: Set once the transport listener is connected (tests wait on it).
         self.listening: asyncio.Event | None = None
@@ -491,6 +492,17 @@ class Hub:
                 cursor.execute("SELECT pg_notify(%s, %s)", [self.channel_name, chunk])
 
     def _publish_redis(self, message: Message) -> None:
+        # While Redis is unreachable, skip it for a few seconds instead of making
+        # every append wait for a connect timeout; the poll still delivers rows.
+        if time.monotonic() < self._redis_down_until:
+            return
+        try:
+            self._publish_redis_now(message)
+        except Exception:
+            self._redis_down_until = time.monotonic() + 5
+            raise
+
+    def _publish_redis_now(self, message: Message) -> None:
         with self._sync_lock:
             if self._sync_redis is None:
                 import redis

@@ -12,6 +12,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from django.core.exceptions import ValidationError
+from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
@@ -63,6 +64,14 @@ def _authorize_stream(request: HttpRequest, agent_id: str) -> None:
 @csrf_exempt  # bearer tokens, no cookies: a wrong method gets the API's 405, not a CSRF page
 async def timeline_stream(request: HttpRequest, agent_id: str):
     """GET /api/v1/agents/{agent_id}/timeline/stream: Server-Sent Events (see docs/timeline.md)."""
+    if not isinstance(request, ASGIRequest):
+        # Under WSGI (e.g. runserver) Django would buffer this endless response
+        # whole and hold a thread forever; say so instead.
+        return JsonResponse(
+            {"error": {"code": "asgi_required", "message": "The live stream is served only under ASGI "
+                       "(gunicorn -k uvicorn_worker.UvicornWorker, or uvicorn)."}},
+            status=503,
+        )
     if request.method != "GET":
         response = _error_response(exceptions.MethodNotAllowed(request.method))
         response["Allow"] = "GET"

@@ -366,3 +366,19 @@ def test_many_subscribers_share_one_database_read_per_append():
             await reader.close()
 
     run(scenario)
+
+
+@override_settings(CHARTR_REDIS_URL="redis://127.0.0.1:1/0")
+def test_an_unreachable_transport_never_fails_or_stalls_the_publisher():
+    import time
+
+    hub = Hub(transport="redis")
+    started = time.monotonic()
+    hub.publish(Committed("a", 1, "e"))  # refused connection: logged, not raised
+    first = time.monotonic() - started
+    started = time.monotonic()
+    for _ in range(20):
+        hub.publish(Committed("a", 1, "e"))
+    assert time.monotonic() - started < 0.5, "later publishes skip the dead transport for a while"
+    assert first < 5
+    hub.db.shutdown()

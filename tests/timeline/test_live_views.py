@@ -208,3 +208,12 @@ def test_provisional_refusals(api):
     archive_agent(agent=agent)
     response = api.post(provisional_url(agent.pk), item, format="json")
     assert (response.status_code, response.json()["error"]["code"]) == (409, "archived")
+
+
+@pytest.mark.django_db
+def test_stream_under_wsgi_says_it_needs_asgi():
+    agent = AgentFactory()
+    _, raw = create_api_token(name="t")
+    response = APIClient().get(stream_url(agent.pk), HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert response.status_code == 503
+    assert response.json()["error"]["code"] == "asgi_required"
