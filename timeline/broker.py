@@ -539,12 +539,13 @@ class Hub:
     def read_heads(agent_ids: list[str]) -> dict[str, tuple[int, str, int]]:
         from snapshots.models import AgentSnapshot
 
-        return {
-            agent_id: (head, epoch, version)
-            for agent_id, head, epoch, version in AgentSnapshot.objects.filter(pk__in=agent_ids).values_list(
+        heads: dict[str, tuple[int, str, int]] = {}
+        for start in range(0, len(agent_ids), 500):  # bounded IN lists
+            rows = AgentSnapshot.objects.filter(pk__in=agent_ids[start : start + 500]).values_list(
                 "agent_id", "head_seq", "timeline_epoch", "version"
             )
-        }
+            heads.update((agent_id, (head, epoch, version)) for agent_id, head, epoch, version in rows)
+        return heads
 
     # -- background tasks --
 
