@@ -15,9 +15,9 @@ $(INSTALLED): pyproject.toml
 
 install: $(INSTALLED)
 
+# gunicorn on 127.0.0.1:8000 (CHARTR_BIND), SQLite in the data dir; see bin/chartr-entrypoint.
 serve: install
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	CHARTR_PYTHON=$(abspath $(BIN))/python bin/chartr-entrypoint
 
 test: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

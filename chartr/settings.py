@@ -169,6 +169,36 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("CHARTR_LOG_LEVEL", default="INFO")},
 }
 
+# --- Deployment -------------------------------------------------------------
+# Health probes answer before host validation and the HTTPS redirect; see
+# chartr/health.py for why.
+MIDDLEWARE = ["chartr.health.HealthProbeMiddleware", *MIDDLEWARE]
+# Hashed, compressed static files once collectstatic has run; plain names
+# before that, so pages render in tests and fresh checkouts with DEBUG off.
+STORAGES["staticfiles"] = {"BACKEND": "chartr.staticfiles.ManifestOnceCollectedStorage"}
+
+# The defaults serve plain http on 127.0.0.1. Behind a TLS-terminating proxy,
+# set the production environment from docs/deploy.md; with it,
+# `manage.py check --deploy` reports no issue.
+CHARTR_SECURE_COOKIES = env.bool("CHARTR_SECURE_COOKIES", default=False)
+SESSION_COOKIE_SECURE = CHARTR_SECURE_COOKIES
+CSRF_COOKIE_SECURE = CHARTR_SECURE_COOKIES
+SECURE_SSL_REDIRECT = env.bool("CHARTR_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("CHARTR_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("CHARTR_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("CHARTR_HSTS_PRELOAD", default=False)
+# Only behind a proxy that overwrites X-Forwarded-Proto on every request;
+# otherwise a client could claim https.
+if env.bool("CHARTR_TRUST_X_FORWARDED_PROTO", default=False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# CHARTR_LOG_LEVEL is shared with gunicorn.conf.py, which takes any case.
+LOGGING["root"]["level"] = LOGGING["root"]["level"].upper()
+# Source maps are half of the collected bytes and only browser devtools fetch
+# them: leaving them uncompressed makes a collect markedly faster.
+from whitenoise.compress import Compressor  # noqa: E402  (kept next to its one use)
+
+WHITENOISE_SKIP_COMPRESS_EXTENSIONS = [*Compressor.SKIP_COMPRESS_EXTENSIONS, "map"]
+
 # --- Live timeline stream (timeline/broker.py, docs/timeline.md) ----------
 # auto: redis when CHARTR_REDIS_URL is set, else postgres on PostgreSQL, else local.
 CHARTR_LIVE_TRANSPORT = env.str("CHARTR_LIVE_TRANSPORT", default="auto")

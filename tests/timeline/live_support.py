@@ -95,6 +95,7 @@ class ServerProcess:
             XDG_CONFIG_HOME=str(self.root / "config"),
             CHARTR_SSE_KEEPALIVE_SECONDS="1",
             CHARTR_LOG_LEVEL="WARNING",
+            CHARTR_ACCESS_LOG="0",
             PYTHONUNBUFFERED="1",
         )
         if self.database_url:

@@ -1,0 +1,82 @@
+"""Liveness and readiness probes for load balancers, orchestrators and the Docker HEALTHCHECK.
+
+Both answer without authentication and say nothing beyond their status and,
+for a failing readiness probe, a fixed reason code: no versions, no hostnames,
+no exception text.
+
+Probes usually arrive over plain http from the orchestrator with a Host header
+(a pod or container IP) that ``ALLOWED_HOSTS`` rightly refuses, and production
+settings redirect plain http to https. ``HealthProbeMiddleware`` therefore sits
+first in the middleware stack and answers these two paths before host
+validation and the HTTPS redirect; the URLconf routes them too, to the same
+views, so they also resolve by name.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.migrations.executor import MigrationExecutor
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.cache import never_cache
+
+logger = logging.getLogger(__name__)
+
+HEALTHZ_PATH = "/healthz"
+READYZ_PATH = "/readyz"
+
+
+def unapplied_migrations(connection: BaseDatabaseWrapper) -> int:
+    """How many migrations the code has that the database has not applied."""
+    executor = MigrationExecutor(connection)
+    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    return len(plan)
+
+
+def readiness(connection: BaseDatabaseWrapper | None = None) -> str | None:
+    """``None`` when ready, else the reason code the probe reports."""
+    connection = connection or connections[DEFAULT_DB_ALIAS]
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            cursor.fetchone()
+    except DatabaseError:
+        logger.warning("readyz: database unreachable", exc_info=True)
+        return "database_unreachable"
+    try:
+        pending = unapplied_migrations(connection)
+    except DatabaseError:
+        logger.warning("readyz: cannot read the migration history", exc_info=True)
+        return "database_unreachable"
+    if pending:
+        return "migrations_pending"
+    return None
+
+
+@never_cache
+def healthz(request: HttpRequest) -> JsonResponse:
+    return JsonResponse({"status": "ok"})
+
+
+@never_cache
+def readyz(request: HttpRequest) -> JsonResponse:
+    reason = readiness()
+    if reason is None:
+        return JsonResponse({"status": "ready"})
+    return JsonResponse({"status": "unavailable", "reason": reason}, status=503)
+
+
+PROBES = {HEALTHZ_PATH: healthz, READYZ_PATH: readyz}
+
+
+class HealthProbeMiddleware:
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest):
+        probe = PROBES.get(request.path_info.rstrip("/") or "/")
+        if probe is not None and request.method in ("GET", "HEAD"):
+            return probe(request)
+        return self.get_response(request)

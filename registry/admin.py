@@ -1,0 +1,193 @@
+"""Projects and workspaces in the admin: every write goes through registry.services."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+
+from chartr.admin_support import ArchivableAdmin, ServiceForm
+from registry import selectors, services
+from registry.models import Project, Workspace
+
+
+class ArchivedListFilter(admin.SimpleListFilter):
+    title = "archived"
+    parameter_name = "archived"
+
+    def lookups(self, request, model_admin):
+        return [("no", "Live"), ("yes", "Archived")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "no":
+            return queryset.filter(archived_at__isnull=True)
+        if self.value() == "yes":
+            return queryset.filter(archived_at__isnull=False)
+        return queryset
+
+
+def directory_field(**kwargs) -> forms.CharField:
+    # Not stripped: the service's normalize_directory is the one rule for directories.
+    return forms.CharField(max_length=4096, strip=False, **kwargs)
+
+
+# --- Projects ---------------------------------------------------------------
+
+
+class ProjectAddForm(ServiceForm):
+    directory = directory_field(help_text="Absolute path, e.g. /home/me/code/chartr.")
+    display_name = forms.CharField(max_length=255, required=False, help_text="Defaults to the directory's last segment.")
+    git_remote = forms.CharField(max_length=2048, required=False)
+
+    error_fields = {"duplicate_directory": "directory"}
+    plain_error_field = "directory"
+
+    class Meta:
+        model = Project
+        fields = ["directory", "kind", "display_name", "git_remote"]
+
+    def call_service(self):
+        data = self.cleaned_data
+        return services.create_project(
+            directory=data["directory"],
+            kind=data["kind"],
+            display_name=data["display_name"] or None,
+            git_remote=data["git_remote"] or None,
+        )
+
+
+class ProjectChangeForm(ServiceForm):
+    class Meta:
+        model = Project
+        fields = ["display_name", "git_remote"]
+
+    def call_service(self):
+        changes = self.changed_values(["display_name", "git_remote"])
+        if not changes:
+            return None
+        return services.update_project(project=self.instance, **changes)
+
+
+@admin.register(Project)
+class ProjectAdmin(ArchivableAdmin):
+    form = ProjectChangeForm
+    add_form = ProjectAddForm
+    add_fieldsets = [(None, {"fields": ["directory", "kind", "display_name", "git_remote"]})]
+    fieldsets = [
+        (None, {"fields": ["directory", "kind", "display_name", "git_remote"]}),
+        ("Status", {"fields": ["live_workspaces", "live_agents", "created_at", "updated_at", "archived_at"]}),
+    ]
+    readonly_fields = ["directory", "kind", "live_workspaces", "live_agents", "created_at", "updated_at", "archived_at"]
+    list_display = ["display_name", "directory", "kind", "live_workspaces", "live_agents", "created_at", "is_archived"]
+    list_filter = [ArchivedListFilter, "kind"]
+    search_fields = ["directory", "display_name"]
+    date_hierarchy = "created_at"
+    ordering = ["-created_at", "-id"]
+
+    service_arg = "project"
+    cascade_key = "projects"
+    archive_service = staticmethod(services.archive_project)
+    unarchive_service = staticmethod(services.unarchive_project)
+    delete_service = staticmethod(services.delete_project)
+
+    def get_queryset(self, request):
+        return selectors.projects_with_live_counts(super().get_queryset(request))
+
+    @admin.display(description="live workspaces", ordering="live_workspace_count")
+    def live_workspaces(self, obj):
+        return obj.live_workspace_count
+
+    @admin.display(description="live agents", ordering="live_agent_count")
+    def live_agents(self, obj):
+        return obj.live_agent_count
+
+    @admin.display(description="archived", boolean=True, ordering="archived_at")
+    def is_archived(self, obj):
+        return obj.archived_at is not None
+
+    def deletion_cascade(self, objs):
+        return selectors.deletion_cascade(projects=objs)
+
+
+# --- Workspaces -------------------------------------------------------------
+
+
+class WorkspaceAddForm(ServiceForm):
+    project = forms.ModelChoiceField(
+        queryset=Project.objects.live().order_by("display_name", "id"),
+        help_text="Only live projects take new workspaces.",
+    )
+    directory = directory_field(help_text="Absolute path of the checkout or worktree.")
+    display_name = forms.CharField(max_length=255, required=False, help_text="Defaults to the directory's last segment.")
+    branch = forms.CharField(max_length=255, required=False)
+
+    error_fields = {"duplicate_directory": "directory", "archived": "project", "not_found": "project"}
+    plain_error_field = "directory"
+
+    class Meta:
+        model = Workspace
+        fields = ["project", "directory", "kind", "display_name", "branch"]
+
+    def call_service(self):
+        data = self.cleaned_data
+        return services.create_workspace(
+            project=data["project"],
+            directory=data["directory"],
+            kind=data["kind"],
+            display_name=data["display_name"] or None,
+            branch=data["branch"] or None,
+        )
+
+
+class WorkspaceChangeForm(ServiceForm):
+    class Meta:
+        model = Workspace
+        fields = ["display_name", "branch"]
+
+    def call_service(self):
+        changes = self.changed_values(["display_name", "branch"])
+        if not changes:
+            return None
+        return services.update_workspace(workspace=self.instance, **changes)
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(ArchivableAdmin):
+    form = WorkspaceChangeForm
+    add_form = WorkspaceAddForm
+    add_fieldsets = [(None, {"fields": ["project", "directory", "kind", "display_name", "branch"]})]
+    fieldsets = [
+        (None, {"fields": ["project", "directory", "kind", "display_name", "branch"]}),
+        ("Status", {"fields": ["live_agents", "created_at", "updated_at", "archived_at"]}),
+    ]
+    readonly_fields = ["project", "directory", "kind", "live_agents", "created_at", "updated_at", "archived_at"]
+    list_display = [
+        "display_name", "directory", "project_link", "kind", "branch", "live_agents", "created_at", "is_archived",
+    ]
+    list_filter = [ArchivedListFilter, "kind", "project"]
+    search_fields = ["directory", "display_name", "project__directory", "project__display_name"]
+    date_hierarchy = "created_at"
+    ordering = ["-created_at", "-id"]
+
+    service_arg = "workspace"
+    cascade_key = "workspaces"
+    archive_service = staticmethod(services.archive_workspace)
+    unarchive_service = staticmethod(services.unarchive_workspace)
+    delete_service = staticmethod(services.delete_workspace)
+
+    def get_queryset(self, request):
+        return selectors.workspaces_with_live_counts(super().get_queryset(request))
+
+    @admin.display(description="project", ordering="project__display_name")
+    def project_link(self, obj):
+        return obj.project.display_name
+
+    @admin.display(description="live agents", ordering="live_agent_count")
+    def live_agents(self, obj):
+        return obj.live_agent_count
+
+    @admin.display(description="archived", boolean=True, ordering="archived_at")
+    def is_archived(self, obj):
+        return obj.archived_at is not None
+
+    def deletion_cascade(self, objs):
+        return selectors.deletion_cascade(workspaces=objs)

@@ -1,0 +1,146 @@
+"""Agent snapshots in the admin: every write goes through snapshots.services.
+
+The change page also shows the agent's committed timeline, read-only.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.contrib.admin.utils import unquote
+
+from chartr.admin_support import ArchivableAdmin, ServiceForm
+from registry.admin import ArchivedListFilter
+from registry.models import Workspace
+from registry.selectors import deletion_cascade
+from snapshots import services
+from snapshots.models import AgentSnapshot
+from timeline.admin import timeline_window
+
+AGENT_ADD_FIELDS = [
+    "workspace",
+    "agent_id",
+    "provider",
+    "title",
+    "lifecycle",
+    "last_mode_id",
+    "internal",
+    "labels",
+    "config",
+    "requires_attention",
+    "attention_reason",
+]
+
+
+class AgentAddForm(ServiceForm):
+    workspace = forms.ModelChoiceField(
+        queryset=Workspace.objects.live().order_by("display_name", "id"),
+        help_text="Only live workspaces take new agents.",
+    )
+    agent_id = forms.CharField(max_length=128, required=False, help_text="Leave blank to generate one.")
+
+    error_fields = {"archived": "workspace", "not_found": "workspace", "conflict": "agent_id"}
+
+    class Meta:
+        model = AgentSnapshot
+        fields = AGENT_ADD_FIELDS
+
+    def call_service(self):
+        data = self.cleaned_data
+        return services.create_agent(
+            workspace=data["workspace"],
+            agent_id=data["agent_id"] or None,
+            provider=data["provider"],
+            title=data["title"],
+            lifecycle=data["lifecycle"],
+            last_mode_id=data["last_mode_id"],
+            internal=data["internal"],
+            labels=data["labels"],
+            config=data["config"],
+            requires_attention=data["requires_attention"],
+            attention_reason=data["attention_reason"] or None,
+        )
+
+
+class AgentChangeForm(ServiceForm):
+    """Edits the fields ``update_agent`` accepts, guarded by the version the operator saw."""
+
+    class Meta:
+        model = AgentSnapshot
+        fields = [*services.UPDATABLE_AGENT_FIELDS, "version"]
+        widgets = {"version": forms.HiddenInput}
+
+    def call_service(self):
+        changes = self.changed_values(services.UPDATABLE_AGENT_FIELDS)
+        if not changes:
+            return None
+        if "attention_reason" in changes:
+            changes["attention_reason"] = changes["attention_reason"] or None
+        return services.update_agent(
+            agent=self.instance, expected_version=self.cleaned_data["version"], **changes
+        )
+
+
+@admin.register(AgentSnapshot)
+class AgentSnapshotAdmin(ArchivableAdmin):
+    form = AgentChangeForm
+    add_form = AgentAddForm
+    add_fieldsets = [(None, {"fields": AGENT_ADD_FIELDS})]
+    fieldsets = [
+        (None, {"fields": ["agent_id", "workspace", "provider", "title", "lifecycle", "last_mode_id", "internal", "version"]}),
+        ("Attention", {"fields": ["requires_attention", "attention_reason", "attention_at"]}),
+        (
+            "Activity",
+            {
+                "fields": [
+                    "last_activity_at", "last_user_message_at", "created_at", "updated_at", "archived_at",
+                    "head_seq", "timeline_epoch",
+                ]
+            },
+        ),
+        ("Data", {"fields": ["labels", "config", "runtime_info", "persistence"], "classes": ["collapse"]}),
+    ]
+    readonly_fields = ["agent_id", "workspace", "created_at", "updated_at", "archived_at", "head_seq", "timeline_epoch"]
+    list_display = [
+        "agent_id", "title", "workspace_name", "provider", "lifecycle", "attention", "last_activity_at",
+        "created_at", "is_archived",
+    ]
+    list_select_related = ["workspace__project"]
+    list_filter = [
+        ArchivedListFilter,
+        "lifecycle",
+        "requires_attention",
+        "provider",
+        ("workspace__project", admin.RelatedFieldListFilter),
+    ]
+    search_fields = ["agent_id", "title", "workspace__directory", "workspace__display_name"]
+    date_hierarchy = "created_at"
+    ordering = ["-created_at", "agent_id"]
+    change_form_template = "admin/snapshots/agentsnapshot/change_form.html"
+
+    service_arg = "agent"
+    cascade_key = "agents"
+    archive_service = staticmethod(services.archive_agent)
+    unarchive_service = staticmethod(services.unarchive_agent)
+    delete_service = staticmethod(services.delete_agent)
+
+    @admin.display(description="workspace", ordering="workspace__display_name")
+    def workspace_name(self, obj):
+        return f"{obj.workspace.display_name} ({obj.workspace.project.display_name})"
+
+    @admin.display(description="attention", ordering="requires_attention")
+    def attention(self, obj):
+        return obj.attention_reason or "-"
+
+    @admin.display(description="archived", boolean=True, ordering="archived_at")
+    def is_archived(self, obj):
+        return obj.archived_at is not None
+
+    def deletion_cascade(self, objs):
+        return deletion_cascade(agents=objs)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        agent = self.get_object(request, unquote(object_id))
+        if agent is not None and self.has_view_or_change_permission(request, agent):
+            extra_context = {**(extra_context or {}), "timeline": timeline_window(agent, request.GET)}
+        return super().change_view(request, object_id, form_url, extra_context)

@@ -1,0 +1,67 @@
+"""The timeline benchmark is not a test, but it must keep running end to end.
+
+This runs it in its tiny ``--smoke`` profile (seconds: a few appends and
+reads, a real server process) and checks that every case printed a figure
+next to its raw baseline. No timing is asserted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FIGURE = r"[\d,.]+"
+RATE_LINE = rf"chartr +{FIGURE} rows/s +raw +{FIGURE} rows/s +cost x{FIGURE}"
+LATENCY_LINE = (
+    rf"chartr p50 +{FIGURE} ms p99 +{FIGURE} ms +raw p50 +{FIGURE} ms p99 +{FIGURE} ms +cost x{FIGURE} \(p50\)"
+)
+RATE_CASES = ["append service 1 item/call", "append api 1 item/call", "append api 100 items/call"]
+LATENCY_CASES = [
+    f"read {path} {direction} @{size}"
+    for path in ("selector", "api")
+    for size in ("1k", "3k")
+    for direction in ("tail", "before", "after")
+]
+DELIVERY_CASES = ["delivery 3 subscribers (each)", "delivery 3 subscribers (last)"]
+
+
+@pytest.mark.process
+def test_bench_smoke_prints_every_case_next_to_its_baseline(tmp_path):
+    results_path = tmp_path / "results.json"
+    completed = subprocess.run(
+        [sys.executable, "bench/timeline_bench.py", "--smoke", "--json", str(results_path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    output = completed.stdout
+    assert completed.returncode == 0, f"bench failed:\n{output}\n{completed.stderr}"
+
+    for case in RATE_CASES:
+        assert re.search(rf"^{re.escape(case)} +{RATE_LINE}$", output, re.M), f"no figure for {case!r}:\n{output}"
+    for case in LATENCY_CASES:
+        assert re.search(rf"^{re.escape(case)} +{LATENCY_LINE}$", output, re.M), f"no figure for {case!r}:\n{output}"
+    for direction in ("tail", "before", "after"):
+        assert re.search(rf"^ +plan selector {direction} @3k: \S", output, re.M), f"no {direction} plan:\n{output}"
+    delivery_skipped = re.search(
+        r"^delivery 3 subscribers +skipped: stream endpoint not available$", output, re.M
+    )
+    if not delivery_skipped:
+        for case in DELIVERY_CASES:
+            assert re.search(rf"^{re.escape(case)} +{LATENCY_LINE}", output, re.M), f"no figure for {case!r}:\n{output}"
+
+    results = json.loads(results_path.read_text())
+    measured = [r["case"] for r in results["results"]]
+    expected = RATE_CASES[:1] + LATENCY_CASES[:6] + RATE_CASES[1:] + LATENCY_CASES[6:]
+    if not delivery_skipped:
+        expected += DELIVERY_CASES
+    assert measured == expected
+    for result in results["results"]:
+        assert result["cost"] > 0, result

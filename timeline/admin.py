@@ -1,0 +1,179 @@
+"""Timeline rows in the admin: read-only for everyone, superusers included.
+
+Committed history is never changed after the fact, so there is no add, change
+or delete here. ``timeline_window`` feeds the timeline shown on the agent's
+change page.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib import admin
+
+from timeline.models import TimelineRow
+
+#: Rows per page on the agent's change page.
+TIMELINE_PAGE_SIZE = 50
+#: A rendered text or JSON block is cut here; an item may be up to a MiB.
+MAX_RENDERED_CHARS = 20_000
+
+TEXT_ITEM_TYPES = {"user_message", "assistant_message", "reasoning"}
+KNOWN_ITEM_TYPES = TEXT_ITEM_TYPES | {"tool_call", "todo", "interaction", "error", "compaction"}
+
+
+def _clip(text: str) -> tuple[str, bool]:
+    if len(text) <= MAX_RENDERED_CHARS:
+        return text, False
+    return text[:MAX_RENDERED_CHARS], True
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+@dataclass
+class TimelineEntry:
+    """One row, shaped for its item type's template branch."""
+
+    seq: int
+    committed_at: Any
+    item_type: str
+    item_id: str | None
+    #: Which rendering the template uses: an item type from KNOWN_ITEM_TYPES, or "generic".
+    kind: str
+    text: str = ""
+    truncated: bool = False
+    name: str = ""
+    status: str = ""
+    call_id: str = ""
+    todo_items: list[tuple[str, str]] = field(default_factory=list)
+    #: The rest of the item, as indented JSON.
+    details: str = ""
+
+
+def entry_for(row: TimelineRow) -> TimelineEntry:
+    item = row.item if isinstance(row.item, dict) else {"value": row.item}
+    kind = row.item_type if row.item_type in KNOWN_ITEM_TYPES else "generic"
+    entry = TimelineEntry(
+        seq=row.seq, committed_at=row.committed_at, item_type=row.item_type, item_id=row.item_id, kind=kind
+    )
+    shown: set[str] = {"type"}
+    if kind in TEXT_ITEM_TYPES:
+        entry.text, entry.truncated = _clip(_as_text(item.get("text", "")))
+        shown.add("text")
+    elif kind == "tool_call":
+        entry.name = _as_text(item.get("name", ""))
+        entry.status = _as_text(item.get("status", ""))
+        entry.call_id = _as_text(item.get("callId", ""))
+        shown |= {"name", "status", "callId"}
+    elif kind == "todo":
+        todos = item.get("items")
+        for todo in todos if isinstance(todos, list) else []:
+            if isinstance(todo, dict):
+                label = todo.get("content", todo.get("text", todo.get("title", todo)))
+                entry.todo_items.append((_clip(_as_text(label))[0], _as_text(todo.get("status", ""))))
+            else:
+                entry.todo_items.append((_clip(_as_text(todo))[0], ""))
+        if isinstance(todos, list):
+            shown.add("items")
+    elif kind == "error":
+        entry.text, entry.truncated = _clip(_as_text(item.get("message", "")))
+        shown.add("message")
+    elif kind == "compaction":
+        entry.status = _as_text(item.get("status", ""))
+        shown.add("status")
+    elif kind == "interaction":
+        entry.text, entry.truncated = _clip(_as_text(item.get("request", "")))
+        shown.add("request")
+    rest = {key: value for key, value in item.items() if key not in shown}
+    if rest:
+        entry.details, clipped = _clip(_as_text(rest))
+        entry.truncated = entry.truncated or clipped
+    return entry
+
+
+@dataclass
+class TimelineWindow:
+    entries: list[TimelineEntry]
+    head_seq: int
+    has_older: bool
+    has_newer: bool
+    #: The seqs to page from: ?before_seq=<min_seq> and ?after_seq=<max_seq>.
+    min_seq: int | None
+    max_seq: int | None
+    #: Whether this page is the newest one (no before/after cursor given).
+    is_newest_page: bool = True
+    page_size: int = TIMELINE_PAGE_SIZE
+    max_rendered_chars: int = MAX_RENDERED_CHARS
+
+    @property
+    def older_query(self) -> str:
+        return f"?before_seq={self.min_seq}" if self.min_seq is not None else "?"
+
+    @property
+    def newer_query(self) -> str:
+        return f"?after_seq={self.max_seq}" if self.max_seq is not None else "?"
+
+
+def _parse_seq(value: str | None) -> int | None:
+    if value is None or not value.strip().isdigit():
+        return None
+    return int(value)
+
+
+def timeline_window(agent, params, *, page_size: int = TIMELINE_PAGE_SIZE) -> TimelineWindow:
+    """One page of the agent's timeline in ascending seq: the newest rows by
+    default, or those just before ``before_seq`` / just after ``after_seq``.
+
+    Every read is a range on the (agent, seq) index: four small queries at
+    most, however long the history.
+    """
+    rows = TimelineRow.objects.filter(agent=agent)
+    before = _parse_seq(params.get("before_seq"))
+    after = _parse_seq(params.get("after_seq")) if before is None else None
+    if before is not None:
+        page = list(rows.filter(seq__lt=before).order_by("-seq")[:page_size])[::-1]
+    elif after is not None:
+        page = list(rows.filter(seq__gt=after).order_by("seq")[:page_size])
+    else:
+        page = list(rows.order_by("-seq")[:page_size])[::-1]
+    if page:
+        has_older = rows.filter(seq__lt=page[0].seq).exists()
+        has_newer = rows.filter(seq__gt=page[-1].seq).exists()
+    else:
+        has_older = after is not None and rows.filter(seq__lte=after).exists()
+        has_newer = before is not None and rows.filter(seq__gte=before).exists()
+    return TimelineWindow(
+        entries=[entry_for(row) for row in page],
+        head_seq=agent.head_seq,
+        has_older=has_older,
+        has_newer=has_newer,
+        min_seq=page[0].seq if page else None,
+        max_seq=page[-1].seq if page else None,
+        is_newest_page=before is None and after is None,
+        page_size=page_size,
+    )
+
+
+@admin.register(TimelineRow)
+class TimelineRowAdmin(admin.ModelAdmin):
+    list_display = ["agent_id", "seq", "item_type", "item_id", "committed_at"]
+    search_fields = ["=agent__agent_id", "=item_id"]
+    fields = ["agent", "seq", "committed_at", "item_type", "item_id", "item"]
+    readonly_fields = fields
+    # Counting a long history twice per page buys nothing.
+    show_full_result_count = False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
