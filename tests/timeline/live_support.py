@@ -142,7 +142,7 @@ class ServerProcess:
             [
                 sys.executable, "-m", "gunicorn", "chartr.asgi:application",
                 "-k", "uvicorn_worker.UvicornWorker", "-b", "127.0.0.1:0", "-w", "1",
-                "--no-control-socket", "--graceful-timeout", "2",
+                "--no-control-socket", "--graceful-timeout", "2", "--log-level", "info",
             ],
             cwd=ROOT,
             env=self.env(),
