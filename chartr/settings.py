@@ -224,3 +224,19 @@ WHITENOISE_SKIP_COMPRESS_EXTENSIONS = [*Compressor.SKIP_COMPRESS_EXTENSIONS, "ma
 # How many data snapshots <data dir>/snapshots keeps; 0 disables them.
 CHARTR_SNAPSHOTS_KEEP = env.int("CHARTR_SNAPSHOTS_KEEP", default=14)
 
+
+# --- Live timeline stream (timeline/broker.py, docs/timeline.md) ----------
+# auto: redis when CHARTR_REDIS_URL is set, else postgres on PostgreSQL, else local.
+CHARTR_LIVE_TRANSPORT = env.str("CHARTR_LIVE_TRANSPORT", default="auto")
+# Pub/sub channel; empty = derived from the database, so deployments sharing one Redis stay apart.
+CHARTR_LIVE_CHANNEL = env.str("CHARTR_LIVE_CHANNEL", default="")
+# Safety net: how often each process re-reads head_seq/version of its subscribed agents.
+CHARTR_LIVE_POLL_SECONDS = env.float("CHARTR_LIVE_POLL_SECONDS", default=1.0)
+# Threads (and so database connections) per process serving the streams' reads.
+CHARTR_LIVE_DB_THREADS = env.int("CHARTR_LIVE_DB_THREADS", default=4)
+CHARTR_SSE_KEEPALIVE_SECONDS = env.float("CHARTR_SSE_KEEPALIVE_SECONDS", default=15.0)
+# Buffered news per subscriber before it falls back to catch-up from the database.
+CHARTR_SSE_BUFFER_SIZE = env.int("CHARTR_SSE_BUFFER_SIZE", default=256)
+# Rows per database read while catching up.
+CHARTR_SSE_BATCH_SIZE = env.int("CHARTR_SSE_BATCH_SIZE", default=100)
+CHARTR_SSE_RETRY_MS = env.int("CHARTR_SSE_RETRY_MS", default=1000)

@@ -1,0 +1,40 @@
+"""Provisional (streaming) updates: fanned out to the agent's current subscribers, never stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError
+
+from chartr.errors import ArchivedConflict
+from timeline.broker import Provisional, get_hub
+from timeline.items import check_item_size, contains_nul, item_id_problems, item_problems
+from timeline.selectors import get_agent_for_timeline
+
+
+def publish_provisional(*, agent_id: str, item: Any, item_id: str | None = None) -> Provisional:
+    """Validate ``item`` like a committed item and send it to the agent's subscribers, in
+    this process and (through the live transport) in the others.
+
+    Nothing is written: there is no seq, and a subscriber that connects later
+    never sees it. The item_id, when given, lets clients match the provisional
+    item with the committed row that eventually replaces it.
+    """
+    errors: dict[str, list[str]] = {}
+    problems = item_problems(item)
+    if not problems and contains_nul(item):
+        problems = ["Items must not contain NUL characters."]
+    if problems:
+        errors["item"] = problems
+    id_problems = item_id_problems(item_id)
+    if id_problems:
+        errors["item_id"] = id_problems
+    if errors:
+        raise ValidationError(errors, code="invalid")
+    check_item_size(item)
+    agent = get_agent_for_timeline(agent_id=agent_id)
+    if agent.is_archived:
+        raise ArchivedConflict(f"Agent {agent.agent_id} is archived; its timeline is closed.")
+    message = Provisional(agent_id=agent.pk, item=item, item_id=item_id)
+    get_hub().publish(message)
+    return message

@@ -1,0 +1,141 @@
+"""The live side of the timeline API: the SSE stream and provisional updates.
+
+The stream is a plain async Django view, not a DRF view: DRF's APIView is
+synchronous and would tie a worker thread to every open stream. It applies the
+same bearer-token authentication and permission, and answers errors with the
+same envelope, by running them through the API's own classes and exception
+handler.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from django.core.exceptions import ValidationError
+from django.core.handlers.asgi import ASGIRequest
+from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from rest_framework import exceptions, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from chartr.api.authentication import BearerTokenAuthentication
+from chartr.api.errors import exception_handler
+from chartr.api.permissions import HasApiToken
+from timeline.broker import get_hub
+from timeline.live import publish_provisional
+from timeline.selectors import get_agent_for_timeline
+from timeline.serializers import MAX_SEQ, StrictCharField
+from timeline.stream import TimelineStream
+
+
+def _error_response(exc: Exception) -> JsonResponse:
+    drf_response = exception_handler(exc, {"view": None})
+    response = JsonResponse(drf_response.data, status=drf_response.status_code)
+    for header in ("WWW-Authenticate", "Retry-After", "Allow"):
+        if drf_response.has_header(header):
+            response[header] = drf_response[header]
+    return response
+
+
+def _non_negative_int(raw: str, field: str) -> int:
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise ValidationError({field: ["Must be a whole number."]}, code="invalid") from None
+    if not 0 <= value <= MAX_SEQ:
+        raise ValidationError({field: [f"Must be between 0 and {MAX_SEQ}."]}, code="invalid")
+    return value
+
+
+def _authorize_stream(request: HttpRequest, agent_id: str) -> None:
+    """Authenticate like every API view, then check that the agent exists. Blocking (ORM)."""
+    result = BearerTokenAuthentication().authenticate(request)
+    if result is None:
+        raise exceptions.NotAuthenticated("Authentication credentials were not provided.")
+    _client, token = result
+    permission = HasApiToken()
+    if not permission.has_permission(SimpleNamespace(auth=token, method=request.method), None):
+        raise exceptions.PermissionDenied(permission.message)
+    get_agent_for_timeline(agent_id=agent_id)
+
+
+@csrf_exempt  # bearer tokens, no cookies: a wrong method gets the API's 405, not a CSRF page
+async def timeline_stream(request: HttpRequest, agent_id: str):
+    """GET /api/v1/agents/{agent_id}/timeline/stream: Server-Sent Events (see docs/timeline.md)."""
+    if not isinstance(request, ASGIRequest):
+        # Under WSGI (e.g. runserver) Django would buffer this endless response
+        # whole and hold a thread forever; say so instead.
+        return JsonResponse(
+            {"error": {"code": "asgi_required", "message": "The live stream is served only under ASGI "
+                       "(gunicorn -k uvicorn_worker.UvicornWorker, or uvicorn)."}},
+            status=503,
+        )
+    if request.method != "GET":
+        response = _error_response(exceptions.MethodNotAllowed(request.method))
+        response["Allow"] = "GET"
+        return response
+    try:
+        hub = get_hub()
+        await hub.db.run(_authorize_stream, request, agent_id)
+        last_event_id = request.headers.get("Last-Event-ID", "").strip()
+        if last_event_id:
+            after_seq: int | None = _non_negative_int(last_event_id, "Last-Event-ID")
+        elif request.GET.get("after_seq", "") != "":
+            after_seq = _non_negative_int(request.GET["after_seq"], "after_seq")
+        else:
+            after_seq = None
+        epoch = request.GET.get("epoch") or None
+    except Exception as exc:  # noqa: BLE001 - the handler maps everything, unknown errors to a logged 500
+        return _error_response(exc)
+
+    stream = TimelineStream(hub, agent_id, after_seq=after_seq, epoch=epoch)
+    response = StreamingHttpResponse(stream.events(), content_type="text/event-stream; charset=utf-8")
+    response["Cache-Control"] = "no-cache"
+    # Keeps nginx and similar proxies from buffering the stream.
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+class ProvisionalItemSerializer(serializers.Serializer):
+    item = serializers.JSONField(help_text="A timeline item: a JSON object with a string `type`.")
+    item_id = StrictCharField(
+        required=False,
+        allow_null=True,
+        max_length=256,
+        trim_whitespace=False,
+        help_text="Optional key matching the committed row that will replace this update.",
+    )
+
+
+class ProvisionalView(APIView):
+    @extend_schema(
+        operation_id="timeline_provisional",
+        summary="Send a provisional (streaming) update to the agent's live subscribers",
+        description=(
+            "Validated like a committed item but never stored and never given a seq: only clients "
+            "subscribed to the agent's stream at that moment receive it, as a `provisional` event."
+        ),
+        request=ProvisionalItemSerializer,
+        responses={
+            202: inline_serializer(
+                "ProvisionalAccepted",
+                {"agent_id": serializers.CharField(), "item_id": serializers.CharField(allow_null=True)},
+            ),
+            400: OpenApiResponse(description="invalid item"),
+            404: OpenApiResponse(description="unknown agent"),
+            409: OpenApiResponse(description="archived: the agent is archived"),
+            413: OpenApiResponse(description="payload_too_large"),
+        },
+        tags=["timeline"],
+    )
+    def post(self, request, agent_id: str):
+        serializer = ProvisionalItemSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        message = publish_provisional(
+            agent_id=agent_id,
+            item=serializer.validated_data["item"],
+            item_id=serializer.validated_data.get("item_id"),
+        )
+        return Response({"agent_id": message.agent_id, "item_id": message.item_id}, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,208 @@
+"""The SSE event stream of one agent's timeline: catch-up from the database, then live.
+
+The handover has no gap and no duplicate because the stream
+
+1. subscribes to the hub first, so news arriving from then on is buffered;
+2. reads the committed rows after its cursor from the database and sends them;
+3. drains the buffer: committed news at or below the last seq sent is dropped,
+   news above it makes the stream read from the database again from its
+   cursor, which also fills any gap;
+4. on overflow (a slow client) or a transport reconnect, goes back to step 2.
+
+Rows are only ever sent from a database read, in seq order, and only when
+their seq is exactly ``last + 1``. Notifications only say when to read.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import AsyncIterator
+
+from django.conf import settings
+from django.core.serializers.json import DjangoJSONEncoder
+
+from timeline.broker import AgentsChanged, Committed, Hub, LiveBatch, Provisional, Resync, Subscription
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    """The same ISO 8601 form DRF renders (``Z`` for UTC, microseconds kept)."""
+    if value is None:
+        return None
+    text = value.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+class _Encoder(DjangoJSONEncoder):
+    def default(self, o):
+        if isinstance(o, dt.datetime):
+            return _iso(o)
+        return super().default(o)
+
+
+def _json(data) -> str:
+    return json.dumps(data, cls=_Encoder, separators=(",", ":"), ensure_ascii=False)
+
+
+def sse_frame(event: str, data, *, event_id: int | None = None) -> bytes:
+    """One SSE event. JSON never contains a raw newline, so ``data`` is one line."""
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {_json(data)}\n\n".encode()
+
+
+def encode_committed_row(row) -> bytes:
+    return sse_frame(
+        "committed",
+        {
+            "seq": row.seq,
+            "committed_at": _iso(row.committed_at),
+            "item_type": row.item_type,
+            "item": row.item,
+            "item_id": row.item_id,
+        },
+        event_id=row.seq,
+    )
+
+
+def agent_event(state: dict, reason: str) -> bytes:
+    return sse_frame(
+        "agent",
+        {
+            "agent_id": state["agent_id"],
+            "reason": reason,
+            "lifecycle": state["lifecycle"],
+            "requires_attention": state["requires_attention"],
+            "attention_reason": state["attention_reason"],
+            "attention_at": _iso(state["attention_at"]),
+            "archived_at": _iso(state["archived_at"]),
+            "updated_at": _iso(state["updated_at"]),
+            "version": state["version"],
+            "head_seq": state["head_seq"],
+            "epoch": state["timeline_epoch"],
+        },
+    )
+
+
+KEEPALIVE = b": keep-alive\n\n"
+
+
+class TimelineStream:
+    """State of one client's stream: the last seq sent, the epoch and snapshot version it has seen."""
+
+    def __init__(self, hub: Hub, agent_id: str, *, after_seq: int | None, epoch: str | None):
+        self.hub = hub
+        self.agent_id = agent_id
+        self.requested_after = after_seq
+        self.client_epoch = epoch
+        self.last_seq = 0
+        self.epoch: str | None = None
+        self.version: int | None = None
+        self.generation = 0
+        self.ended = False
+
+    async def events(self) -> AsyncIterator[bytes]:
+        subscription = self.hub.subscribe(self.agent_id)
+        self.generation = subscription.joined_generation
+        try:
+            # Tell EventSource to reconnect quickly; also flushes the headers.
+            yield f"retry: {settings.CHARTR_SSE_RETRY_MS}\n\n".encode()
+            # A fresh process connects its LISTEN/SUBSCRIBE on the first stream;
+            # the stream reports ready (its first event) once it can hear the others.
+            await self.hub.wait_listening(timeout=3)
+            async for frame in self._start(subscription):
+                yield frame
+            while not self.ended:
+                news = await subscription.get(timeout=settings.CHARTR_SSE_KEEPALIVE_SECONDS)
+                if news is None:
+                    yield KEEPALIVE
+                    continue
+                generation, message = news
+                self.generation = max(self.generation, generation)
+                if isinstance(message, Provisional):
+                    yield sse_frame("provisional", {"item": message.item, "item_id": message.item_id})
+                elif isinstance(message, Committed):
+                    if message.head_seq > self.last_seq or (message.epoch and message.epoch != self.epoch):
+                        async for frame in self._catch_up(subscription, reason="updated"):
+                            yield frame
+                elif isinstance(message, AgentsChanged):
+                    async for frame in self._catch_up(subscription, reason=message.reason):
+                        yield frame
+                elif isinstance(message, Resync):
+                    async for frame in self._catch_up(subscription, reason="changed"):
+                        yield frame
+        finally:
+            subscription.close()
+
+    async def _read(self, subscription: Subscription) -> LiveBatch:
+        return await self.hub.read(subscription, after_seq=self.last_seq, min_generation=self.generation)
+
+    async def _start(self, subscription: Subscription) -> AsyncIterator[bytes]:
+        after = self.requested_after
+        self.last_seq = after if after is not None else 0
+        batch = await self._read(subscription) if after is not None else await self.hub.db.run(
+            self.hub.read_batch, self.agent_id, 0, 0
+        )
+        state = batch.agent
+        if state is None:
+            yield self._gone()
+            return
+        self.epoch = state["timeline_epoch"]
+        head = state["head_seq"]
+        stale_epoch = self.client_epoch is not None and self.client_epoch != self.epoch
+        if after is None or stale_epoch or after > head:
+            # No cursor: only new events. A cursor from another history (or
+            # beyond this one) cannot be resumed: say so, and go on from the head.
+            self.last_seq = head
+            if after is not None:
+                yield self._reset(state, "epoch" if stale_epoch else "cursor_ahead")
+            batch = LiveBatch(rows=[], agent=state)
+        self.version = state["version"]
+        yield agent_event(state, "snapshot")
+        for frame in self._send_rows(batch):
+            yield frame
+        if self.last_seq < head:
+            async for frame in self._catch_up(subscription, reason="snapshot"):
+                yield frame
+
+    async def _catch_up(self, subscription: Subscription, *, reason: str) -> AsyncIterator[bytes]:
+        """Read from the database until the stream has every row up to the head it saw."""
+        while True:
+            batch = await self._read(subscription)
+            state = batch.agent
+            if state is None:
+                yield self._gone()
+                return
+            if state["timeline_epoch"] != self.epoch:
+                # The history was replaced: these rows are not a continuation.
+                self.epoch = state["timeline_epoch"]
+                self.last_seq = state["head_seq"]
+                self.version = state["version"]
+                yield self._reset(state, "epoch")
+                return
+            before = self.last_seq
+            for frame in self._send_rows(batch):
+                yield frame
+            if state["version"] != self.version:
+                self.version = state["version"]
+                yield agent_event(state, reason)
+            if self.last_seq == before or self.last_seq >= state["head_seq"]:
+                return
+
+    def _send_rows(self, batch: LiveBatch):
+        for seq, frame in batch.rows:
+            if seq != self.last_seq + 1:
+                # Reads are "seq > last" in order and seqs are contiguous, so this
+                # only happens if the history changed under us; the next read decides.
+                break
+            self.last_seq = seq
+            yield frame
+
+    def _reset(self, state: dict, reason: str) -> bytes:
+        return sse_frame(
+            "reset",
+            {"reason": reason, "epoch": state["timeline_epoch"], "head_seq": state["head_seq"]},
+        )
+
+    def _gone(self) -> bytes:
+        self.ended = True
+        return sse_frame("agent", {"agent_id": self.agent_id, "reason": "deleted", "deleted": True})
