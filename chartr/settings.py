@@ -172,6 +172,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "chartr.api.schema.forbid_unknown_request_fields",
+        "timeline.schema.document_timeline_stream",
     ],
     "ENUM_NAME_OVERRIDES": {
         "ProjectKindEnum": "registry.models.ProjectKind",

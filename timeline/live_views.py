@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.utils import OpenApiResponse, extend_schema, inline_serializer
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -26,7 +26,8 @@ from chartr.api.permissions import HasApiToken
 from timeline.broker import get_hub
 from timeline.live import publish_provisional
 from timeline.selectors import get_agent_for_timeline
-from timeline.serializers import MAX_SEQ, StrictCharField
+from chartr.api.serializers import StrictCharField
+from timeline.serializers import MAX_SEQ
 from timeline.stream import TimelineStream
 
 
@@ -123,10 +124,6 @@ class ProvisionalView(APIView):
                 "ProvisionalAccepted",
                 {"agent_id": serializers.CharField(), "item_id": serializers.CharField(allow_null=True)},
             ),
-            400: OpenApiResponse(description="invalid item"),
-            404: OpenApiResponse(description="unknown agent"),
-            409: OpenApiResponse(description="archived: the agent is archived"),
-            413: OpenApiResponse(description="payload_too_large"),
         },
         tags=["timeline"],
     )

@@ -1,15 +1,10 @@
 from django.urls import path
 
-from timeline import views
+from timeline import live_views, views
 
 urlpatterns = [
     path("agents/<str:agent_id>/timeline", views.AgentTimelineView.as_view(), name="agent-timeline"),
-]
-
-# --- Live side: the SSE stream and provisional updates (timeline/live_views.py) ---
-from timeline import live_views  # noqa: E402
-
-urlpatterns += [
+    # A plain async view (see timeline/live_views.py); timeline/schema.py documents it.
     path("agents/<str:agent_id>/timeline/stream", live_views.timeline_stream, name="timeline-stream"),
     path(
         "agents/<str:agent_id>/timeline/provisional",

@@ -14,6 +14,7 @@ from timeline.services import NewTimelineItem, append_timeline_items
 class AgentTimelineView(APIView):
     @extend_schema(
         operation_id="timeline_read",
+        tags=["timeline"],
         parameters=[serializers.ReadQuerySerializer],
         responses={200: serializers.TimelinePageSerializer},
         summary="Read a window of the agent's committed timeline",
@@ -26,6 +27,7 @@ class AgentTimelineView(APIView):
 
     @extend_schema(
         operation_id="timeline_append",
+        tags=["timeline"],
         request=serializers.AppendRequestSerializer,
         responses={
             201: serializers.AppendResponseSerializer,

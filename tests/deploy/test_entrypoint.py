@@ -15,14 +15,6 @@ pytestmark = pytest.mark.process
 
 CREATED = re.compile(r"Created superuser 'admin' with password: (\S+)")
 PROJECT_DIRECTORY = "/srv/persistence-check"
-CREATE_PROJECT = (
-    "from registry.services import create_project; "
-    f"print(create_project(directory={PROJECT_DIRECTORY!r}, kind='git').pk)"
-)
-FIND_PROJECT = (
-    "from registry.selectors import project_by_directory; "
-    f"p = project_by_directory(directory={PROJECT_DIRECTORY!r}); print(p.pk if p else 'missing')"
-)
 
 
 def admin_login(server, password: str) -> httpx.Response:
@@ -40,10 +32,14 @@ def admin_login(server, password: str) -> httpx.Response:
         )
 
 
-def shell(code: str, env: dict[str, str]) -> str:
-    done = manage("shell", "--verbosity", "0", "--command", code, env=env)
+def api_token(env: dict[str, str]) -> str:
+    done = manage("create_api_token", "persistence-check", env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
+
+
+def api(server, token: str) -> httpx.Client:
+    return httpx.Client(base_url=server.url, timeout=10, headers={"Authorization": f"Bearer {token}"})
 
 
 def test_serves_with_gunicorn_and_keeps_state_across_a_restart(tmp_path):
@@ -71,8 +67,11 @@ def test_serves_with_gunicorn_and_keeps_state_across_a_restart(tmp_path):
         assert password_file.read_text().strip() == password
         assert stat.S_IMODE(password_file.stat().st_mode) == 0o600
 
-        project_pk = shell(CREATE_PROJECT, env)
-        assert project_pk.isdigit()
+        token = api_token(env)
+        with api(server, token) as client:
+            created = client.post("/api/v1/projects", json={"directory": PROJECT_DIRECTORY, "kind": "git"})
+        assert created.status_code == 201, created.text
+        project = created.json()
         secret_key = (config / "secret_key").read_text()
     finally:
         assert server.process.stop() == 0, server.process.output
@@ -89,7 +88,11 @@ def test_serves_with_gunicorn_and_keeps_state_across_a_restart(tmp_path):
         assert password_file.read_text().strip() == password
         # The printed password still logs in: the account was left alone.
         assert admin_login(server, password).status_code == 302
-        assert shell(FIND_PROJECT, env) == project_pk
+        with api(server, token) as client:
+            again = client.get(f"/api/v1/projects/{project['id']}")
+            by_directory = client.get("/api/v1/projects", params={"directory": PROJECT_DIRECTORY})
+        assert again.status_code == 200 and again.json() == project
+        assert [p["id"] for p in by_directory.json()["results"]] == [project["id"]]
         assert server.get(hashed[1]).status_code == 200
     finally:
         assert server.process.stop() == 0, server.process.output

@@ -154,3 +154,16 @@ def test_auth_is_required_and_read_only_tokens_cannot_append():
     assert reader.get(url(agent.pk)).status_code == 200
     response = reader.post(url(agent.pk), {"items": items("a")}, format="json")
     assert response.status_code == 403 and response.json()["error"]["code"] == "permission_denied"
+
+
+def test_the_stream_is_documented_in_the_schema(api):
+    from timeline.schema import STREAM_PATH
+
+    document = api.get("/api/v1/schema").json()
+    operation = document["paths"][STREAM_PATH]["get"]
+    assert "text/event-stream" in operation["responses"]["200"]["content"]
+    assert {p["name"] for p in operation["parameters"]} == {"agent_id", "after_seq", "epoch", "Last-Event-ID"}
+    assert "bearerAuth" in document["components"]["securitySchemes"]
+    for status in ("400", "401", "404", "500", "503"):
+        ref = operation["responses"][status]["content"]["application/json"]["schema"]["$ref"]
+        assert ref == "#/components/schemas/Error"
