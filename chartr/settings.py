@@ -55,9 +55,13 @@ INSTALLED_APPS = [
     "chartr.datadir",
 ]
 
+# Every entry is async-capable, so ASGI requests stay on the event loop until
+# the view (see chartr/middleware.py). Health probes come first: they answer
+# before host validation and the HTTPS redirect (see chartr/health.py).
 MIDDLEWARE = [
+    "chartr.health.HealthProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",
-    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "chartr.middleware.StaticFilesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -194,7 +198,6 @@ LOGGING = {
 # --- Deployment -------------------------------------------------------------
 # Health probes answer before host validation and the HTTPS redirect; see
 # chartr/health.py for why.
-MIDDLEWARE = ["chartr.health.HealthProbeMiddleware", *MIDDLEWARE]
 # Hashed, compressed static files once collectstatic has run; plain names
 # before that, so pages render in tests and fresh checkouts with DEBUG off.
 STORAGES["staticfiles"] = {"BACKEND": "chartr.staticfiles.ManifestOnceCollectedStorage"}

@@ -23,14 +23,12 @@ from django.conf import settings
 from django.core.serializers.json import DjangoJSONEncoder
 
 from timeline.broker import AgentsChanged, Committed, Hub, LiveBatch, Provisional, Resync, Subscription
+from timeline.serializers import render_timestamp
 
 
 def _iso(value: dt.datetime | None) -> str | None:
-    """The same ISO 8601 form DRF renders (``Z`` for UTC, microseconds kept)."""
-    if value is None:
-        return None
-    text = value.isoformat()
-    return text[:-6] + "Z" if text.endswith("+00:00") else text
+    """ISO 8601 with an explicit offset, as every API response renders timestamps."""
+    return render_timestamp(value)
 
 
 class _Encoder(DjangoJSONEncoder):

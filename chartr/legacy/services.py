@@ -53,7 +53,7 @@ from chartr.paths import ensure_private_dir
 from registry.directories import last_segment
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot, new_timeline_epoch
-from snapshots.services import notify_agents_changed
+from snapshots.services import UPDATABLE_AGENT_FIELDS, notify_agents_changed
 from timeline.models import TimelineRow
 from timeline.signals import timeline_committed
 
@@ -70,20 +70,7 @@ MAX_PROBLEMS_PER_FILE = 20
 Progress = Callable[[str, int, int], None]
 
 AGENT_UPDATE_FIELDS = [
-    "provider",
-    "title",
-    "labels",
-    "lifecycle",
-    "last_mode_id",
-    "config",
-    "runtime_info",
-    "persistence",
-    "requires_attention",
-    "attention_reason",
-    "attention_at",
-    "internal",
-    "last_activity_at",
-    "last_user_message_at",
+    *UPDATABLE_AGENT_FIELDS,
     "archived_at",
     "archive_operation",
     "updated_at",
