@@ -109,7 +109,12 @@ if DATABASE_VENDOR == "sqlite":
         "timeout": env.int("CHARTR_SQLITE_TIMEOUT", default=20),
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CHARTR_CONN_MAX_AGE", default=0))
+# Persistent connections: the server runs sync requests on a fixed pool of
+# threads (chartr/asgi.py), each keeping its connection between requests.
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CHARTR_CONN_MAX_AGE", default=60))
+DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+# Threads per server process for everything but the live stream.
+CHARTR_SYNC_THREADS = env.int("CHARTR_SYNC_THREADS", default=8)
 if DATABASE_VENDOR == "sqlite":
     # A file, not Django's shared-cache in-memory default: concurrency tests
     # need real WAL locking between connections, the way production runs.

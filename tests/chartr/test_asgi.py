@@ -1,0 +1,75 @@
+"""chartr/asgi.py: the live stream on Django's async handler, everything else on the sync pool."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+
+import pytest
+from django.core.signals import request_finished, request_started
+
+from chartr.asgi import application
+
+
+def http_scope(path: str, headers: list[tuple[bytes, bytes]] | None = None) -> dict:
+    return {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+        "headers": [(b"host", b"127.0.0.1"), *(headers or [])],
+        "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 80),
+    }
+
+
+def call(scope: dict) -> tuple[int, bytes]:
+    sent: list[dict] = []
+    requested = False
+
+    async def receive():
+        nonlocal requested
+        if requested:  # the client stays connected until the response is complete
+            await asyncio.Future()
+        requested = True
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(application(scope, receive, send))
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+@pytest.fixture
+def request_signals():
+    seen: list[tuple[str, str]] = []
+
+    def started(**kwargs):
+        seen.append(("started", threading.current_thread().name))
+
+    def finished(**kwargs):
+        seen.append(("finished", threading.current_thread().name))
+
+    request_started.connect(started)
+    request_finished.connect(finished)
+    yield seen
+    request_started.disconnect(started)
+    request_finished.disconnect(finished)
+
+
+def test_sync_requests_run_on_the_pool_and_finish_properly(request_signals):
+    status, body = call(http_scope("/healthz"))
+    assert status == 200 and json.loads(body) == {"status": "ok"}
+    # request_finished is where Django recycles database connections: the
+    # adapter must close the response so it fires, on the same pool thread.
+    assert [event for event, _ in request_signals] == ["started", "finished"]
+    assert all(name.startswith("chartr-sync") for _, name in request_signals)
+
+
+@pytest.mark.django_db
+def test_the_stream_runs_on_the_async_handler():
+    # Under the WSGI path the stream view would answer 503 asgi_required; here
+    # it reaches its own authentication and refuses the missing token.
+    status, body = call(http_scope("/api/v1/agents/anyone/timeline/stream"))
+    assert status == 401
+    assert json.loads(body)["error"]["code"] == "not_authenticated"
