@@ -643,7 +643,53 @@ _ABORT_RESTORE_SQL = (
 )
 
 
+def _tables_parents_first() -> list[str]:
+    """The live database's tables, every table after the tables it references.
+
+    The restore locks them all, in this order, before dropping anything:
+    writers lock parents before children (an append locks the agent row, then
+    inserts timeline rows), so taking the locks in the same order makes the
+    restore wait for them instead of deadlocking with them.
+    """
+    from django.apps import apps
+
+    existing = set(_connection().introspection.table_names())
+    order: list[str] = []
+    seen: set = set()
+
+    def visit(model) -> None:
+        if model in seen:
+            return
+        seen.add(model)
+        for related in model._meta.get_fields(include_hidden=True):
+            if related.many_to_one or related.one_to_one:
+                if related.concrete and related.related_model is not None and related.related_model is not model:
+                    visit(related.related_model)
+        if model._meta.db_table in existing and model._meta.db_table not in order:
+            order.append(model._meta.db_table)
+
+    for model in apps.get_models(include_auto_created=True):
+        visit(model)
+    return order
+
+
+#: PostgreSQL may still pick the restore as a deadlock victim against a writer
+#: that takes its locks in an unusual order; the restore rolls back whole, so
+#: trying again is safe.
+RESTORE_ATTEMPTS = 3
+
+
 def _restore_postgres(dump: Path) -> int:
+    for attempt in range(1, RESTORE_ATTEMPTS + 1):
+        try:
+            return _restore_postgres_once(dump)
+        except SnapshotFailed as exc:
+            if "deadlock detected" not in exc.message or attempt == RESTORE_ATTEMPTS:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _restore_postgres_once(dump: Path) -> int:
     pg_restore = _require_tool("pg_restore")
     psql = _require_tool("psql")
     connection = _connection()
@@ -657,6 +703,8 @@ def _restore_postgres(dump: Path) -> int:
         "RESET search_path;\n"
         f"UPDATE {table} SET timeline_epoch = substr(md5(gen_random_uuid()::text), 1, 16);\n"
     )
+    tables = _tables_parents_first()
+    lock_all = f"LOCK TABLE {', '.join(_quote(t) for t in tables)} IN ACCESS EXCLUSIVE MODE;\n" if tables else ""
     with tempfile.TemporaryFile() as producer_errors, tempfile.TemporaryFile() as consumer_errors:
         producer = subprocess.Popen(
             [pg_restore, "--clean", "--if-exists", "--no-owner", "--no-privileges", "--file=-", str(dump)],
@@ -668,6 +716,7 @@ def _restore_postgres(dump: Path) -> int:
         )
         try:
             try:
+                consumer.stdin.write(lock_all.encode())
                 shutil.copyfileobj(producer.stdout, consumer.stdin, 1 << 16)
                 producer.wait()
                 consumer.stdin.write((rotate if producer.returncode == 0 else _ABORT_RESTORE_SQL).encode())

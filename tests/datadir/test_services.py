@@ -462,3 +462,14 @@ def test_a_client_resuming_with_a_cursor_from_before_the_restore_gets_reset(data
     resumed = api.get(url, {"direction": "after", "seq": cursor_seq, "epoch": cursor_epoch}).json()
     assert resumed["reset"] is True and resumed["epoch"] != cursor_epoch
     assert [row["seq"] for row in resumed["rows"]] == [1, 2, 3] and resumed["window"]["next_seq"] == 4
+
+
+@pytest.mark.django_db
+def test_restore_locks_tables_parents_first_like_the_writers_do():
+    from chartr.datadir.services import _tables_parents_first
+
+    order = _tables_parents_first()
+    chain = ["registry_project", "registry_workspace", "snapshots_agentsnapshot", "timeline_timelinerow"]
+    assert [order.index(table) for table in chain] == sorted(order.index(table) for table in chain)
+    assert order.index("auth_user") < order.index("chartr_apitoken")
+    assert len(order) == len(set(order))
