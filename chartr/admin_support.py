@@ -271,13 +271,17 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         if self.is_confirmed(request):
             totals = {"records": 0, "workspaces": 0, "agents": 0, "running": 0, "skipped": 0}
             for obj in objs:
-                with transaction.atomic():
-                    result = self._call(self.archive_service, obj)
-                    if not result.changed:
-                        totals["skipped"] += 1
-                        continue
-                    counts = self._archive_counts(result)
-                    self.log_change(request, obj, f"Archived; {counts}.")
+                try:
+                    with transaction.atomic():
+                        result = self._call(self.archive_service, obj)
+                        if result.changed:
+                            self.log_change(request, obj, f"Archived; {self._archive_counts(result)}.")
+                except ChartrError as exc:  # e.g. deleted between the list and the confirmation
+                    self.message_user(request, f"{obj}: {exc.message}", messages.ERROR)
+                    continue
+                if not result.changed:
+                    totals["skipped"] += 1
+                    continue
                 totals["records"] += 1
                 totals["workspaces"] += result.workspaces
                 totals["agents"] += result.agents
@@ -453,8 +457,10 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         self._call(self.delete_service, obj)
 
     def delete_queryset(self, request, queryset):
-        for obj in queryset:
-            self._call(self.delete_service, obj)
+        # All or nothing: Django's delete_selected action opens no transaction of its own.
+        with transaction.atomic():
+            for obj in queryset:
+                self._call(self.delete_service, obj)
 
 
 __all__ = [

@@ -96,6 +96,23 @@ def create_api_token(*, name: str, read_only: bool = False, created_by=None) -> 
     return token, raw
 
 
+#: last_used_at is a hint for operators, not an audit log: refreshing it at
+#: most once a minute keeps a busy client from turning every read into a write.
+LAST_USED_RESOLUTION_SECONDS = 60
+
+
+def record_api_token_use(*, token: "ApiToken") -> None:
+    """Stamp ``last_used_at`` on an authenticated request, at most once a minute."""
+    from django.utils import timezone
+
+    from chartr.models import ApiToken
+
+    now = timezone.now()
+    if token.last_used_at is None or (now - token.last_used_at).total_seconds() >= LAST_USED_RESOLUTION_SECONDS:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+
+
 def revoke_api_token(*, token: "ApiToken") -> bool:
     """Revoke the token; revoking a revoked token is a no-op. Returns whether it changed."""
     from django.db import transaction

@@ -93,6 +93,12 @@ def archive_project(*, project: Project, preview: bool = False) -> ArchiveResult
         if project.is_archived:
             return ArchiveResult(preview=preview)
         workspaces = Workspace.objects.filter(project=project).live()
+        # Lock the live workspaces before reading their agents: create_agent
+        # locks its workspace too, so an agent is either already there to be
+        # archived or created after this commits, into an archived workspace
+        # (and refused). Without it, PostgreSQL could leave a live agent
+        # behind in an archived workspace. (SQLite serialises writers anyway.)
+        list(workspaces.select_for_update().values_list("pk", flat=True))
         agents = AgentSnapshot.objects.live().filter(workspace__in=workspaces.values("pk"))
         result = _archive_cascade(workspaces=workspaces, agents=agents, preview=preview)
         if preview:
@@ -235,7 +241,9 @@ def unarchive_workspace(*, workspace: Workspace) -> UnarchiveResult:
         workspace = lock_for_update(Workspace, workspace.pk)
         if not workspace.is_archived:
             return UnarchiveResult()
-        if Project.objects.filter(pk=workspace.project_id, archived_at__isnull=False).exists():
+        # Locked, not just read: a concurrent archive_project must not archive
+        # the project between this check and the commit.
+        if lock_for_update(Project, workspace.project_id).is_archived:
             raise ArchivedConflict(
                 f"Workspace {workspace.pk} belongs to archived project {workspace.project_id}; "
                 "unarchive the project instead."

@@ -54,7 +54,9 @@ def _validate_labels(labels: Any) -> dict[str, str]:
 def _apply_attention(agent: AgentSnapshot, *, explicit_at: bool) -> None:
     """Keep the attention fields coherent: a reason exactly when attention is required."""
     if not agent.requires_attention:
+        # Both go: a later raise must not inherit the old time ("since" on the dashboard).
         agent.attention_reason = None
+        agent.attention_at = None
         return
     if not agent.attention_reason:
         raise ValidationError(
@@ -206,7 +208,8 @@ def unarchive_agent(*, agent: AgentSnapshot) -> UnarchiveResult:
         agent = lock_for_update(AgentSnapshot, agent.pk)
         if not agent.is_archived:
             return UnarchiveResult()
-        if Workspace.objects.filter(pk=agent.workspace_id, archived_at__isnull=False).exists():
+        # Locked, not just read, for the same reason as in unarchive_workspace.
+        if lock_for_update(Workspace, agent.workspace_id).is_archived:
             raise ArchivedConflict(
                 f"Agent {agent.agent_id} belongs to archived workspace {agent.workspace_id}; "
                 "unarchive the workspace instead."

@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
-from django.utils import timezone
 from rest_framework import authentication, exceptions
 
 from chartr.models import ApiToken
-from chartr.services import hash_token
-
-# last_used_at is a hint for operators, not an audit log: refreshing it at
-# most once a minute keeps a busy client from turning every read into a write.
-LAST_USED_RESOLUTION = dt.timedelta(seconds=60)
+from chartr.services import hash_token, record_api_token_use
 
 
 class ApiClient:
@@ -46,10 +39,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         token = ApiToken.objects.filter(token_hash=hash_token(raw)).first()
         if token is None or token.revoked_at is not None:
             raise exceptions.AuthenticationFailed("The token is unknown or has been revoked.")
-        now = timezone.now()
-        if token.last_used_at is None or now - token.last_used_at >= LAST_USED_RESOLUTION:
-            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-            token.last_used_at = now
+        record_api_token_use(token=token)
         return ApiClient(token), token
 
     def authenticate_header(self, request) -> str:

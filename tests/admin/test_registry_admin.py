@@ -257,6 +257,19 @@ class TestArchiveActions:
         assert Project.objects.live().count() == 0
         assert LogEntry.objects.filter(action_flag=CHANGE).count() == 2
 
+    def test_a_record_deleted_before_confirmation_is_reported_not_crashed(self, admin_client, project_tree, monkeypatch):
+        from chartr.errors import NotFound
+        from registry.admin import ProjectAdmin
+
+        def vanished(**kwargs):
+            raise NotFound("Project vanished meanwhile.")
+
+        monkeypatch.setattr(ProjectAdmin, "archive_service", staticmethod(vanished))
+        data = {"action": "archive_selected", "_selected_action": [project_tree.pk], "confirm": "yes"}
+        response = admin_client.post(url("project_changelist"), data)
+        assert response.status_code == 302
+        assert any("vanished meanwhile" in m for m in messages_of(response))
+
     def test_unarchive_action(self, admin_client, project_tree):
         archive_project(project=project_tree)
         data = {"action": "unarchive_selected", "_selected_action": [project_tree.pk], "confirm": "yes"}

@@ -75,7 +75,14 @@ class TestUpdateAgent:
         agent = AgentFactory()
         agent = services.update_agent(agent=agent, requires_attention=True, attention_reason="finished")
         agent = services.update_agent(agent=agent, requires_attention=False)
-        assert agent.attention_reason is None
+        assert agent.attention_reason is None and agent.attention_at is None
+
+    def test_raising_attention_again_stamps_a_new_time(self):
+        agent = AgentFactory()
+        first = services.update_agent(agent=agent, requires_attention=True, attention_reason="finished").attention_at
+        services.update_agent(agent=agent, requires_attention=False)
+        again = services.update_agent(agent=agent, requires_attention=True, attention_reason="error").attention_at
+        assert first is not None and again > first
 
     def test_identity_fields_cannot_be_changed(self):
         with pytest.raises(ValidationError):
