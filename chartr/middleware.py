@@ -1,9 +1,10 @@
-"""Middleware adapted so that, under ASGI, a request runs the whole stack on the event loop.
+"""Middleware that works in both modes.
 
-Django adapts a sync-only middleware by hopping to a worker thread and back
-for every request, which cost several milliseconds per API call (measured in
-bench/timeline_bench.py). With every middleware async-capable, the only hop
-left is the one into the (sync) DRF view itself.
+chartr/asgi.py sends only the live stream through Django's ASGI handler (the
+rest runs on its WSGI handler). For those requests a sync-only middleware
+would make Django hop to a worker thread and back before the async view even
+starts; with every middleware async-capable the stream's view is reached on
+the event loop. Under WSGI the classes behave exactly like their parents.
 """
 
 from __future__ import annotations

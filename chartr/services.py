@@ -86,6 +86,8 @@ def create_api_token(*, name: str, read_only: bool = False, created_by=None) -> 
 
     from chartr.models import ApiToken
 
+    if "\x00" in name:
+        raise ValidationError({"name": ["A token name must not contain NUL characters."]}, code="invalid")
     raw = "chartr_" + secrets.token_urlsafe(32)
     token = ApiToken(
         name=name, prefix=raw[:14], token_hash=hash_token(raw), read_only=read_only, created_by=created_by

@@ -55,9 +55,10 @@ INSTALLED_APPS = [
     "chartr.datadir",
 ]
 
-# Every entry is async-capable, so ASGI requests stay on the event loop until
-# the view (see chartr/middleware.py). Health probes come first: they answer
-# before host validation and the HTTPS redirect (see chartr/health.py).
+# Every entry is async-capable, so requests that chartr/asgi.py hands to the
+# async handler (the live stream) reach their view without a thread hop (see
+# chartr/middleware.py). Health probes come first: they answer before host
+# validation and the HTTPS redirect (see chartr/health.py).
 MIDDLEWARE = [
     "chartr.health.HealthProbeMiddleware",
     "django.middleware.security.SecurityMiddleware",

@@ -121,7 +121,9 @@ class TimelineWindow:
 
 
 def _parse_seq(value: str | None) -> int | None:
-    if value is None or not value.strip().isdigit():
+    # isascii(): str.isdigit() also accepts characters like "²" that int() refuses.
+    value = (value or "").strip()
+    if not (value.isascii() and value.isdigit()):
         return None
     return int(value)
 

@@ -9,8 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from chartr.errors import ArchivedConflict, SeqConflict
-from chartr.services import lock_for_update
+from chartr.errors import ArchivedConflict, NotFound, SeqConflict
 from snapshots.models import AgentSnapshot
 from timeline.items import check_item_size, contains_nul, item_id_problems, item_problems
 from timeline.models import TimelineRow
@@ -87,7 +86,15 @@ def append_timeline_items(
     """
     validate_new_items(items)
     with transaction.atomic():
-        agent = lock_for_update(AgentSnapshot, agent_id)
+        # Only the bookkeeping columns: the agent's JSON blobs are not needed here.
+        agent = (
+            AgentSnapshot.objects.select_for_update()
+            .only("agent_id", "head_seq", "timeline_epoch", "archived_at")
+            .filter(pk=agent_id)
+            .first()
+        )
+        if agent is None:
+            raise NotFound(f"Agent {agent_id} does not exist.")
         if agent.is_archived:
             raise ArchivedConflict(f"Agent {agent.agent_id} is archived; its timeline is closed.")
 

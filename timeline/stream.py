@@ -62,7 +62,7 @@ def encode_committed_row(row) -> bytes:
     )
 
 
-def agent_event(state: dict, reason: str) -> bytes:
+def agent_event(state: dict, reason: str, *, event_id: int | None = None) -> bytes:
     return sse_frame(
         "agent",
         {
@@ -78,6 +78,7 @@ def agent_event(state: dict, reason: str) -> bytes:
             "head_seq": state["head_seq"],
             "epoch": state["timeline_epoch"],
         },
+        event_id=event_id,
     )
 
 
@@ -155,7 +156,10 @@ class TimelineStream:
                 yield self._reset(state, "epoch" if stale_epoch else "cursor_ahead")
             batch = LiveBatch(rows=[], agent=state)
         self.version = state["version"]
-        yield agent_event(state, "snapshot")
+        # The opening event carries the cursor too (`id:`), so a client that
+        # connected without one and drops before any row arrives resumes from
+        # here on reconnect instead of from a later head, which would skip rows.
+        yield agent_event(state, "snapshot", event_id=self.last_seq)
         for frame in self._send_rows(batch):
             yield frame
         if self.last_seq < head:
@@ -196,9 +200,11 @@ class TimelineStream:
             yield frame
 
     def _reset(self, state: dict, reason: str) -> bytes:
+        # `id:` moves the browser's Last-Event-ID to the new history's head.
         return sse_frame(
             "reset",
             {"reason": reason, "epoch": state["timeline_epoch"], "head_seq": state["head_seq"]},
+            event_id=self.last_seq,
         )
 
     def _gone(self) -> bytes:

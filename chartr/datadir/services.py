@@ -553,7 +553,13 @@ def _verify(name: str, root: Path, work: Path) -> _Verified:
         database = manifest["database"]
         db_path = path / store.safe_relpath(str(database.get("file", "")))
         file_paths = {rel: path / store.FILES_DIRNAME / store.safe_relpath(rel) for rel in manifest["files"]}
-        if not all(isinstance(entry, dict) for entry in manifest["files"].values()):
+        # Everything _restore_files reads later is checked now, before anything changes.
+        if not all(
+            isinstance(entry, dict)
+            and isinstance(entry.get("mtime_ns"), int)
+            and isinstance(entry.get("mode", 0o600), int)
+            for entry in manifest["files"].values()
+        ):
             raise store.ManifestError(f"{path / store.MANIFEST_NAME} has a malformed file entry")
     except store.ManifestError as exc:
         raise _corrupt(name, str(exc)) from None

@@ -69,8 +69,11 @@ def read_lines(path: Path) -> Iterator[Line]:
                 continue
             try:
                 value = json.loads(raw)
-            except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError
+            except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, over-long integers
                 yield Line(lineno, error=f"invalid JSON: {exc}", truncated=not raw.endswith(b"\n"))
+                continue
+            except RecursionError:
+                yield Line(lineno, error="invalid JSON: nested too deeply")
                 continue
             yield Line(lineno, value=value)
 

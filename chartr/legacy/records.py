@@ -280,6 +280,10 @@ def load_json(path: Path) -> Any:
         raise RecordError(f"not UTF-8 (byte {exc.start})") from None
     except json.JSONDecodeError as exc:
         raise _JsonSyntax(exc) from None
+    except ValueError as exc:  # e.g. an integer longer than Python's 4300-digit limit
+        raise RecordError(f"invalid JSON: {exc}") from None
+    except RecursionError:
+        raise RecordError("invalid JSON: nested too deeply") from None
 
 
 class _JsonSyntax(RecordError):

@@ -42,6 +42,12 @@ def long_agent():
 
 
 class TestAgentTimeline:
+    @pytest.mark.parametrize("bad", ["\u00b2", "-3", "abc", ""])
+    def test_a_cursor_that_is_not_a_plain_number_shows_the_newest(self, admin_client, long_agent, bad):
+        response = admin_client.get(change_url(long_agent, before_seq=bad))
+        assert response.status_code == 200
+        assert shown_seqs(response) == list(range(71, 121))
+
     def test_shows_the_newest_50_in_ascending_order(self, admin_client, long_agent):
         response = admin_client.get(change_url(long_agent))
         assert shown_seqs(response) == list(range(71, 121))

@@ -51,3 +51,16 @@ def test_invalid_name_is_a_command_error(name):
     with pytest.raises(CommandError, match="(?i)name"):
         run(name)
     assert ApiToken.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_the_service_refuses_a_nul_in_the_name():
+    from django.core.exceptions import ValidationError
+
+    from chartr.models import ApiToken
+    from chartr.services import create_api_token
+
+    with pytest.raises(ValidationError) as exc:
+        create_api_token(name="bad\x00name")
+    assert "name" in exc.value.message_dict
+    assert not ApiToken.objects.exists()

@@ -257,6 +257,12 @@ def _corrupt_unsafe_path(path, manifest):
     return manifest
 
 
+def _corrupt_file_entry(path, manifest):
+    """A file entry restore would only read after swapping the database in."""
+    manifest["files"]["state.json"]["mtime_ns"] = "yesterday"
+    return manifest
+
+
 def _corrupt_bad_json(path, manifest):
     (path / "manifest.json").write_text('{"format": 1,\n "engine": ')
     return None
@@ -265,7 +271,7 @@ def _corrupt_bad_json(path, manifest):
 @pytest.mark.parametrize(
     "damage",
     [_corrupt_missing_manifest, _corrupt_flipped_db_bytes, _corrupt_truncated_and_rehashed, _corrupt_row_counts,
-     _corrupt_missing_file, _corrupt_unsafe_path, _corrupt_bad_json],
+     _corrupt_missing_file, _corrupt_unsafe_path, _corrupt_file_entry, _corrupt_bad_json],
     ids=lambda f: f.__name__.removeprefix("_corrupt_"),
 )
 def test_a_corrupt_snapshot_is_refused_and_nothing_changes(data_dir, damage):

@@ -206,6 +206,16 @@ class TestInvalidInput:
         assert problems[0].startswith(f"{legacy_home.root / 'projects' / 'projects.json'}:line 2: invalid JSON")
         assert problems[1] == f"{legacy_home.root / 'projects' / 'workspaces.json'}: expected a JSON array, found dict"
 
+    def test_pathological_json_is_reported_not_crashed(self, legacy_home):
+        projects = legacy_home.root / "projects" / "projects.json"
+        legacy_home.write_file(projects, "[" + "9" * 5000 + "]")
+        legacy_home.write_file(legacy_home.root / "projects" / "workspaces.json", "[" * 100_000)
+        with pytest.raises(CommandError) as exc:
+            run(legacy_home.root)
+        message = str(exc.value)
+        assert f"{projects}: invalid JSON" in message
+        assert "workspaces.json: invalid JSON" in message
+
     def test_a_directory_without_legacy_data_says_what_was_expected(self, tmp_path):
         (tmp_path / "something else").mkdir()
         with pytest.raises(CommandError) as exc:

@@ -188,7 +188,10 @@ def test_without_a_cursor_only_new_rows_come():
 
     async def scenario(hub: Hub):
         reader = Reader(TimelineStream(hub, agent.pk, after_seq=None, epoch=None))
-        assert (await reader.next())[0] == "agent"
+        kind, _, event_id = await reader.next()
+        # The opening event carries the head as its id, so a reconnect before any
+        # row arrives resumes from here (Last-Event-ID) rather than a later head.
+        assert (kind, event_id) == ("agent", "1")
         await in_thread(append, agent.pk, "new")
         kind, data, _ = await reader.next()
         assert (kind, data["seq"], data["item"]["text"]) == ("committed", 2, "new")
@@ -290,8 +293,8 @@ def test_cursor_beyond_the_head_is_reset():
 
     async def scenario(hub: Hub):
         reader = Reader(TimelineStream(hub, agent.pk, after_seq=50, epoch=None))
-        kind, data, _ = await reader.next()
-        assert (kind, data["reason"], data["head_seq"]) == ("reset", "cursor_ahead", 0)
+        kind, data, event_id = await reader.next()
+        assert (kind, data["reason"], data["head_seq"], event_id) == ("reset", "cursor_ahead", 0, "0")
         await in_thread(append, agent.pk, "first")
         assert await reader.committed_seqs(1) == [1]
         await reader.close()
