@@ -288,6 +288,18 @@ class Channel:
         #: and finished ones still current, shared by subscribers at the same cursor.
         self._reads: dict[int, tuple[int, asyncio.Future]] = {}
 
+    #: Finished reads kept for sharing, per channel. Each holds up to a batch of
+    #: encoded rows, so a burst of reconnects at many different cursors on a
+    #: quiet agent must not pin them all; reads still in flight are never dropped.
+    MAX_KEPT_READS = 32
+
+    def _forget_oldest_finished_reads(self) -> None:
+        excess = len(self._reads) - self.MAX_KEPT_READS
+        if excess <= 0:
+            return
+        for key in [k for k, (_, future) in self._reads.items() if future.done()][:excess]:
+            del self._reads[key]
+
     def dispatch(self, message: Any) -> None:
         self.generation += 1
         for subscriber in list(self.subscribers):
@@ -302,6 +314,7 @@ class Channel:
             del self._reads[key]
         future = asyncio.ensure_future(hub.db.run(hub.read_batch, self.agent_id, after_seq, limit))
         self._reads[after_seq] = (self.generation, future)
+        self._forget_oldest_finished_reads()
 
         def forget_failure(done: asyncio.Future, key: int = after_seq) -> None:
             if (done.cancelled() or done.exception() is not None) and self._reads.get(key, (0, None))[1] is done:

@@ -20,6 +20,7 @@ from tests.factories import AgentFactory
 from timeline import broker
 from timeline.broker import (
     AgentsChanged,
+    Channel,
     ChunkAssembler,
     Committed,
     Hub,
@@ -385,3 +386,19 @@ def test_an_unreachable_transport_never_fails_or_stalls_the_publisher():
     assert time.monotonic() - started < 0.5, "later publishes skip the dead transport for a while"
     assert first < 5
     hub.db.shutdown()
+
+
+@db
+def test_finished_shared_reads_are_bounded_per_channel():
+    agent = AgentFactory()
+    append(agent.pk, *[str(n) for n in range(60)])
+
+    async def scenario(hub: Hub):
+        channel = Channel(agent.pk)
+        for after_seq in range(50):  # 50 reconnects at 50 different cursors, no news in between
+            batch = await channel.read(hub, after_seq=after_seq, min_generation=0, limit=10)
+            assert batch.rows[0][0] == after_seq + 1
+        assert len(channel._reads) == Channel.MAX_KEPT_READS
+        assert min(channel._reads) == 50 - Channel.MAX_KEPT_READS  # the oldest went first
+
+    run(scenario)
