@@ -50,6 +50,14 @@ class PayloadTooLarge(ChartrError):
     status = 413
 
 
+
+
+class SeqConflict(Conflict):
+    """An append's expected_head_seq no longer matches; ``extra`` carries the current head."""
+
+    code = "seq_conflict"
+
+
 __all__ = [
     "ArchivedConflict",
     "ChartrError",
@@ -61,9 +69,3 @@ __all__ = [
     "ValidationError",
     "VersionMismatch",
 ]
-
-
-class SeqConflict(Conflict):
-    """An append's expected_head_seq no longer matches; ``extra`` carries the current head."""
-
-    code = "seq_conflict"

@@ -4,6 +4,7 @@ from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
 from chartr.api.serializers import (
+    AgentCountsSerializer,
     ApiModelSerializer,
     ArchivedCountsSerializer,
     StrictCharField,
@@ -108,10 +109,6 @@ class WorkspaceCreateSerializer(DirectoryInputMixin, StrictInputSerializer):
 class WorkspaceUpdateSerializer(StrictInputSerializer):
     display_name = StrictCharField(max_length=255)
     branch = StrictCharField(max_length=255, allow_blank=True, allow_null=True)
-
-
-class AgentCountsSerializer(serializers.Serializer):
-    agents = serializers.IntegerField(min_value=0)
 
 
 class WorkspaceArchiveSerializer(serializers.Serializer):

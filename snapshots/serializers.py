@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from chartr.api.serializers import (
+    AgentCountsSerializer,
     ApiModelSerializer,
     OffsetDateTimeField,
     StrictBooleanField,
@@ -124,15 +125,11 @@ class AgentUpdateSerializer(StrictInputSerializer):
     last_user_message_at = OffsetDateTimeField(allow_null=True)
 
 
-class AgentCountSerializer(serializers.Serializer):
-    agents = serializers.IntegerField(min_value=0)
-
-
 class AgentArchiveSerializer(serializers.Serializer):
     agent = AgentSerializer()
-    archived = AgentCountSerializer()
+    archived = AgentCountsSerializer()
 
 
 class AgentUnarchiveSerializer(serializers.Serializer):
     agent = AgentSerializer()
-    restored = AgentCountSerializer()
+    restored = AgentCountsSerializer()

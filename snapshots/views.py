@@ -23,6 +23,7 @@ from snapshots import services
 from snapshots.filters import AgentFilter
 from snapshots.models import AgentSnapshot
 from snapshots.serializers import (
+    AGENT_ID_RE,
     AgentArchiveSerializer,
     AgentCreateSerializer,
     AgentSerializer,
@@ -30,7 +31,6 @@ from snapshots.serializers import (
     AgentUpdateSerializer,
 )
 
-from snapshots.serializers import AGENT_ID_RE
 ENTITY_TAG_RE = re.compile(r'\s*(?:W/)?"([0-9]{1,20})"\s*')
 
 ETAG_HEADER = OpenApiParameter(

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from django.contrib import admin
 
 from timeline.models import TimelineRow
+from timeline.selectors import read_timeline
 
 #: Rows per page on the agent's change page.
 TIMELINE_PAGE_SIZE = 50
@@ -132,31 +134,23 @@ def timeline_window(agent, params, *, page_size: int = TIMELINE_PAGE_SIZE) -> Ti
     """One page of the agent's timeline in ascending seq: the newest rows by
     default, or those just before ``before_seq`` / just after ``after_seq``.
 
-    Every read is a range on the (agent, seq) index: four small queries at
-    most, however long the history.
+    The same selector as the API's reads, so the same O(limit) index range.
     """
-    rows = TimelineRow.objects.filter(agent=agent)
     before = _parse_seq(params.get("before_seq"))
     after = _parse_seq(params.get("after_seq")) if before is None else None
     if before is not None:
-        page = list(rows.filter(seq__lt=before).order_by("-seq")[:page_size])[::-1]
+        page = read_timeline(agent_id=agent.pk, direction="before", seq=before, limit=page_size)
     elif after is not None:
-        page = list(rows.filter(seq__gt=after).order_by("seq")[:page_size])
+        page = read_timeline(agent_id=agent.pk, direction="after", seq=after, limit=page_size)
     else:
-        page = list(rows.order_by("-seq")[:page_size])[::-1]
-    if page:
-        has_older = rows.filter(seq__lt=page[0].seq).exists()
-        has_newer = rows.filter(seq__gt=page[-1].seq).exists()
-    else:
-        has_older = after is not None and rows.filter(seq__lte=after).exists()
-        has_newer = before is not None and rows.filter(seq__gte=before).exists()
+        page = read_timeline(agent_id=agent.pk, direction="tail", limit=page_size)
     return TimelineWindow(
-        entries=[entry_for(row) for row in page],
-        head_seq=agent.head_seq,
-        has_older=has_older,
-        has_newer=has_newer,
-        min_seq=page[0].seq if page else None,
-        max_seq=page[-1].seq if page else None,
+        entries=[entry_for(SimpleNamespace(**row)) for row in page.rows],
+        head_seq=page.head_seq,
+        has_older=page.has_older,
+        has_newer=page.has_newer,
+        min_seq=page.min_seq,
+        max_seq=page.max_seq,
         is_newest_page=before is None and after is None,
         page_size=page_size,
     )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from chartr.api.serializers import OffsetDateTimeField, StrictCharField
+from chartr.api.serializers import INT64_MAX, OffsetDateTimeField, StrictCharField
 
 from timeline.selectors import DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 from timeline.services import MAX_ITEMS_PER_APPEND
 
-MAX_SEQ = 2**63 - 1
+MAX_SEQ = INT64_MAX
 
 #: How every timeline timestamp is rendered, in pages and on the live stream alike.
 render_timestamp = OffsetDateTimeField().to_representation

@@ -26,8 +26,8 @@ from rest_framework.pagination import BasePagination
 from rest_framework.response import Response
 
 from chartr.api.parsers import text_problem
+from chartr.api.serializers import INT64_MAX
 
-INT64_MAX = 2**63 - 1
 MAX_CURSOR_CHARS = 2048
 
 

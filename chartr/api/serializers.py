@@ -80,3 +80,9 @@ def id_field(**kwargs) -> serializers.IntegerField:
 class ArchivedCountsSerializer(serializers.Serializer):
     workspaces = serializers.IntegerField(min_value=0)
     agents = serializers.IntegerField(min_value=0)
+
+
+class AgentCountsSerializer(serializers.Serializer):
+    """How many agents an archive took or an unarchive restored."""
+
+    agents = serializers.IntegerField(min_value=0)
