@@ -58,6 +58,21 @@ def item_problems(item: Any) -> list[str]:
     return problems
 
 
+def new_item_problems(item: Any, item_id: Any) -> dict[str, list[str]]:
+    """Everything wrong with one item offered for the timeline (committed or
+    provisional), keyed ``item`` / ``item_id``; empty when it is fine."""
+    errors: dict[str, list[str]] = {}
+    problems = item_problems(item)
+    if not problems and contains_nul(item):
+        problems = ["Items must not contain NUL characters."]
+    if problems:
+        errors["item"] = problems
+    id_problems = item_id_problems(item_id)
+    if id_problems:
+        errors["item_id"] = id_problems
+    return errors
+
+
 def item_id_problems(item_id: Any) -> list[str]:
     if item_id is None:
         return []

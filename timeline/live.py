@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 
 from chartr.errors import ArchivedConflict
 from timeline.broker import Provisional, get_hub
-from timeline.items import check_item_size, contains_nul, item_id_problems, item_problems
+from timeline.items import check_item_size, new_item_problems
 from timeline.selectors import get_agent_for_timeline
 
 
@@ -20,15 +20,7 @@ def publish_provisional(*, agent_id: str, item: Any, item_id: str | None = None)
     never sees it. The item_id, when given, lets clients match the provisional
     item with the committed row that eventually replaces it.
     """
-    errors: dict[str, list[str]] = {}
-    problems = item_problems(item)
-    if not problems and contains_nul(item):
-        problems = ["Items must not contain NUL characters."]
-    if problems:
-        errors["item"] = problems
-    id_problems = item_id_problems(item_id)
-    if id_problems:
-        errors["item_id"] = id_problems
+    errors = new_item_problems(item, item_id)
     if errors:
         raise ValidationError(errors, code="invalid")
     check_item_size(item)

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from chartr.errors import ArchivedConflict, NotFound, SeqConflict
 from snapshots.models import AgentSnapshot
-from timeline.items import check_item_size, contains_nul, item_id_problems, item_problems
+from timeline.items import check_item_size, new_item_problems
 from timeline.models import TimelineRow
 from timeline.signals import timeline_committed
 
@@ -50,18 +50,14 @@ def validate_new_items(items: Sequence[NewTimelineItem]) -> None:
     errors: dict[str, list[str]] = {}
     seen_ids: dict[str, int] = {}
     for index, new in enumerate(items):
-        problems = item_problems(new.item)
-        if not problems and contains_nul(new.item):
-            problems = ["Items must not contain NUL characters."]
-        if problems:
-            errors[f"items[{index}].item"] = problems
-        id_problems = item_id_problems(new.item_id)
-        if not id_problems and new.item_id is not None:
+        for field, problems in new_item_problems(new.item, new.item_id).items():
+            errors[f"items[{index}].{field}"] = problems
+        if new.item_id is not None and f"items[{index}].item_id" not in errors:
             if new.item_id in seen_ids:
-                id_problems = [f"item_id repeats items[{seen_ids[new.item_id]}].item_id in the same call."]
+                errors[f"items[{index}].item_id"] = [
+                    f"item_id repeats items[{seen_ids[new.item_id]}].item_id in the same call."
+                ]
             seen_ids[new.item_id] = index
-        if id_problems:
-            errors[f"items[{index}].item_id"] = id_problems
     if errors:
         raise ValidationError(errors, code="invalid")
     for index, new in enumerate(items):

@@ -91,3 +91,18 @@ def test_restore_dry_run_changes_nothing(data_dir):
     assert "is complete and intact" in out and "nothing was changed" in out
     assert AgentSnapshot.objects.get(pk="a0").head_seq == 1
     assert len(snapshot_dirs(data_dir)) == 1
+
+
+def test_a_file_system_error_is_a_command_error_naming_the_path(data_dir, monkeypatch):
+    import shutil
+
+    AgentFactory(agent_id="a0")
+    run("snapshot")
+
+    def disk_full(src, dst, *args, **kwargs):
+        raise OSError(28, "No space left on device", str(dst))
+
+    monkeypatch.setattr(shutil, "copyfile", disk_full)
+    with pytest.raises(CommandError, match="No space left on device") as exc:
+        run("restore")
+    assert str(data_dir) in str(exc.value)

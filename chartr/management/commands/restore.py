@@ -39,6 +39,8 @@ class Command(BaseCommand):
             result = restore_snapshot(name=name, wait=not no_wait, dry_run=dry_run)
         except ChartrError as exc:
             raise CommandError(exc.message) from exc
+        except OSError as exc:  # a full disk or a permission problem in the data dir
+            raise CommandError(f"The restore failed: {exc.filename or 'the data dir'}: {exc.strerror or exc}") from exc
         if result.dry_run:
             self.stdout.write(self.style.SUCCESS(
                 f"Data snapshot {result.restored} is complete and intact ({result.files_restored} files); "

@@ -30,6 +30,8 @@ class Command(BaseCommand):
             return
         except ChartrError as exc:
             raise CommandError(exc.message) from exc
+        except OSError as exc:  # a full disk or a permission problem in the data dir
+            raise CommandError(f"The data snapshot failed: {exc.filename or 'the data dir'}: {exc.strerror or exc}") from exc
         self.stdout.write(self.style.SUCCESS(f"Data snapshot {result.name} taken in {result.path}"))
         rows = sum(result.tables.values())
         self.stdout.write(f"  database: {result.engine}, {len(result.tables)} tables, {rows} rows")
