@@ -7,6 +7,7 @@ from django.contrib import admin
 
 from chartr.admin_support import ArchivableAdmin, ServiceForm
 from registry import selectors, services
+from registry.directories import MAX_DIRECTORY_LENGTH
 from registry.models import Project, Workspace
 
 
@@ -26,8 +27,9 @@ class ArchivedListFilter(admin.SimpleListFilter):
 
 
 def directory_field(**kwargs) -> forms.CharField:
-    # Not stripped: the service's normalize_directory is the one rule for directories.
-    return forms.CharField(max_length=4096, strip=False, **kwargs)
+    # Not stripped, and with room for redundant slashes: the service's
+    # normalize_directory is the one rule for directories (as in the API).
+    return forms.CharField(max_length=MAX_DIRECTORY_LENGTH * 2, strip=False, **kwargs)
 
 
 # --- Projects ---------------------------------------------------------------

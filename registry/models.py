@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.db import models
 
 from chartr.db import choices_check, normalized_directory_check
+from registry.directories import MAX_DIRECTORY_LENGTH
 
 
 class ArchivableQuerySet(models.QuerySet):
@@ -26,7 +27,7 @@ class WorkspaceKind(models.TextChoices):
 class Project(models.Model):
     Kind = ProjectKind
 
-    directory = models.CharField(max_length=4096, unique=True)
+    directory = models.CharField(max_length=MAX_DIRECTORY_LENGTH, unique=True)
     display_name = models.CharField(max_length=255)
     kind = models.CharField(max_length=16, choices=ProjectKind.choices)
     git_remote = models.CharField(max_length=2048, blank=True, default="")
@@ -66,7 +67,7 @@ class Workspace(models.Model):
     Kind = WorkspaceKind
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="workspaces")
-    directory = models.CharField(max_length=4096, unique=True)
+    directory = models.CharField(max_length=MAX_DIRECTORY_LENGTH, unique=True)
     display_name = models.CharField(max_length=255)
     kind = models.CharField(max_length=16, choices=WorkspaceKind.choices)
     branch = models.CharField(max_length=255, blank=True, default="")
