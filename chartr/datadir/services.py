@@ -553,7 +553,7 @@ def _verify(name: str, root: Path, work: Path) -> _Verified:
         database = manifest["database"]
         db_path = path / store.safe_relpath(str(database.get("file", "")))
         file_paths = {rel: path / store.FILES_DIRNAME / store.safe_relpath(rel) for rel in manifest["files"]}
-        # Everything _restore_files reads later is checked now, before anything changes.
+        # Everything _stage_files reads later is checked now, before anything changes.
         if not all(
             isinstance(entry, dict)
             and isinstance(entry.get("mtime_ns"), int)
@@ -752,30 +752,45 @@ def _restore_postgres_once(dump: Path) -> int:
         return cursor.fetchone()[0]
 
 
-def _restore_files(snapshot: _Verified, data_dir: Path) -> tuple[int, int]:
-    """Put the snapshot's files back and remove files it did not have.
+def _stage_files(snapshot: _Verified, data_dir: Path) -> list[tuple[Path, Path]]:
+    """Copy the snapshot's files next to their targets, before anything changes.
 
-    Files are copied, never linked, so later writes to the live file can
-    never reach into a snapshot."""
-    wanted = snapshot.manifest["files"]
-    for rel, entry in sorted(wanted.items()):
-        source = snapshot.path / store.FILES_DIRNAME / rel
-        target = data_dir / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        temp = target.parent / f".{target.name}.restore-{secrets.token_hex(4)}"
-        try:
+    Copying is what can fail (a full disk); putting the copies in place later
+    is a rename each. Files are copied, never linked, so later writes to the
+    live file can never reach into a snapshot."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for rel, entry in sorted(snapshot.manifest["files"].items()):
+            source = snapshot.path / store.FILES_DIRNAME / rel
+            target = data_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            temp = target.parent / f".{target.name}.restore-{secrets.token_hex(4)}"
+            staged.append((temp, target))
             shutil.copyfile(source, temp)
             os.chmod(temp, int(entry.get("mode", 0o600)))
             os.utime(temp, ns=(entry["mtime_ns"], entry["mtime_ns"]))
-            os.replace(temp, target)
-        finally:
-            if temp.exists():
-                temp.unlink()
+    except BaseException:
+        _discard_staged(staged)
+        raise
+    return staged
+
+
+def _discard_staged(staged: list[tuple[Path, Path]]) -> None:
+    for temp, _ in staged:
+        temp.unlink(missing_ok=True)
+
+
+def _put_staged_files(staged: list[tuple[Path, Path]], data_dir: Path) -> tuple[int, int]:
+    """Move the staged copies into place and remove files the snapshot did not have."""
+    for temp, target in staged:
+        os.replace(temp, target)
+    wanted = {target for _, target in staged}
     removed = 0
-    for rel in sorted(set(_scan_data_files(data_dir)) - set(wanted)):
-        (data_dir / rel).unlink(missing_ok=True)
-        removed += 1
-    return len(wanted), removed
+    for rel in sorted(_scan_data_files(data_dir)):
+        if data_dir / rel not in wanted:
+            (data_dir / rel).unlink(missing_ok=True)
+            removed += 1
+    return len(staged), removed
 
 
 def _all_agent_ids() -> list[str]:
@@ -825,15 +840,24 @@ def restore_snapshot(*, name: str | None = None, wait: bool = True, dry_run: boo
                 reason="pre-restore", note=f"state before restoring {name}", protect=frozenset({name})
             )
             try:
+                staged = _stage_files(verified, store.data_dir())
+            except OSError as exc:
+                raise SnapshotFailed(
+                    f"Could not copy the data files of {name} back ({exc}); the database and data files "
+                    f"were not changed (the pre-restore snapshot {undo.name} was taken)."
+                ) from exc
+            try:
                 if verified.engine == "sqlite":
                     _restore_sqlite(verified.database)
                     agents = verified.agents_with_new_epoch
                 else:
                     agents = _restore_postgres(verified.database)
-                files_restored, files_removed = _restore_files(verified, store.data_dir())
+                files_restored, files_removed = _put_staged_files(staged, store.data_dir())
             except SnapshotFailed as exc:
+                _discard_staged(staged)
                 raise SnapshotFailed(f"{exc.message} The pre-restore snapshot is {undo.name}.") from exc
             except Exception as exc:
+                _discard_staged(staged)
                 raise SnapshotFailed(
                     f"Restoring {name} failed part-way ({exc}); restore {undo.name} to return to the state before."
                 ) from exc

@@ -97,12 +97,20 @@ def test_a_file_system_error_is_a_command_error_naming_the_path(data_dir, monkey
     import shutil
 
     AgentFactory(agent_id="a0")
+    (data_dir / "notes.txt").write_text("hi")  # restore copies data files back on both engines
     run("snapshot")
 
     def disk_full(src, dst, *args, **kwargs):
         raise OSError(28, "No space left on device", str(dst))
 
+    append_rows("a0", 2)
+    (data_dir / "notes.txt").write_text("changed since")
+    before = AgentSnapshot.objects.get(pk="a0").head_seq
     monkeypatch.setattr(shutil, "copyfile", disk_full)
     with pytest.raises(CommandError, match="No space left on device") as exc:
         run("restore")
     assert str(data_dir) in str(exc.value)
+    # The copies are staged before the database is touched, so a full disk changes nothing.
+    assert AgentSnapshot.objects.get(pk="a0").head_seq == before
+    assert (data_dir / "notes.txt").read_text() == "changed since"
+    assert not list(data_dir.glob(".*.restore-*"))
