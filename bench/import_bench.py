@@ -133,7 +133,7 @@ def main() -> None:
         from django.conf import settings
         from django.core.management import call_command
 
-        from chartr.legacy.services import import_legacy
+        from legacy.services import import_legacy
 
         call_command("migrate", verbosity=0)
         source = work / "legacy home"

@@ -781,7 +781,7 @@ def main(argv: list[str] | None = None) -> int:
                 "bench-read-small", "bench-read-large", "bench-delivery", "raw-delivery",
             ]
         )
-        from chartr.services import create_api_token
+        from tokens.services import create_api_token
 
         _, token = create_api_token(name="bench")
         raw = RawStore(environment)

@@ -49,10 +49,13 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "chartr",
+    "tokens",
     "registry",
     "snapshots",
     "timeline",
-    "chartr.datadir",
+    "legacy",
+    "datadir",
+    "dashboard",
 ]
 
 # Every entry is async-capable, so requests that chartr/asgi.py hands to the
@@ -149,16 +152,16 @@ CHARTR_MAX_ITEM_BYTES = env.int("CHARTR_MAX_ITEM_BYTES", default=1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(CHARTR_MAX_BODY_BYTES, 2_621_440)
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["chartr.api.authentication.BearerTokenAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["chartr.api.permissions.HasApiToken"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tokens.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["tokens.permissions.HasApiToken"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # Refuses NUL, lone surrogates, NaN and out-of-range numbers before any serializer sees them.
-    "DEFAULT_PARSER_CLASSES": ["chartr.api.parsers.StrictJSONParser"],
-    "DEFAULT_PAGINATION_CLASS": "chartr.api.pagination.KeysetCursorPagination",
-    "DEFAULT_THROTTLE_CLASSES": ["chartr.api.throttling.TokenRateThrottle"],
+    "DEFAULT_PARSER_CLASSES": ["kernel.api.parsers.StrictJSONParser"],
+    "DEFAULT_PAGINATION_CLASS": "kernel.api.pagination.KeysetCursorPagination",
+    "DEFAULT_THROTTLE_CLASSES": ["tokens.throttling.TokenRateThrottle"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "chartr.api.schema.AutoSchema",
-    "EXCEPTION_HANDLER": "chartr.api.errors.exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "kernel.api.schema.AutoSchema",
+    "EXCEPTION_HANDLER": "kernel.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DATETIME_FORMAT": "iso-8601",
 }
@@ -175,13 +178,13 @@ SPECTACULAR_SETTINGS = {
     # The schema and docs accept a token or a staff admin session (a browser
     # cannot send a bearer token to open /docs); the session opens only these.
     "SERVE_AUTHENTICATION": [
-        "chartr.api.authentication.BearerTokenAuthentication",
+        "tokens.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "SERVE_PERMISSIONS": ["chartr.api.permissions.HasApiTokenOrStaffSession"],
+    "SERVE_PERMISSIONS": ["tokens.permissions.HasApiTokenOrStaffSession"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "chartr.api.schema.forbid_unknown_request_fields",
+        "kernel.api.schema.forbid_unknown_request_fields",
         "timeline.schema.document_timeline_stream",
     ],
     "ENUM_NAME_OVERRIDES": {

@@ -2,18 +2,28 @@ from django.contrib import admin
 from django.urls import include, path
 
 from chartr import health
-from chartr.datadir.views import data_snapshots_view
+from kernel.api.views import DocsView, SchemaView
+
+# /api/v1/: each app contributes its own urls module.
+api_v1 = [
+    path("", include("registry.urls")),
+    path("", include("snapshots.urls")),
+    path("", include("timeline.urls")),
+    # The OpenAPI document and its Swagger UI (assets from drf-spectacular-sidecar).
+    path("schema", SchemaView.as_view(), name="api-schema"),
+    path("docs", DocsView.as_view(), name="api-docs"),
+]
 
 urlpatterns = [
-    path("admin/data-snapshots/", admin.site.admin_view(data_snapshots_view), name="data-snapshots"),
+    path("admin/", include("datadir.urls")),
     path("admin/", admin.site.urls),
-    path("api/v1/", include("chartr.api.urls")),
+    path("api/v1/", include(api_v1)),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),
 ]
 
 # Under /api/ even Django's own error pages keep the JSON error envelope.
-handler400 = "chartr.api.errors.bad_request"
-handler403 = "chartr.api.errors.permission_denied"
-handler404 = "chartr.api.errors.page_not_found"
-handler500 = "chartr.api.errors.server_error"
+handler400 = "kernel.api.errors.bad_request"
+handler403 = "kernel.api.errors.permission_denied"
+handler404 = "kernel.api.errors.page_not_found"
+handler500 = "kernel.api.errors.server_error"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 
-from chartr.admin_support import ArchivableAdmin, ServiceForm
+from kernel.admin import ArchivableAdmin, ServiceForm
 from registry import selectors, services
 from registry.directories import MAX_DIRECTORY_LENGTH
 from registry.models import Project, Workspace

@@ -3,7 +3,7 @@ from __future__ import annotations
 import django_filters
 from django.db.models import Q
 
-from chartr.api.filters import ArchivedFilterSet, DirectoryFilter, IdFilter
+from kernel.api.filters import ArchivedFilterSet, DirectoryFilter, IdFilter
 from registry.models import Project, ProjectKind, Workspace, WorkspaceKind
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from chartr.db import choices_check, normalized_directory_check
+from kernel.constraints import choices_check, normalized_directory_check
 from registry.directories import MAX_DIRECTORY_LENGTH
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError as DjangoValidationError
 from rest_framework import serializers
 
-from chartr.api.serializers import (
+from kernel.api.serializers import (
     AgentCountsSerializer,
     ApiModelSerializer,
     ArchivedCountsSerializer,

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from chartr.errors import ArchivedConflict, DuplicateDirectory
-from chartr.services import UNSET, ArchiveResult, UnarchiveResult, lock_for_update, validate_fields
+from kernel.errors import ArchivedConflict, DuplicateDirectory
+from kernel.services import UNSET, ArchiveResult, UnarchiveResult, lock_for_update, validate_fields
 from registry.directories import last_segment, normalize_directory
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot

@@ -7,8 +7,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from chartr.api.views import ApiViewSet, row_id, validated
-from chartr.errors import NotFound
+from kernel.api.views import ApiViewSet, row_id, validated
+from kernel.errors import NotFound
 from registry import services
 from registry.filters import ProjectFilter, WorkspaceFilter
 from registry.models import Project, Workspace

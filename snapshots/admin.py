@@ -9,7 +9,7 @@ from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
 
-from chartr.admin_support import ArchivableAdmin, ServiceForm
+from kernel.admin import ArchivableAdmin, ServiceForm
 from registry.admin import ArchivedListFilter
 from registry.models import Workspace
 from registry.selectors import deletion_cascade

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import django_filters
 
-from chartr.api.filters import ArchivedFilterSet, IdFilter, StrictBooleanFilter
+from kernel.api.filters import ArchivedFilterSet, IdFilter, StrictBooleanFilter
 from snapshots.models import AgentSnapshot, Lifecycle
 
 

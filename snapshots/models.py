@@ -6,7 +6,7 @@ import secrets
 from django.core.validators import RegexValidator
 from django.db import models
 
-from chartr.db import choices_check
+from kernel.constraints import choices_check
 from registry.models import ArchivableQuerySet, Workspace
 
 # \A and \Z, not ^ and $: "$" would also accept a trailing newline (in Python and SQLite).

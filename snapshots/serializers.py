@@ -5,7 +5,7 @@ import re
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from chartr.api.serializers import (
+from kernel.api.serializers import (
     AgentCountsSerializer,
     ApiModelSerializer,
     OffsetDateTimeField,

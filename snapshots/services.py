@@ -11,8 +11,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from chartr.errors import ArchivedConflict, Conflict, VersionMismatch
-from chartr.services import (
+from kernel.errors import ArchivedConflict, Conflict, VersionMismatch
+from kernel.services import (
     UNSET,
     ArchiveResult,
     UnarchiveResult,

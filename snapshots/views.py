@@ -15,9 +15,9 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
-from chartr.api.schema import documents_errors
-from chartr.api.views import ApiViewSet, validated
-from chartr.errors import NotFound
+from kernel.api.schema import documents_errors
+from kernel.api.views import ApiViewSet, validated
+from kernel.errors import NotFound
 from registry.models import Workspace
 from snapshots import services
 from snapshots.filters import AgentFilter

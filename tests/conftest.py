@@ -7,6 +7,9 @@ from django.db import connection
 
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 
+# Fixtures shared across the tree: API clients and tokens, admin clients and settings.
+pytest_plugins = ["tests.support.api", "tests.support.admin"]
+
 
 def services_required() -> bool:
     """CI must exercise PostgreSQL and Redis; elsewhere their tests may skip."""

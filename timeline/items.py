@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
-from chartr.errors import PayloadTooLarge
+from kernel.errors import PayloadTooLarge
 
 MAX_ITEM_TYPE_LENGTH = 64
 MAX_ITEM_ID_LENGTH = 256

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from chartr.errors import ArchivedConflict
+from kernel.errors import ArchivedConflict
 from timeline.broker import Provisional, get_hub
 from timeline.items import check_item_size, new_item_problems
 from timeline.selectors import get_agent_for_timeline

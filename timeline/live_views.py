@@ -20,13 +20,13 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from chartr.api.authentication import BearerTokenAuthentication
-from chartr.api.errors import exception_handler
-from chartr.api.permissions import HasApiToken
+from tokens.authentication import BearerTokenAuthentication
+from kernel.api.errors import exception_handler
+from tokens.permissions import HasApiToken
 from timeline.broker import get_hub
 from timeline.live import publish_provisional
 from timeline.selectors import get_agent_for_timeline
-from chartr.api.serializers import StrictCharField
+from kernel.api.serializers import StrictCharField
 from timeline.serializers import MAX_SEQ
 from timeline.stream import TimelineStream
 

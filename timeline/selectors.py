@@ -13,7 +13,7 @@ from typing import Literal
 
 from django.core.exceptions import ValidationError
 
-from chartr.errors import NotFound
+from kernel.errors import NotFound
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineRow
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from chartr.api.serializers import INT64_MAX, OffsetDateTimeField, StrictCharField
+from kernel.api.serializers import INT64_MAX, OffsetDateTimeField, StrictCharField
 
 from timeline.selectors import DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 from timeline.services import MAX_ITEMS_PER_APPEND

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from chartr.errors import ArchivedConflict, NotFound, SeqConflict
+from kernel.errors import ArchivedConflict, NotFound, SeqConflict
 from snapshots.models import AgentSnapshot
 from timeline.items import check_item_size, new_item_problems
 from timeline.models import TimelineRow

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.deploy.harness import REPO
+from tests.process.harness import REPO
 
 DEPLOY_DOC = REPO / "docs" / "deploy.md"
 PROBE = (

@@ -6,8 +6,8 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.test import Client
 
-from chartr.datadir.lock import store_lock
-from chartr.datadir.services import take_snapshot
+from datadir.lock import store_lock
+from datadir.services import take_snapshot
 from tests.datadir.conftest import snapshot_dirs
 
 pytestmark = [

@@ -7,7 +7,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from chartr.datadir.lock import store_lock
+from datadir.lock import store_lock
 from snapshots.models import AgentSnapshot
 from tests.datadir.conftest import append_rows, snapshot_dirs
 from tests.factories import AgentFactory

@@ -10,8 +10,8 @@ import subprocess
 import pytest
 from django.db import connection
 
-from chartr.datadir import store
-from chartr.datadir.errors import (
+from datadir import store
+from datadir.errors import (
     EngineMismatch,
     SnapshotCorrupt,
     SnapshotNotFound,
@@ -19,9 +19,9 @@ from chartr.datadir.errors import (
     SnapshotToolMissing,
     StoreBusy,
 )
-from chartr.datadir.lock import store_lock
-from chartr.datadir.selectors import list_data_snapshots
-from chartr.datadir.services import restore_snapshot, take_snapshot
+from datadir.lock import store_lock
+from datadir.selectors import list_data_snapshots
+from datadir.services import restore_snapshot, take_snapshot
 from registry.services import archive_project
 from snapshots.models import AgentSnapshot
 from snapshots.services import delete_agent, update_agent
@@ -447,7 +447,7 @@ def test_postgres_restore_failing_part_way_is_rolled_back(data_dir):
 def test_a_client_resuming_with_a_cursor_from_before_the_restore_gets_reset(data_dir):
     from rest_framework.test import APIClient
 
-    from chartr.services import create_api_token
+    from tokens.services import create_api_token
 
     _, raw = create_api_token(name="datadir-test")
     api = APIClient()
@@ -472,7 +472,7 @@ def test_a_client_resuming_with_a_cursor_from_before_the_restore_gets_reset(data
 
 @pytest.mark.django_db
 def test_restore_locks_tables_parents_first_like_the_writers_do():
-    from chartr.datadir.services import _tables_parents_first
+    from datadir.services import _tables_parents_first
 
     order = _tables_parents_first()
     chain = ["registry_project", "registry_workspace", "snapshots_agentsnapshot", "timeline_timelinerow"]

@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from chartr.legacy.services import import_legacy
+from legacy.services import import_legacy
 from registry.models import Project
 from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory
@@ -72,7 +72,7 @@ class TestExport:
         ]
 
     def test_to_a_file_in_batches(self, tmp_path, monkeypatch):
-        from chartr.legacy import export as export_module
+        from legacy import export as export_module
 
         monkeypatch.setattr(export_module, "EXPORT_BATCH", 2)
         agent = AgentFactory(agent_id="a1")

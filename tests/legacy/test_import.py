@@ -8,10 +8,10 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from chartr.legacy import services
-from chartr.legacy.problems import LegacyImportInvalid
-from chartr.legacy.services import import_legacy
-from chartr.models import ImportRun
+from legacy import services
+from legacy.problems import LegacyImportInvalid
+from legacy.services import import_legacy
+from legacy.models import ImportRun
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory
@@ -40,7 +40,7 @@ def timeline(agent_id: str) -> list[tuple]:
 
 
 def without_import_runs(dump: dict) -> dict:
-    return {label: rows for label, rows in dump.items() if label != "chartr.ImportRun"}
+    return {label: rows for label, rows in dump.items() if label != "legacy.ImportRun"}
 
 
 class TestQuirks:

@@ -4,9 +4,9 @@ import datetime as dt
 
 import pytest
 
-from chartr.legacy import jsonl
-from chartr.legacy.problems import RecordError
-from chartr.legacy.records import agent_files, parse_agent, parse_project, parse_time, parse_workspace
+from legacy import jsonl
+from legacy.problems import RecordError
+from legacy.records import agent_files, parse_agent, parse_project, parse_time, parse_workspace
 
 BASE_AGENT = {"id": "a1", "provider": "codex", "cwd": "/srv/x", "createdAt": "2024-01-01T00:00:00Z",
               "updatedAt": "2024-01-01T00:00:00Z"}

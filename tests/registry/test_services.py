@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from chartr.errors import ArchivedConflict, DuplicateDirectory, NotFound
+from kernel.errors import ArchivedConflict, DuplicateDirectory, NotFound
 from registry import services
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot

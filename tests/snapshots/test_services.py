@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from chartr.errors import ArchivedConflict, Conflict, VersionMismatch
+from kernel.errors import ArchivedConflict, Conflict, VersionMismatch
 from registry.services import archive_workspace
 from snapshots import services
 from snapshots.models import AgentSnapshot

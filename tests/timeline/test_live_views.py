@@ -11,7 +11,7 @@ from django.test import AsyncClient, override_settings
 from rest_framework.test import APIClient
 
 from chartr.asgi import application
-from chartr.services import create_api_token, revoke_api_token
+from tokens.services import create_api_token, revoke_api_token
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory
 from timeline import broker

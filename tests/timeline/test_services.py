@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import connections
 
-from chartr.errors import ArchivedConflict, NotFound, PayloadTooLarge, SeqConflict
+from kernel.errors import ArchivedConflict, NotFound, PayloadTooLarge, SeqConflict
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory
 from timeline.models import TimelineRow

@@ -1,0 +1,25 @@
+"""The operator dashboard on the admin index, as an inclusion tag.
+
+A tag rather than a custom AdminSite keeps ``admin.site`` the one site every
+app registers with.
+"""
+
+from django import template
+
+from dashboard.selectors import dashboard
+
+register = template.Library()
+
+
+@register.inclusion_tag("admin/chartr/dashboard.html", takes_context=True)
+def chartr_dashboard(context):
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    # Only staff reach the index; the lists link to agent pages, so they need that view permission.
+    can_view_agents = bool(user and user.has_perm("snapshots.view_agentsnapshot"))
+    can_view_data_snapshots = bool(user and user.has_perm("datadir.view_data_snapshots"))
+    return {
+        "dashboard": dashboard(),
+        "can_view_agents": can_view_agents,
+        "can_view_data_snapshots": can_view_data_snapshots,
+    }

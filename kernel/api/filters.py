@@ -1,0 +1,97 @@
+"""Filter building blocks shared by the apps' FilterSets.
+
+Every filter validates its value into the right type first, so a bad value is
+a 400 naming the parameter and never reaches the database as-is.
+"""
+
+from __future__ import annotations
+
+import django_filters
+from django import forms
+from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
+
+from kernel.api.serializers import INT64_MAX
+from registry.directories import normalize_directory
+
+
+@extend_schema_field({"type": "integer", "minimum": 1, "maximum": INT64_MAX})
+class IdFilter(django_filters.Filter):
+    field_class = forms.IntegerField
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("min_value", 1)
+        kwargs.setdefault("max_value", INT64_MAX)
+        super().__init__(*args, **kwargs)
+
+
+BOOLEAN_CHOICES = [("true", "true"), ("false", "false")]
+
+
+@extend_schema_field({"type": "string", "enum": ["true", "false"]})
+class StrictBooleanFilter(django_filters.ChoiceFilter):
+    """``true`` or ``false`` and nothing else (django-filter's own ignores what it does not understand)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("choices", BOOLEAN_CHOICES)
+        super().__init__(*args, **kwargs)
+
+    def filter(self, qs, value):
+        if value in (None, ""):
+            return qs
+        return super().filter(qs, value == "true")
+
+
+ARCHIVED_CHOICES = [("false", "false"), ("true", "true"), ("all", "all")]
+
+
+class ArchivedFilterSet(django_filters.FilterSet):
+    """``archived=false|true|all``; without the parameter only live rows are listed."""
+
+    archived = django_filters.ChoiceFilter(
+        choices=ARCHIVED_CHOICES,
+        method="filter_archived",
+        help_text="`false` (the default): live rows only; `true`: archived only; `all`: both.",
+    )
+
+    def __init__(self, data=None, *args, **kwargs):
+        if data is not None and not data.get("archived"):
+            data = data.copy()
+            data["archived"] = "false"
+        super().__init__(data, *args, **kwargs)
+
+    def filter_archived(self, queryset, name, value):
+        if value == "true":
+            return queryset.filter(archived_at__isnull=False)
+        if value == "all":
+            return queryset
+        return queryset.filter(archived_at__isnull=True)
+
+
+class DirectoryFormField(forms.CharField):
+    def clean(self, value):
+        value = super().clean(value)
+        if value in (None, ""):
+            return value
+        try:
+            return normalize_directory(value)
+        except DjangoValidationError as exc:
+            raise forms.ValidationError(exc.messages) from None
+
+
+@extend_schema_field(OpenApiTypes.STR)
+class DirectoryFilter(django_filters.CharFilter):
+    """Exact match after the same normalization as on create. A path that cannot be normalized is a 400."""
+
+    field_class = DirectoryFormField
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("strip", False)
+        kwargs.setdefault("field_name", "directory")
+        kwargs.setdefault(
+            "help_text",
+            "Exact directory, normalized as on create (so `/a//b/` finds `/a/b`). "
+            "Returns at most one row and never creates one. A relative path or one with '.'/'..' is a 400.",
+        )
+        super().__init__(*args, **kwargs)

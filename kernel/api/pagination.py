@@ -1,0 +1,168 @@
+"""Keyset ("cursor") pagination for every list under /api/.
+
+A page is ``{"results": [...], "next_cursor": "..." | null}``. The cursor is
+the ordering key of the last row sent, so the next page is "rows strictly
+after that key": rows added meanwhile never shift a page or repeat a row, the
+way offsets would, and every page costs one index range scan.
+
+A view chooses its key with ``keyset_ordering`` (ascending fields that are
+unique together, e.g. ``("id",)`` or ``("created_at", "agent_id")``). The
+cursor is opaque to clients: base64url of a JSON list of those values.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as dt
+import json
+from collections import OrderedDict
+
+from django.db import models
+from django.db.models import Q
+from django.utils.dateparse import parse_datetime
+from rest_framework import exceptions
+from rest_framework.pagination import BasePagination
+from rest_framework.response import Response
+
+from kernel.api.parsers import text_problem
+from kernel.api.serializers import INT64_MAX
+
+MAX_CURSOR_CHARS = 2048
+
+
+def invalid(field: str, message: str) -> exceptions.ValidationError:
+    return exceptions.ValidationError({field: [message]})
+
+
+def parse_limit(raw: str | None, *, default: int, maximum: int) -> int:
+    if raw is None or raw == "":
+        return default
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 6:
+        raise invalid("limit", f"Must be an integer from 1 to {maximum}.")
+    value = int(raw)
+    if not 1 <= value <= maximum:
+        raise invalid("limit", f"Must be an integer from 1 to {maximum}.")
+    return value
+
+
+def encode_cursor(values: list) -> str:
+    plain = [v.isoformat() if isinstance(v, dt.datetime) else v for v in values]
+    raw = json.dumps(plain, separators=(",", ":")).encode("utf-8")
+    return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str, fields: list[models.Field]) -> list:
+    """The key values a cursor carries, checked against the fields they belong to.
+
+    Anything that is not a cursor this API produced for these fields is a 400,
+    never a database error.
+    """
+    bad = invalid("cursor", "The cursor is not valid for this list.")
+    if len(cursor) > MAX_CURSOR_CHARS or not cursor.isascii():
+        raise bad
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        values = json.loads(raw.decode("utf-8"))
+    except (binascii.Error, UnicodeDecodeError, ValueError, RecursionError):
+        raise bad from None
+    if not isinstance(values, list) or len(values) != len(fields):
+        raise bad
+    return [_decode_value(value, field, bad) for value, field in zip(values, fields)]
+
+
+def _decode_value(value, field: models.Field, bad: Exception):
+    if isinstance(field, (models.AutoField, models.BigAutoField, models.IntegerField)):
+        if isinstance(value, bool) or not isinstance(value, int) or not -INT64_MAX - 1 <= value <= INT64_MAX:
+            raise bad
+        return value
+    if isinstance(field, models.DateTimeField):
+        if not isinstance(value, str):
+            raise bad
+        try:
+            parsed = parse_datetime(value)
+        except ValueError:
+            parsed = None
+        if parsed is None or parsed.tzinfo is None:
+            raise bad
+        return parsed
+    if isinstance(field, models.CharField):
+        if not isinstance(value, str) or text_problem(value) or len(value) > (field.max_length or 0):
+            raise bad
+        return value
+    raise TypeError(f"keyset pagination does not support {type(field).__name__}")
+
+
+def after_key(fields: list[str], values: list) -> Q:
+    """Rows strictly after ``values`` in the ascending order of ``fields``."""
+    condition = Q()
+    for index in range(len(fields) - 1, -1, -1):
+        step = Q(**{f"{fields[index]}__gt": values[index]})
+        if index < len(fields) - 1:
+            step |= Q(**{fields[index]: values[index]}) & condition
+        condition = step
+    return condition
+
+
+class KeysetCursorPagination(BasePagination):
+    default_limit = 50
+    max_limit = 500
+    cursor_query_param = "cursor"
+    limit_query_param = "limit"
+    default_ordering: tuple[str, ...] = ("id",)
+
+    def ordering_for(self, view) -> tuple[str, ...]:
+        return tuple(getattr(view, "keyset_ordering", None) or self.default_ordering)
+
+    def paginate_queryset(self, queryset, request, view=None):
+        ordering = self.ordering_for(view)
+        limit = parse_limit(
+            request.query_params.get(self.limit_query_param), default=self.default_limit, maximum=self.max_limit
+        )
+        queryset = queryset.order_by(*ordering)
+        cursor = request.query_params.get(self.cursor_query_param)
+        if cursor:
+            model_fields = [queryset.model._meta.get_field(name) for name in ordering]
+            queryset = queryset.filter(after_key(list(ordering), decode_cursor(cursor, model_fields)))
+        rows = list(queryset[: limit + 1])
+        page = rows[:limit]
+        self.next_cursor = None
+        if len(rows) > limit:
+            last = page[-1]
+            self.next_cursor = encode_cursor([getattr(last, name) for name in ordering])
+        return page
+
+    def get_paginated_response(self, data):
+        return Response(OrderedDict([("results", data), ("next_cursor", self.next_cursor)]))
+
+    def get_paginated_response_schema(self, schema):
+        return {
+            "type": "object",
+            "required": ["results", "next_cursor"],
+            "properties": {
+                "results": schema,
+                "next_cursor": {
+                    "type": "string",
+                    "nullable": True,
+                    "description": "Pass as `cursor` to get the next page; null on the last page.",
+                },
+            },
+        }
+
+    def get_schema_operation_parameters(self, view):
+        return [
+            {
+                "name": self.cursor_query_param,
+                "required": False,
+                "in": "query",
+                "description": "The `next_cursor` of the previous page. Omit for the first page.",
+                "schema": {"type": "string"},
+            },
+            {
+                "name": self.limit_query_param,
+                "required": False,
+                "in": "query",
+                "description": f"Page size, 1 to {self.max_limit}.",
+                "schema": {"type": "integer", "minimum": 1, "maximum": self.max_limit, "default": self.default_limit},
+            },
+        ]

@@ -1,0 +1,114 @@
+"""The only request body parser for /api/: strict, bounded JSON.
+
+Everything a client can put in a body is checked here, before any serializer
+or database sees it: the size (413), the encoding, nesting depth, numbers that
+are not finite, and text PostgreSQL cannot store (NUL) or no UTF-8 codec can
+encode (lone surrogates such as ``"\\ud800"``). Each of these would otherwise
+surface as a 500 from deep inside the database driver.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from django.conf import settings
+from rest_framework import exceptions, parsers
+
+from kernel.errors import PayloadTooLarge
+
+#: Deeper documents are refused; nothing chartr stores needs more.
+MAX_JSON_DEPTH = 64
+
+
+def body_limit() -> int:
+    return settings.CHARTR_MAX_BODY_BYTES
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"Number {text[:40]} is out of range.")
+    return value
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON.")
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored as text, or None if it can."""
+    if "\x00" in value:
+        return "NUL characters are not allowed."
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "Text must be valid Unicode (lone surrogates are not allowed)."
+    return None
+
+
+def check_json_document(document) -> None:
+    """Refuse text no database can store and nesting beyond MAX_JSON_DEPTH.
+
+    Iterative, so a hostile document cannot exhaust the interpreter's stack.
+    Raises a DRF ValidationError naming the offending location.
+    """
+    stack: list[tuple[object, int, str]] = [(document, 0, "")]
+    while stack:
+        value, depth, where = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise exceptions.ValidationError(
+                {where or "non_field_errors": [f"JSON is nested more than {MAX_JSON_DEPTH} levels deep."]}
+            )
+        if isinstance(value, str):
+            problem = text_problem(value)
+            if problem:
+                raise exceptions.ValidationError({where or "non_field_errors": [problem]})
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                key_where = f"{where}.{key}" if where else str(key)
+                problem = text_problem(key)
+                if problem:
+                    raise exceptions.ValidationError({(where or "non_field_errors"): [f"Key: {problem}"]})
+                stack.append((item, depth + 1, key_where))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                stack.append((item, depth + 1, f"{where}[{index}]"))
+
+
+class StrictJSONParser(parsers.BaseParser):
+    media_type = "application/json"
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = body_limit()
+        request = (parser_context or {}).get("request")
+        declared = _declared_length(request)
+        if declared is not None and declared > limit:
+            raise PayloadTooLarge(f"The request body is larger than the limit of {limit} bytes.")
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if len(raw) > limit:
+            raise PayloadTooLarge(f"The request body is larger than the limit of {limit} bytes.")
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise exceptions.ParseError("The request body is not valid UTF-8.") from None
+        try:
+            document = json.loads(text, parse_float=_finite_float, parse_constant=_reject_constant)
+        except RecursionError:
+            raise exceptions.ParseError(f"JSON is nested more than {MAX_JSON_DEPTH} levels deep.") from None
+        except json.JSONDecodeError as exc:
+            raise exceptions.ParseError(f"The request body is not valid JSON: {exc}") from None
+        except ValueError:
+            # Integers with thousands of digits, numbers beyond float range, NaN/Infinity.
+            raise exceptions.ParseError("The request body contains a number that is out of range.") from None
+        check_json_document(document)
+        return document
+
+
+def _declared_length(request) -> int | None:
+    if request is None:
+        return None
+    try:
+        return int(request.META.get("CONTENT_LENGTH") or 0)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,119 @@
+"""OpenAPI for /api/: the error envelope, error responses on every operation, bearer auth.
+
+Every operation documents the error statuses it can return, each pointing at
+the one ``Error`` component, so the schema states the whole contract and the
+fuzz test can hold the app to it.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
+from rest_framework import serializers
+
+#: status → (codes, when). The single source for the docs and the tests.
+ERROR_CODES: dict[int, tuple[tuple[str, ...], str]] = {
+    400: (("invalid",), "The request is malformed or fails validation; `fields` names what is wrong."),
+    401: (("not_authenticated",), "The bearer token is missing, malformed, unknown or revoked."),
+    403: (("permission_denied",), "The token is read-only."),
+    404: (("not_found",), "Nothing exists at this address."),
+    409: (
+        ("archived", "duplicate_directory", "conflict", "seq_conflict"),
+        "The change conflicts with the current state: the target (or its parent) is archived, "
+        "the directory is taken, the id already exists, or (timeline appends) `expected_head_seq` is stale.",
+    ),
+    412: (("version_mismatch",), "`If-Match` names a version that is no longer current; `version` is the current one."),
+    413: (("payload_too_large",), "The request body is larger than the server's limit (1 MiB by default)."),
+    415: (("unsupported_media_type",), "The request body is not `application/json`."),
+    429: (("throttled",), "Too many requests for this token; retry after `Retry-After` seconds."),
+    500: (("server_error",), "An unexpected failure. The response carries no internals."),
+}
+
+
+class ErrorBodySerializer(serializers.Serializer):
+    code = serializers.CharField(help_text="A stable, machine-readable code, e.g. `not_found`.")
+    message = serializers.CharField(help_text="A readable sentence.")
+    fields = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        required=False,
+        help_text="Only on validation errors: the messages for each offending field.",
+    )
+
+
+class ErrorSerializer(serializers.Serializer):
+    """``{"error": {"code", "message", "fields"?}}``, the shape of every error response."""
+
+    error = ErrorBodySerializer()
+
+
+def documents_errors(*statuses: int):
+    """Add error statuses the generic rules cannot infer (e.g. 412) to one view method."""
+
+    def decorate(func):
+        func.chartr_error_statuses = tuple(statuses)
+        return func
+
+    return decorate
+
+
+class AutoSchema(SpectacularAutoSchema):
+    """drf-spectacular's schema plus the error responses each operation can give.
+
+    The statuses follow from the finished operation, so views (including
+    other apps' plain APIViews) get them without repeating anything:
+    401/429/500 everywhere; 400 with a body, query or header parameters;
+    413/415 with a body; 403/409 on writes; 404 with path parameters; and
+    whatever a method adds with ``@documents_errors``.
+    """
+
+    def get_operation(self, *args, **kwargs):
+        operation = super().get_operation(*args, **kwargs)
+        if operation is None:
+            return operation
+        error_ref = self.resolve_serializer(ErrorSerializer, "response").ref
+        responses = operation.setdefault("responses", {})
+        for status in self.error_statuses(operation):
+            codes, when = ERROR_CODES[status]
+            listed = ", ".join(f"`{code}`" for code in codes)
+            responses.setdefault(
+                str(status),
+                {
+                    "description": f"{when} Code: {listed}.",
+                    "content": {"application/json": {"schema": error_ref}},
+                },
+            )
+        operation["responses"] = dict(sorted(responses.items()))
+        return operation
+
+    def error_statuses(self, operation: dict) -> list[int]:
+        locations = {parameter.get("in") for parameter in operation.get("parameters", [])}
+        has_body = "requestBody" in operation
+        statuses = {401, 429, 500}
+        if has_body or locations & {"query", "header"}:
+            statuses.add(400)
+        if has_body:
+            statuses |= {413, 415}
+        if self.method not in ("GET", "HEAD", "OPTIONS"):
+            statuses |= {403, 409}
+        if "path" in locations:
+            statuses.add(404)
+        handler = getattr(self.view, getattr(self.view, "action", None) or self.method.lower(), None)
+        statuses |= set(getattr(handler, "chartr_error_statuses", ()))
+        return sorted(statuses)
+
+
+def forbid_unknown_request_fields(result, generator, request, public):
+    """State two API-wide rules in the schema.
+
+    Request bodies refuse unknown keys (StrictInputSerializer). An empty query
+    parameter (``?kind=``) means the parameter was not given, as with HTML forms.
+    """
+    for name, component in result.get("components", {}).get("schemas", {}).items():
+        if name.endswith("Request") and component.get("type") == "object":
+            component.setdefault("additionalProperties", False)
+    for item in result.get("paths", {}).values():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []) if isinstance(operation, dict) else []:
+                if parameter.get("in") == "query" and not parameter.get("required"):
+                    parameter.setdefault("allowEmptyValue", True)
+    return result

@@ -1,0 +1,79 @@
+"""View building blocks shared by every app's API, and the schema/docs views."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from rest_framework import serializers, viewsets
+from rest_framework.renderers import JSONRenderer
+
+from kernel.api.serializers import INT64_MAX
+from kernel.errors import NotFound
+
+
+def validated(serializer_class, data, *, partial: bool = False) -> dict:
+    """Validate a request body with ``serializer_class``; DRF turns failures into a 400."""
+    serializer = serializer_class(data=data, partial=partial)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+def row_id(raw, label: str) -> int:
+    """An id from the URL; one no row can have is a 404 before any query runs."""
+    value = int(raw)
+    if not 1 <= value <= INT64_MAX:
+        raise NotFound(f"{label} {raw} does not exist.")
+    return value
+
+
+class ApiViewSet(viewsets.GenericViewSet):
+    # No docstring: drf-spectacular would publish it as every operation's description.
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        if self.action is not None:  # an unsupported method gets its 405 first
+            self.refuse_unknown_query_parameters(request)
+
+    def known_query_parameters(self) -> set[str]:
+        if self.action != "list":
+            return set()
+        known = {self.paginator.cursor_query_param, self.paginator.limit_query_param}
+        if getattr(self, "filterset_class", None) is not None:
+            known |= set(self.filterset_class.base_filters)
+        return known
+
+    def refuse_unknown_query_parameters(self, request) -> None:
+        # A misspelt filter (?archvied=true) would otherwise quietly list the wrong rows.
+        unknown = sorted(set(request.query_params) - self.known_query_parameters())
+        if unknown:
+            raise serializers.ValidationError({name[:100]: ["Unknown query parameter."] for name in unknown})
+
+    def list_page(self, request):
+        queryset = self.filter_queryset(self.get_queryset())
+        page = self.paginate_queryset(queryset)
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+class JsonErrorsMixin:
+    """For views whose success is not plain JSON (HTML, OpenAPI): refusals keep the JSON envelope."""
+
+    def handle_exception(self, exc):
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return super().handle_exception(exc)
+
+
+class SchemaView(JsonErrorsMixin, SpectacularAPIView):
+    """The OpenAPI document, JSON by default (``?format=yaml`` for YAML)."""
+
+    renderer_classes = [OpenApiJsonRenderer, OpenApiYamlRenderer]
+
+
+class DocsView(JsonErrorsMixin, SpectacularSwaggerView):
+    """Swagger UI with assets from drf-spectacular-sidecar, served by the app (no CDN)."""
+
+    url_name = "api-schema"
+
+    def _get_schema_url(self, request):
+        return reverse(self.url_name) + "?format=json"

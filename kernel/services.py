@@ -1,0 +1,69 @@
+"""Helpers every app's services share: UNSET, row locks, field validation, archive results."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from kernel.errors import NotFound
+
+M = TypeVar("M", bound=models.Model)
+
+
+class _Unset:
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return "UNSET"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+#: Marks a keyword argument the caller did not pass, as opposed to passing None.
+UNSET: Any = _Unset()
+
+
+def lock_for_update(model: type[M], pk: Any) -> M:
+    """Re-read ``pk`` under a row lock (a no-op on SQLite, where the IMMEDIATE
+    transaction already serialises writers). Must run inside a transaction."""
+    try:
+        return model.objects.select_for_update().get(pk=pk)
+    except model.DoesNotExist:
+        raise NotFound(f"{model._meta.verbose_name.capitalize()} {pk} does not exist.") from None
+
+
+def validate_fields(instance: models.Model, *, exclude: list[str] | None = None) -> None:
+    """Field-level validation (choices, lengths, validators) without queries.
+
+    Uniqueness and check constraints are left to the database, which holds
+    them anyway; the services turn the rare IntegrityError into a clean error.
+    """
+    instance.full_clean(exclude=exclude, validate_unique=False, validate_constraints=False)
+
+
+def require_json_object(value: Any, field: str) -> dict:
+    if not isinstance(value, dict):
+        raise ValidationError({field: ["Must be a JSON object."]}, code="invalid")
+    return value
+
+
+@dataclass(frozen=True)
+class ArchiveResult:
+    """What an archive took (or, in preview mode, would take)."""
+
+    workspaces: int = 0
+    agents: int = 0
+    running_agents: int = 0
+    changed: bool = False
+    preview: bool = False
+    agent_ids: list[str] = field(default_factory=list, repr=False)
+
+
+@dataclass(frozen=True)
+class UnarchiveResult:
+    workspaces: int = 0
+    agents: int = 0
+    changed: bool = False

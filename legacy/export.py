@@ -1,0 +1,84 @@
+"""Write committed timelines in the chartr timeline JSONL format, streamed.
+
+Reads only. Rows are fetched in seq order, one batch at a time (keyset on
+seq), up to the head read at the start: rows are never changed once
+committed, so that prefix is a consistent snapshot without holding a
+transaction (which on SQLite would block every writer for the whole export).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+from django.utils import timezone
+
+from kernel.errors import Conflict, NotFound
+from legacy import jsonl
+from snapshots.models import AgentSnapshot
+from timeline.models import TimelineRow
+
+EXPORT_BATCH = 5000
+
+
+def timeline_lines(*, agent_id: str, batch_size: int = EXPORT_BATCH) -> Iterator[str]:
+    """The header, then one line per committed row; raises Conflict if the
+    agent's history was replaced while it was being read."""
+    state = AgentSnapshot.objects.filter(pk=agent_id).values("timeline_epoch", "head_seq").first()
+    if state is None:
+        raise NotFound(f"Agent {agent_id} does not exist.")
+    epoch, head = state["timeline_epoch"], state["head_seq"]
+    yield jsonl.header_line(agent_id=agent_id, epoch=epoch, exported_at=timezone.now())
+    last = 0
+    while last < head:
+        rows = list(
+            TimelineRow.objects.filter(agent_id=agent_id, seq__gt=last, seq__lte=head)
+            .order_by("seq")
+            .values_list("seq", "committed_at", "item_id", "item")[:batch_size]
+        )
+        if not rows:
+            break
+        for seq, committed_at, item_id, item in rows:
+            yield jsonl.row_line(seq=seq, committed_at=committed_at, item_id=item_id, item=item)
+        last = rows[-1][0]
+    if AgentSnapshot.objects.filter(pk=agent_id).values_list("timeline_epoch", flat=True).first() != epoch:
+        raise Conflict(f"Agent {agent_id}'s history was replaced during the export; export it again.")
+
+
+def write_timeline(*, agent_id: str, out: TextIO) -> int:
+    """Write one agent's timeline to ``out``; returns the number of rows."""
+    rows = -1
+    for line in timeline_lines(agent_id=agent_id):
+        out.write(line)
+        rows += 1
+    return rows
+
+
+def write_timeline_file(*, agent_id: str, path: Path) -> int:
+    """Write to ``path`` atomically: a temp file in the same directory, renamed when complete."""
+    path = Path(path)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            rows = write_timeline(agent_id=agent_id, out=handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp_name, path)
+    except BaseException:
+        Path(tmp_name).unlink(missing_ok=True)
+        raise
+    return rows
+
+
+def write_all_timelines(*, out_dir: Path) -> list[tuple[str, int]]:
+    """One ``<agent_id>.jsonl`` per agent (archived ones too) in ``out_dir``,
+    the layout ``import_legacy_json`` reads from ``timelines/``."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for agent_id in list(AgentSnapshot.objects.order_by("agent_id").values_list("agent_id", flat=True)):
+        written.append((agent_id, write_timeline_file(agent_id=agent_id, path=out_dir / f"{agent_id}.jsonl")))
+    return written

@@ -1,0 +1,150 @@
+"""The chartr timeline JSONL format, read one line at a time.
+
+Line 1 is the header::
+
+    {"type": "chartr.timeline", "version": 1, "agent_id": "...", "epoch": "...", "exported_at": "..."}
+
+and every later line is one committed row::
+
+    {"seq": n, "committed_at": "...", "item_id": "..." | null, "item": {...}}
+
+Rows must be contiguous from seq 1. A last line without its newline that
+does not parse is a write cut short by a crash: it is reported as a warning
+and the complete lines before it stand. Blank lines are ignored.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from legacy.problems import RecordError
+from legacy.records import parse_time
+from snapshots.models import AgentSnapshot, agent_id_validator
+from timeline.items import contains_nul
+from timeline.models import TimelineRow
+
+HEADER_TYPE = "chartr.timeline"
+FORMAT_VERSION = 1
+
+_EPOCH_MAX = AgentSnapshot._meta.get_field("timeline_epoch").max_length
+_ITEM_TYPE_MAX = TimelineRow._meta.get_field("item_type").max_length
+_ITEM_ID_MAX = TimelineRow._meta.get_field("item_id").max_length
+
+
+@dataclass(frozen=True)
+class Header:
+    agent_id: str
+    epoch: str
+
+
+@dataclass(frozen=True)
+class Row:
+    seq: int
+    committed_at: dt.datetime
+    item_id: str | None
+    item: dict
+    item_type: str
+
+
+@dataclass(frozen=True)
+class Line:
+    """One non-blank line: ``value`` parsed, or ``error`` (and ``truncated``
+    when it is an unterminated last line)."""
+
+    lineno: int
+    value: Any = None
+    error: str | None = None
+    truncated: bool = False
+
+
+def read_lines(path: Path) -> Iterator[Line]:
+    with open(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, 1):
+            if not raw.strip():
+                continue
+            try:
+                value = json.loads(raw)
+            except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, over-long integers
+                yield Line(lineno, error=f"invalid JSON: {exc}", truncated=not raw.endswith(b"\n"))
+                continue
+            except RecursionError:
+                yield Line(lineno, error="invalid JSON: nested too deeply")
+                continue
+            yield Line(lineno, value=value)
+
+
+def parse_header(value: Any) -> Header:
+    if not isinstance(value, dict) or value.get("type") != HEADER_TYPE:
+        raise RecordError(f'line 1 must be the header {{"type": "{HEADER_TYPE}", ...}}')
+    if value.get("version") != FORMAT_VERSION:
+        raise RecordError(f"unsupported format version {value.get('version')!r} (expected {FORMAT_VERSION})")
+    agent_id = value.get("agent_id")
+    if not isinstance(agent_id, str):
+        raise RecordError("header agent_id must be a string")
+    try:
+        agent_id_validator(agent_id)
+    except Exception:
+        raise RecordError(f"header agent_id {agent_id!r} is not a valid agent id") from None
+    epoch = value.get("epoch")
+    if not isinstance(epoch, str) or not epoch or len(epoch) > _EPOCH_MAX or "\x00" in epoch:
+        raise RecordError(f"header epoch must be a string of 1 to {_EPOCH_MAX} characters")
+    return Header(agent_id=agent_id, epoch=epoch)
+
+
+def parse_row(value: Any, *, expected_seq: int) -> Row:
+    """A committed row; items are checked minimally: a JSON object with a string ``type``."""
+    if not isinstance(value, dict):
+        raise RecordError("a row must be a JSON object")
+    seq = value.get("seq")
+    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+        raise RecordError(f"seq must be a positive integer, not {seq!r}")
+    if seq != expected_seq:
+        raise RecordError(f"seq {seq} where {expected_seq} was expected (rows must be contiguous from 1)")
+    committed_at = parse_time(value.get("committed_at"), "committed_at", required=True)
+    item_id = value.get("item_id")
+    if item_id is not None and (not isinstance(item_id, str) or not item_id or len(item_id) > _ITEM_ID_MAX):
+        raise RecordError(f"item_id must be null or a string of 1 to {_ITEM_ID_MAX} characters")
+    item = value.get("item")
+    if not isinstance(item, dict):
+        raise RecordError("item must be a JSON object")
+    item_type = item.get("type")
+    if not isinstance(item_type, str) or not item_type or len(item_type) > _ITEM_TYPE_MAX:
+        raise RecordError(f'item must have a "type" string of 1 to {_ITEM_TYPE_MAX} characters')
+    if contains_nul(item) or (item_id is not None and "\x00" in item_id):
+        raise RecordError("contains a NUL character (\\u0000), which chartr cannot store")
+    return Row(seq=seq, committed_at=committed_at, item_id=item_id, item=item, item_type=item_type)
+
+
+# --- writing --------------------------------------------------------------
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def header_line(*, agent_id: str, epoch: str, exported_at: dt.datetime) -> str:
+    return _dump(
+        {
+            "type": HEADER_TYPE,
+            "version": FORMAT_VERSION,
+            "agent_id": agent_id,
+            "epoch": epoch,
+            "exported_at": exported_at.isoformat(),
+        }
+    ) + "\n"
+
+
+def row_line(*, seq: int, committed_at: dt.datetime, item_id: str | None, item: Any) -> str:
+    return _dump(
+        {
+            "seq": seq,
+            "committed_at": committed_at.astimezone(dt.timezone.utc).isoformat(),
+            "item_id": item_id,
+            "item": item,
+        }
+    ) + "\n"

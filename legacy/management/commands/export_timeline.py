@@ -1,0 +1,58 @@
+"""manage.py export_timeline: write committed timelines as chartr timeline JSONL."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from kernel.errors import ChartrError
+from legacy.export import write_all_timelines, write_timeline, write_timeline_file
+
+
+class Command(BaseCommand):
+    help = (
+        "Export an agent's committed timeline (AGENT_ID [--out FILE], stdout by default), or every "
+        "agent's with --all --out-dir DIR (one <agent_id>.jsonl each). Import them with import_legacy_json."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("agent_id", nargs="?")
+        parser.add_argument("--out", help="write to this file instead of stdout")
+        parser.add_argument(
+            "--all", dest="export_all", action="store_true", help="export every agent; needs --out-dir"
+        )
+        parser.add_argument("--out-dir", help="directory for --all")
+
+    def handle(self, *args, agent_id, out, export_all, out_dir, **options):
+        if export_all:
+            if agent_id or out:
+                raise CommandError("--all takes --out-dir DIR, not an agent id or --out.")
+            if not out_dir:
+                raise CommandError("--all needs --out-dir DIR.")
+        elif not agent_id:
+            raise CommandError("Give an AGENT_ID, or --all --out-dir DIR.")
+        elif out_dir:
+            raise CommandError("--out-dir goes with --all; use --out FILE for one agent.")
+        try:
+            if export_all:
+                written = write_all_timelines(out_dir=out_dir)
+                rows = sum(count for _, count in written)
+                self.stderr.write(f"Exported {len(written)} timeline(s), {rows} row(s), to {out_dir}")
+            elif out:
+                rows = write_timeline_file(agent_id=agent_id, path=out)
+                self.stderr.write(f"Exported {rows} row(s) of {agent_id} to {out}")
+            else:
+                write_timeline(agent_id=agent_id, out=_Raw(self.stdout))
+        except ChartrError as exc:
+            raise CommandError(exc.message) from exc
+        except OSError as exc:
+            raise CommandError(f"Cannot write: {exc}") from exc
+
+
+class _Raw:
+    """Lines go to stdout exactly as produced (OutputWrapper would add endings)."""
+
+    def __init__(self, wrapper):
+        self._wrapper = wrapper
+
+    def write(self, text: str) -> None:
+        self._wrapper.write(text, ending="")

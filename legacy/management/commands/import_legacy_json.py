@@ -1,0 +1,82 @@
+"""manage.py import_legacy_json PATH: bring a legacy home directory into chartr."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from kernel.errors import ChartrError
+from legacy.problems import LegacyImportInvalid
+from legacy.services import KINDS, ImportReport, import_legacy
+
+LABELS = {"projects": "projects", "workspaces": "workspaces", "agents": "agents", "timeline_rows": "timeline rows"}
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a legacy home directory (projects/projects.json, projects/workspaces.json, agents/, "
+        "timelines/) in one transaction. Safe to run again: records already imported are left alone."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", help="the legacy home directory")
+        parser.add_argument(
+            "--skip-invalid", action="store_true", help="import the valid records and list the invalid ones"
+        )
+        parser.add_argument("--dry-run", action="store_true", help="do the whole import, report, then roll back")
+
+    def handle(self, *args, path: str, skip_invalid: bool, dry_run: bool, **options):
+        progress = self._progress if self.stdout.isatty() else None
+        try:
+            report = import_legacy(source=path, skip_invalid=skip_invalid, dry_run=dry_run, progress=progress)
+        except LegacyImportInvalid as exc:
+            self._end_progress()
+            lines = [exc.message, *(f"  {problem}" for problem in exc.problems)]
+            if exc.skippable and not skip_invalid:
+                lines.append("Fix these, or run with --skip-invalid to import the rest.")
+            raise CommandError("\n".join(lines)) from exc
+        except ChartrError as exc:
+            self._end_progress()
+            raise CommandError(exc.message) from exc
+        self._end_progress()
+        self._print_report(report)
+
+    _progress_shown = False
+
+    def _progress(self, phase: str, done: int, total: int) -> None:
+        self._progress_shown = True
+        self.stdout.write(f"\r{phase}: {done:,}/{total:,}\x1b[K", ending="")
+        self.stdout.flush()
+
+    def _end_progress(self) -> None:
+        if self._progress_shown:
+            self.stdout.write("\r\x1b[K", ending="")
+            self._progress_shown = False
+
+    def _print_report(self, report: ImportReport) -> None:
+        out = self.stdout
+        title = f"Import of {report.source}"
+        out.write(f"{title} (dry run: everything rolled back)" if report.dry_run else title)
+        for kind in KINDS:
+            counts = report.counts[kind]
+            out.write(
+                f"  {LABELS[kind] + ':':15}{counts.created} created, {counts.updated} updated, "
+                f"{counts.unchanged} unchanged, {counts.skipped} skipped"
+            )
+        created, updated, unchanged = (report.total(c) for c in ("created", "updated", "unchanged"))
+        if report.changed_anything:
+            out.write(f"Total: {created} created, {updated} updated, {unchanged} unchanged.")
+        else:
+            out.write(f"Nothing to change: 0 created, {unchanged} unchanged.")
+        if report.skipped:
+            out.write(f"Skipped {len(report.skipped)} invalid file(s) or record(s):")
+            for line in report.skipped:
+                out.write(f"  {line}")
+        if report.warnings:
+            out.write(f"Warnings ({len(report.warnings)}):")
+            for line in report.warnings:
+                out.write(f"  {line}")
+        if report.dry_run:
+            out.write("Dry run: the database is unchanged and no backup was made.")
+        else:
+            out.write(f"Input backed up to {report.backup_path}")
+            out.write(self.style.SUCCESS(f"Recorded as import run {report.import_run_id}."))

@@ -1,0 +1,43 @@
+"""What goes wrong with legacy input, said with the file and the place in it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kernel.errors import ChartrError
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One invalid file or record: ``path`` is the file, ``location`` a line
+    (``line 3``) or an array index (``[2]``), or empty for the whole file."""
+
+    path: str
+    location: str
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.location}" if self.location else self.path
+        return f"{where}: {self.reason}"
+
+
+class RecordError(ValueError):
+    """A record is invalid; the message is the reason, the caller adds the place."""
+
+
+class LegacyImportInvalid(ChartrError):
+    """The input is invalid and nothing was written."""
+
+    code = "invalid_legacy_data"
+    status = 400
+
+    def __init__(self, problems: list[Problem], *, message: str | None = None, skippable: bool = True):
+        self.problems = list(problems)
+        #: whether --skip-invalid could have imported the rest
+        self.skippable = skippable
+        count = len(self.problems)
+        super().__init__(
+            message or f"{count} invalid file{'s' if count != 1 else ''} or record{'s' if count != 1 else ''}; "
+            "nothing was imported.",
+            extra={"problems": [str(problem) for problem in self.problems]},
+        )

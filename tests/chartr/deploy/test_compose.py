@@ -1,0 +1,42 @@
+"""compose.yaml: chartr with named volumes for /data and /config, PostgreSQL only under its profile."""
+
+from __future__ import annotations
+
+import re
+
+import yaml
+
+from tests.process.harness import REPO
+
+COMPOSE = REPO / "compose.yaml"
+
+
+def load() -> dict:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def test_chartr_keeps_state_in_two_named_volumes():
+    compose = load()
+    chartr = compose["services"]["chartr"]
+    mounts = dict(volume.split(":", 1)[::-1] for volume in chartr["volumes"])
+    assert set(mounts) == {"/data", "/config"}
+    assert set(mounts.values()) <= set(compose["volumes"]), "both must be named volumes, not bind mounts"
+    assert "profiles" not in chartr
+    assert chartr["build"] == "."
+    assert chartr["ports"] == ["127.0.0.1:8000:8000"]
+
+
+def test_postgres_is_optional_and_the_documented_url_reaches_it():
+    compose = load()
+    postgres = compose["services"]["postgres"]
+    assert postgres["profiles"] == ["postgres"]
+    assert compose["services"]["chartr"]["depends_on"]["postgres"]["required"] is False
+    # Without the profile chartr runs on SQLite in /data; with it, the URL in the header comment.
+    database_url = compose["services"]["chartr"]["environment"]["DATABASE_URL"]
+    default = re.fullmatch(r"\$\{CHARTR_DATABASE_URL:-(.+)\}", database_url)
+    assert default and default[1] == "sqlite:////data/chartr.sqlite3"
+    documented = re.search(r"CHARTR_DATABASE_URL=(postgres://\S+)", COMPOSE.read_text())[1]
+    user, _, host, port, name = re.fullmatch(r"postgres://(\w+):(\w+)@(\w+):(\d+)/(\w+)", documented).groups()
+    env = postgres["environment"]
+    assert (user, name, host, port) == (env["POSTGRES_USER"], env["POSTGRES_DB"], "postgres", "5432")
+    assert any(v.endswith(":/var/lib/postgresql/data") for v in postgres["volumes"])

@@ -1,0 +1,97 @@
+"""API tokens, import runs and the dashboard."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
+from django.db import connection
+from django.test import RequestFactory
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+from rest_framework import exceptions
+
+from tokens.authentication import BearerTokenAuthentication
+from tokens.models import ApiToken
+from legacy.models import ImportRun
+from tokens.services import create_api_token, hash_token
+from registry.services import archive_project
+from snapshots.services import update_agent
+from tests.support.admin import messages_of
+from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def authenticate(raw: str):
+    request = RequestFactory().get("/api/v1/", HTTP_AUTHORIZATION=f"Bearer {raw}")
+    return BearerTokenAuthentication().authenticate(request)
+
+
+def created_raw_token(response) -> str:
+    match = re.search(r'id="raw-token" readonly value="([^"]+)"', response.content.decode())
+    assert match, "the raw token is shown on the page"
+    return match.group(1)
+
+
+class TestDashboard:
+    def test_counts_attention_and_recent_activity(self, admin_client):
+        live = ProjectFactory()
+        WorkspaceFactory(project=live)
+        gone = ProjectFactory()
+        WorkspaceFactory(project=gone)
+        AgentFactory(workspace=WorkspaceFactory(project=gone), agent_id="gone-agent", lifecycle="running")
+        archive_project(project=gone)
+        workspace = WorkspaceFactory(project=live)
+        now = timezone.now()
+        AgentFactory(workspace=workspace, agent_id="older-attention", requires_attention=True, attention_reason="error",
+                     attention_at=now - dt.timedelta(hours=2))
+        AgentFactory(workspace=workspace, agent_id="newer-attention", requires_attention=True,
+                     attention_reason="permission", attention_at=now - dt.timedelta(minutes=5))
+        AgentFactory(workspace=workspace, agent_id="busy", lifecycle="running")
+        AgentFactory(workspace=workspace, agent_id="idle-one")
+        update_agent(agent=AgentFactory.build(agent_id="busy"), last_activity_at=now - dt.timedelta(minutes=1))
+        update_agent(agent=AgentFactory.build(agent_id="idle-one"), last_activity_at=now - dt.timedelta(hours=3))
+
+        response = admin_client.get(reverse("admin:index"))
+        assert response.status_code == 200
+        text = response.content.decode()
+        dashboard = response.context["dashboard"]
+        assert (dashboard.projects.live, dashboard.projects.archived) == (1, 1)
+        assert (dashboard.workspaces.live, dashboard.workspaces.archived) == (2, 2)
+        assert dict(dashboard.agents_by_lifecycle) == {
+            "initializing": 0, "idle": 3, "running": 1, "error": 0, "closed": 0,
+        }
+        assert dashboard.archived_agents == 1
+        assert [a.agent_id for a in dashboard.needing_attention] == ["newer-attention", "older-attention"]
+        assert [a.agent_id for a in dashboard.recently_active] == ["busy", "idle-one"]
+        assert 'data-lifecycle="running"><span>running</span> <span>1</span>' in text
+        assert text.index("newer-attention") < text.index("older-attention")
+        assert reverse("admin:snapshots_agentsnapshot_change", args=["busy"]) in text
+        # the app list is still there below the dashboard
+        assert reverse("admin:registry_project_changelist") in text
+        assert reverse("data-snapshots") in text
+
+    def test_data_snapshots_link_needs_its_permission(self, client, django_user_model):
+        staff = django_user_model.objects.create_user("staffer", password="pw", is_staff=True)
+        client.force_login(staff)
+        assert reverse("data-snapshots") not in client.get(reverse("admin:index")).content.decode()
+
+    def test_dashboard_query_count_does_not_grow_with_the_fleet(self, admin_client):
+        def index_queries() -> int:
+            with CaptureQueriesContext(connection) as ctx:
+                assert admin_client.get(reverse("admin:index")).status_code == 200
+            return len(ctx.captured_queries)
+
+        workspace = WorkspaceFactory()
+        AgentFactory(workspace=workspace, requires_attention=True, attention_reason="error", last_activity_at=timezone.now())
+        small = index_queries()
+        for _ in range(10):
+            AgentFactory(
+                workspace=WorkspaceFactory(), requires_attention=True, attention_reason="finished",
+                last_activity_at=timezone.now(),
+            )
+        assert index_queries() == small

@@ -1,0 +1,150 @@
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from drf_spectacular.validation import validate_schema
+from rest_framework.test import APIClient
+
+from kernel.api.schema import ERROR_CODES
+from tests.support.api import assert_error
+from timeline.schema import STREAM_PATH
+
+pytestmark = pytest.mark.django_db
+
+OPERATIONS = {
+    ("/api/v1/projects", "get"), ("/api/v1/projects", "post"),
+    ("/api/v1/projects/{id}", "get"), ("/api/v1/projects/{id}", "patch"),
+    ("/api/v1/projects/{id}/archive", "post"), ("/api/v1/projects/{id}/unarchive", "post"),
+    ("/api/v1/workspaces", "get"), ("/api/v1/workspaces", "post"),
+    ("/api/v1/workspaces/{id}", "get"), ("/api/v1/workspaces/{id}", "patch"),
+    ("/api/v1/workspaces/{id}/archive", "post"), ("/api/v1/workspaces/{id}/unarchive", "post"),
+    ("/api/v1/agents", "get"), ("/api/v1/agents", "post"),
+    ("/api/v1/agents/{agent_id}", "get"), ("/api/v1/agents/{agent_id}", "patch"),
+    ("/api/v1/agents/{agent_id}/archive", "post"), ("/api/v1/agents/{agent_id}/unarchive", "post"),
+    ("/api/v1/agents/{agent_id}/timeline", "get"), ("/api/v1/agents/{agent_id}/timeline", "post"),
+    ("/api/v1/agents/{agent_id}/timeline/provisional", "post"),
+    ("/api/v1/agents/{agent_id}/timeline/stream", "get"),
+}
+
+
+@pytest.fixture
+def schema(api) -> dict:
+    response = api.get("/api/v1/schema")
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("application/vnd.oai.openapi+json")
+    return response.json()
+
+
+def operations(schema):
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            if method in {"get", "post", "put", "patch", "delete"}:
+                yield path, method, operation
+
+
+def test_schema_is_valid_openapi_3_and_covers_every_endpoint(schema):
+    assert schema["openapi"].startswith("3.")
+    validate_schema(schema)
+    assert OPERATIONS <= {(path, method) for path, method, _ in operations(schema)}
+    scheme = schema["components"]["securitySchemes"]["bearerAuth"]
+    assert (scheme["type"], scheme["scheme"]) == ("http", "bearer")
+
+
+def test_generation_has_no_warnings(tmp_path):
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yaml"))
+
+
+def test_every_operation_documents_its_errors_with_the_envelope(schema):
+    error = schema["components"]["schemas"]["Error"]
+    assert error["required"] == ["error"]
+    body = schema["components"]["schemas"]["ErrorBody"]
+    assert set(body["properties"]) == {"code", "message", "fields"}
+    assert sorted(body["required"]) == ["code", "message"]
+    for path, method, operation in operations(schema):
+        if path == STREAM_PATH:
+            continue  # written by hand (timeline/schema.py), checked in tests/timeline/test_api.py
+        responses = operation["responses"]
+        expected = {401, 429, 500}
+        if method != "get":
+            expected |= {403, 409}
+        if "requestBody" in operation:
+            expected |= {400, 413, 415}
+        if method == "get" and any(p["in"] == "query" for p in operation.get("parameters", [])):
+            expected.add(400)
+        if "{" in path:
+            expected.add(404)
+        if (path, method) == ("/api/v1/agents/{agent_id}", "patch"):
+            expected.add(412)
+        assert {int(s) for s in responses if s.startswith(("4", "5"))} == expected, (path, method)
+        for status in expected:
+            content = responses[str(status)]["content"]["application/json"]["schema"]
+            assert content == {"$ref": "#/components/schemas/Error"}
+            for code in ERROR_CODES[status][0]:
+                assert f"`{code}`" in responses[str(status)]["description"]
+        assert operation["security"] == [{"bearerAuth": []}]
+
+
+def test_lists_document_keyset_pages_and_filters(schema):
+    params = {p["name"]: p for p in schema["paths"]["/api/v1/agents"]["get"]["parameters"]}
+    assert {"cursor", "limit", "workspace_id", "project_id", "lifecycle", "requires_attention", "provider",
+            "archived"} <= set(params)
+    assert params["limit"]["schema"]["maximum"] == 500
+    assert params["archived"]["schema"]["enum"] == ["all", "false", "true"]
+    page = schema["paths"]["/api/v1/agents"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    component = schema["components"]["schemas"][page["$ref"].rsplit("/", 1)[1]]
+    assert set(component["properties"]) == {"results", "next_cursor"}
+    assert component["properties"]["next_cursor"]["nullable"] is True
+    project_params = {p["name"] for p in schema["paths"]["/api/v1/projects"]["get"]["parameters"]}
+    assert {"archived", "kind", "directory", "search"} <= project_params
+
+
+def test_request_bodies_refuse_unknown_fields_in_the_schema(schema):
+    for name in ("ProjectCreateRequest", "PatchedAgentUpdateRequest", "WorkspaceCreateRequest"):
+        assert schema["components"]["schemas"][name]["additionalProperties"] is False
+
+
+def test_agent_etag_and_if_match_are_documented(schema):
+    patch = schema["paths"]["/api/v1/agents/{agent_id}"]["patch"]
+    assert any(p["name"] == "If-Match" and p["in"] == "header" for p in patch["parameters"])
+    assert "ETag" in schema["paths"]["/api/v1/agents/{agent_id}"]["get"]["responses"]["200"]["headers"]
+
+
+def test_schema_and_docs_need_a_token_or_a_staff_session(anon):
+    for url in ("/api/v1/schema", "/api/v1/docs"):
+        assert_error(anon.get(url), 401, "not_authenticated")
+
+    User = get_user_model()
+    staff = APIClient()
+    staff.force_login(User.objects.create_user("operator", password="x", is_staff=True))
+    assert staff.get("/api/v1/schema").status_code == 200
+    assert staff.get("/api/v1/docs").status_code == 200
+    # The session opens the docs, never the API itself.
+    assert_error(staff.get("/api/v1/projects"), 401, "not_authenticated")
+
+    visitor = APIClient()
+    visitor.force_login(User.objects.create_user("visitor", password="x"))
+    assert_error(visitor.get("/api/v1/docs"), 403, "permission_denied")
+
+
+def test_yaml_on_request(api):
+    response = api.get("/api/v1/schema?format=yaml")
+    assert response.status_code == 200
+    assert response.content.startswith(b"openapi: 3.")
+
+
+def test_docs_page_serves_its_own_assets(api):
+    response = api.get("/api/v1/docs")
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "/api/v1/schema" in html
+    assets = re.findall(r'(?:src|href)="([^"]+)"', html)
+    assert any(asset.endswith("swagger-ui-bundle.js") for asset in assets)
+    for asset in assets:
+        assert asset.startswith("/static/"), f"{asset} is not served by the app"
+        fetched = api.get(asset)
+        assert fetched.status_code == 200, asset
+        body = b"".join(fetched.streaming_content) if fetched.streaming else fetched.content
+        assert len(body) > 100

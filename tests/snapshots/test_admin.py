@@ -1,0 +1,161 @@
+from __future__ import annotations
+
+import pytest
+from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
+from django.urls import reverse
+
+from registry.services import archive_workspace
+from snapshots.models import AgentSnapshot
+from snapshots.services import archive_agent, update_agent
+from tests.support.admin import messages_of
+from tests.factories import AgentFactory, WorkspaceFactory
+
+pytestmark = pytest.mark.django_db
+
+
+def url(name: str, *args) -> str:
+    return reverse(f"admin:snapshots_agentsnapshot_{name}", args=args)
+
+
+def add_data(workspace, **overrides):
+    data = {
+        "workspace": workspace.pk,
+        "agent_id": "",
+        "provider": "claude",
+        "title": "Fix the build",
+        "lifecycle": "idle",
+        "last_mode_id": "",
+        "labels": "{}",
+        "config": "{}",
+        "attention_reason": "",
+    }
+    data.update(overrides)
+    return data
+
+
+def change_data(agent, **overrides):
+    data = {
+        "provider": agent.provider,
+        "title": agent.title,
+        "lifecycle": agent.lifecycle,
+        "last_mode_id": agent.last_mode_id,
+        "labels": "{}",
+        "config": "{}",
+        "runtime_info": "{}",
+        "persistence": "{}",
+        "attention_reason": agent.attention_reason or "",
+        "version": agent.version,
+    }
+    data.update(overrides)
+    return data
+
+
+class TestAgentCreate:
+    def test_only_live_workspaces_are_offered(self, admin_client):
+        live = WorkspaceFactory(directory="/srv/live")
+        archived = WorkspaceFactory(directory="/srv/gone")
+        archive_workspace(workspace=archived)
+        form = admin_client.get(url("add")).context["adminform"].form
+        assert list(form.fields["workspace"].queryset) == [live]
+
+    def test_creates_through_create_agent(self, admin_client, admin_user):
+        workspace = WorkspaceFactory()
+        response = admin_client.post(
+            url("add"), add_data(workspace, agent_id="agent:x.1", labels='{"team": "core"}', requires_attention="on",
+                                 attention_reason="permission")
+        )
+        assert response.status_code == 302, response.context["adminform"].form.errors
+        agent = AgentSnapshot.objects.get()
+        assert (agent.agent_id, agent.workspace, agent.labels) == ("agent:x.1", workspace, {"team": "core"})
+        # the service stamps attention_at when attention is required
+        assert agent.requires_attention and agent.attention_at is not None
+        assert LogEntry.objects.get(action_flag=ADDITION, object_id="agent:x.1").user == admin_user
+
+    def test_blank_agent_id_is_generated(self, admin_client):
+        admin_client.post(url("add"), add_data(WorkspaceFactory()))
+        assert len(AgentSnapshot.objects.get().agent_id) == 36
+
+    def test_duplicate_agent_id_is_a_form_error(self, admin_client):
+        AgentFactory(agent_id="dup")
+        response = admin_client.post(url("add"), add_data(WorkspaceFactory(), agent_id="dup"))
+        assert response.status_code == 200
+        assert "already exists" in " ".join(response.context["adminform"].form.errors["agent_id"])
+
+    def test_service_validation_errors_show_on_the_form(self, admin_client):
+        workspace = WorkspaceFactory()
+        response = admin_client.post(url("add"), add_data(workspace, labels='{"n": 1}'))
+        assert "Labels map strings to strings." in response.context["adminform"].form.errors["labels"]
+        response = admin_client.post(url("add"), add_data(workspace, requires_attention="on"))
+        assert "attention_reason" in response.context["adminform"].form.errors
+        response = admin_client.post(url("add"), add_data(workspace, agent_id="bad id!"))
+        assert "agent_id" in response.context["adminform"].form.errors
+        assert AgentSnapshot.objects.count() == 0
+
+
+class TestAgentEdit:
+    def test_edit_goes_through_update_agent_and_bumps_the_version(self, admin_client, admin_user):
+        agent = AgentFactory(title="old")
+        response = admin_client.post(url("change", agent.pk), change_data(agent, title="new", lifecycle="running"))
+        assert response.status_code == 302, response.context["adminform"].form.errors
+        agent.refresh_from_db()
+        assert (agent.title, agent.lifecycle, agent.version) == ("new", "running", 2)
+        entry = LogEntry.objects.get(action_flag=CHANGE, object_id=agent.pk)
+        assert entry.user == admin_user and "Title" in entry.get_change_message()
+
+    def test_a_stale_form_does_not_overwrite_a_newer_snapshot(self, admin_client):
+        agent = AgentFactory(title="old")
+        stale = change_data(agent, title="from the admin")
+        update_agent(agent=agent, title="from the daemon")
+        response = admin_client.post(url("change", agent.pk), stale)
+        assert response.status_code == 200
+        assert "version" in " ".join(response.context["adminform"].form.non_field_errors())
+        agent.refresh_from_db()
+        assert agent.title == "from the daemon"
+
+    def test_archived_agent_is_read_only_except_unarchive(self, admin_client):
+        agent = AgentFactory(title="old")
+        archive_agent(agent=agent)
+        page = admin_client.get(url("change", agent.pk)).content.decode()
+        assert 'name="title"' not in page and 'id="unarchive-button"' in page
+        assert admin_client.post(url("change", agent.pk), change_data(agent, title="x")).status_code == 403
+        response = admin_client.post(url("unarchive", agent.pk), {"confirm": "yes"})
+        assert messages_of(response) == ["Unarchived 1 agent snapshot; restored 0 workspaces and 1 agent."]
+        agent.refresh_from_db()
+        assert agent.archived_at is None
+
+
+class TestAgentArchive:
+    def test_button_confirmation_counts_running(self, admin_client):
+        agent = AgentFactory(lifecycle="running")
+        page = admin_client.get(url("archive", agent.pk)).content.decode()
+        assert "0 workspaces and 1 agent, 1 of them running" in page
+        assert "1 agent is running; archiving closes them." in page
+        response = admin_client.post(url("archive", agent.pk), {"confirm": "yes"})
+        assert messages_of(response) == ["Archived 1 agent snapshot; 0 workspaces and 1 agent, 1 of them running."]
+        agent.refresh_from_db()
+        assert agent.archived_at is not None and agent.lifecycle == "closed"
+
+    def test_list_action_and_blocked_unarchive(self, admin_client):
+        workspace = WorkspaceFactory()
+        first, second = AgentFactory(workspace=workspace), AgentFactory(workspace=workspace)
+        archive_workspace(workspace=workspace)
+        data = {"action": "unarchive_selected", "_selected_action": [first.pk, second.pk], "confirm": "yes"}
+        response = admin_client.post(reverse("admin:snapshots_agentsnapshot_changelist"), data)
+        assert len([m for m in messages_of(response) if "unarchive the workspace instead" in m]) == 2
+        assert AgentSnapshot.objects.live().count() == 0
+
+    def test_list_filters_and_search(self, admin_client):
+        workspace = WorkspaceFactory(directory="/srv/special")
+        AgentFactory(agent_id="needs-me", requires_attention=True, attention_reason="error", provider="codex")
+        AgentFactory(agent_id="quiet", workspace=workspace, title="Refactor parser")
+
+        def shown(**params):
+            response = admin_client.get(reverse("admin:snapshots_agentsnapshot_changelist"), params)
+            return {a.agent_id for a in response.context["cl"].result_list}
+
+        assert shown(requires_attention__exact="1") == {"needs-me"}
+        assert shown(provider="codex") == {"needs-me"}
+        assert shown(lifecycle__exact="idle") == {"needs-me", "quiet"}
+        assert shown(q="parser") == {"quiet"}
+        assert shown(q="special") == {"quiet"}
+        assert shown(workspace__project__id__exact=workspace.project_id) == {"quiet"}

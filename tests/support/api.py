@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from tokens.services import create_api_token
+
+
+def client_with(raw_token: str | None) -> APIClient:
+    client = APIClient()
+    if raw_token:
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw_token}")
+    return client
+
+
+@pytest.fixture
+def token(db):
+    return create_api_token(name="test client")
+
+
+@pytest.fixture
+def api(token) -> APIClient:
+    return client_with(token[1])
+
+
+@pytest.fixture
+def read_only_api(db) -> APIClient:
+    return client_with(create_api_token(name="read only", read_only=True)[1])
+
+
+@pytest.fixture
+def anon(db) -> APIClient:
+    return APIClient()
+
+
+def assert_error(response, status: int, code: str, *, fields: list[str] | None = None) -> dict:
+    """The error contract: status, JSON envelope, stable code, readable message, fields only for 400s."""
+    assert response.status_code == status, (response.status_code, response.content[:500])
+    assert response["Content-Type"].startswith("application/json")
+    body = response.json()
+    assert set(body) == {"error"}
+    error = body["error"]
+    assert error["code"] == code
+    assert isinstance(error["message"], str) and error["message"]
+    if fields is not None:
+        assert sorted(error["fields"]) == sorted(fields), error
+        assert all(isinstance(m, list) and all(isinstance(x, str) for x in m) for m in error["fields"].values())
+    elif status != 400:
+        assert "fields" not in error
+    assert b"Traceback" not in response.content
+    return error
+
+
+@pytest.fixture(autouse=True)
+def static_files_without_collectstatic(settings):
+    """Production serves collected, hashed assets (make serve runs collectstatic);
+    tests resolve them from the installed apps instead of collecting 30 MB each run."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
+    settings.WHITENOISE_USE_FINDERS = True
+    settings.WHITENOISE_AUTOREFRESH = True

@@ -1,0 +1,146 @@
+"""API tokens in the admin: created (shown once) and revoked."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db import transaction
+from django.template.response import TemplateResponse
+from django.urls import path
+
+from kernel.admin import ConfirmationItem, ConfirmingAdminMixin, ServiceForm, ServiceModelAdmin, plural
+from tokens.models import ApiToken
+from tokens.services import create_api_token, revoke_api_token
+
+class TokenStatusFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+
+    def lookups(self, request, model_admin):
+        return [("active", "Active"), ("revoked", "Revoked")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "active":
+            return queryset.filter(revoked_at__isnull=True)
+        if self.value() == "revoked":
+            return queryset.filter(revoked_at__isnull=False)
+        return queryset
+
+
+class ApiTokenAddForm(ServiceForm):
+    class Meta:
+        model = ApiToken
+        fields = ["name", "read_only"]
+
+    def call_service(self):
+        token, raw = create_api_token(
+            name=self.cleaned_data["name"],
+            read_only=self.cleaned_data["read_only"],
+            created_by=self.request.user if self.request is not None else None,
+        )
+        # Only in memory, for the one page that shows it (response_add).
+        token.raw_token = raw
+        return token
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
+    """Tokens are created (shown once) and revoked; nothing else about them changes."""
+
+    add_form = ApiTokenAddForm
+    add_fieldsets = [(None, {"fields": ["name", "read_only"]})]
+    fields = ["name", "prefix", "read_only", "created_at", "created_by", "last_used_at", "revoked_at"]
+    readonly_fields = fields
+    list_display = ["name", "prefix", "read_only", "is_active", "created_at", "created_by", "last_used_at", "revoked_at"]
+    list_select_related = ["created_by"]
+    list_filter = [TokenStatusFilter, "read_only"]
+    search_fields = ["name", "prefix"]
+    date_hierarchy = "created_at"
+    actions = ["revoke_selected"]
+    change_form_template = "admin/tokens/apitoken/change_form.html"
+
+    @admin.display(description="active", boolean=True, ordering="revoked_at")
+    def is_active(self, obj):
+        return obj.revoked_at is None
+
+    # A token's page is a view page; Revoke is its only write.
+    def has_change_permission(self, request, obj=None):
+        if obj is not None:
+            return False
+        return super().has_change_permission(request)
+
+    def has_delete_permission(self, request, obj=None):
+        # Revoked tokens stay, so the history of who could reach the API does too.
+        return False
+
+    def response_add(self, request, obj, post_url_continue=None):
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "API token created",
+            "subtitle": None,
+            "opts": self.opts,
+            "token": obj,
+            "raw_token": obj.raw_token,
+        }
+        response = TemplateResponse(request, "admin/tokens/apitoken/created.html", context)
+        response["Cache-Control"] = "no-store"
+        return response
+
+    def get_urls(self):
+        view = self.admin_site.admin_view
+        return [
+            path(
+                "<path:object_id>/revoke/",
+                view(lambda request, object_id: self.object_view(request, object_id, self.revoke_flow, self.can_revoke)),
+                name="tokens_apitoken_revoke",
+            ),
+            *super().get_urls(),
+        ]
+
+    def can_revoke(self, request) -> bool:
+        return super().has_change_permission(request)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra_context = {**(extra_context or {}), "can_revoke": self.can_revoke(request)}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    @admin.action(permissions=["change"], description="Revoke selected API tokens")
+    def revoke_selected(self, request, queryset):
+        return self.revoke_flow(request, list(queryset), action_name="revoke_selected")
+
+    def revoke_flow(self, request, tokens: list[ApiToken], *, action_name: str | None):
+        if self.is_confirmed(request):
+            revoked = 0
+            for token in tokens:
+                with transaction.atomic():
+                    if revoke_api_token(token=token):
+                        self.log_change(request, token, "Revoked.")
+                        revoked += 1
+            self.message_user(request, f"Revoked {plural(revoked, 'API token')}.", messages.SUCCESS)
+            if revoked < len(tokens):
+                self.message_user(
+                    request, f"{plural(len(tokens) - revoked, 'token was', 'tokens were')} already revoked.",
+                    messages.WARNING,
+                )
+            return None
+        active = [token for token in tokens if token.revoked_at is None]
+        return self.render_confirmation(
+            request,
+            objs=tokens,
+            title=f"Revoke {plural(len(active), 'API token')}?" if active else "Nothing to revoke",
+            summary=(
+                [f"Clients using {'this token' if len(active) == 1 else 'these tokens'} get 401 from then on."]
+                if active
+                else []
+            ),
+            confirm_label="Yes, revoke",
+            action_name=action_name,
+            items=[
+                ConfirmationItem(
+                    str(token),
+                    self.change_url(token),
+                    "" if token.revoked_at is None else "already revoked; left unchanged",
+                )
+                for token in tokens
+            ],
+            can_confirm=bool(active),
+        )

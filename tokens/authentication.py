@@ -1,0 +1,46 @@
+"""Bearer-token authentication for /api/: ``Authorization: Bearer <token>``."""
+
+from __future__ import annotations
+
+from rest_framework import authentication, exceptions
+
+from tokens.models import ApiToken
+from tokens.services import hash_token, record_api_token_use
+
+
+class ApiClient:
+    """The identity behind a token; DRF's ``request.user`` for API calls."""
+
+    is_authenticated = True
+    is_anonymous = False
+
+    def __init__(self, token: ApiToken):
+        self.token = token
+        self.pk = None
+
+    def __str__(self) -> str:
+        return f"token {self.token.name}"
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request):
+        header = authentication.get_authorization_header(request)
+        if not header:
+            return None
+        try:
+            keyword, _, raw = header.decode("ascii").partition(" ")
+        except UnicodeDecodeError:
+            raise exceptions.AuthenticationFailed("The Authorization header is malformed.") from None
+        raw = raw.strip()
+        if keyword.lower() != self.keyword.lower() or not raw or " " in raw:
+            raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <token>'.")
+        token = ApiToken.objects.filter(token_hash=hash_token(raw)).first()
+        if token is None or token.revoked_at is not None:
+            raise exceptions.AuthenticationFailed("The token is unknown or has been revoked.")
+        record_api_token_use(token=token)
+        return ApiClient(token), token
+
+    def authenticate_header(self, request) -> str:
+        return self.keyword
