@@ -34,20 +34,35 @@ def generate(source: Path, *, agents: int, rows: int, workspaces_per_project: in
     """A legacy home: one project per ``workspaces_per_project`` workspaces,
     one workspace per 10 agents, agent files in both layouts, and ``rows``
     timeline rows spread evenly over the agents."""
-    base = dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    base = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     stamp = base.isoformat().replace("+00:00", "Z")
     workspace_count = max(1, agents // 10)
     project_count = max(1, workspace_count // workspaces_per_project)
     (source / "projects").mkdir(parents=True)
     projects = [
-        {"projectId": f"p{p}", "rootPath": f"/srv/code/project-{p}", "kind": "git", "displayName": f"project {p}",
-         "createdAt": stamp, "updatedAt": stamp, "archivedAt": None}
+        {
+            "projectId": f"p{p}",
+            "rootPath": f"/srv/code/project-{p}",
+            "kind": "git",
+            "displayName": f"project {p}",
+            "createdAt": stamp,
+            "updatedAt": stamp,
+            "archivedAt": None,
+        }
         for p in range(project_count)
     ]
     workspaces = [
-        {"workspaceId": f"w{w}", "projectId": f"p{w % project_count}",
-         "cwd": f"/srv/code/project-{w % project_count}/ws-{w}", "kind": "worktree", "displayName": f"ws {w}",
-         "createdAt": stamp, "updatedAt": stamp, "archivedAt": None, "branch": f"feature-{w}"}
+        {
+            "workspaceId": f"w{w}",
+            "projectId": f"p{w % project_count}",
+            "cwd": f"/srv/code/project-{w % project_count}/ws-{w}",
+            "kind": "worktree",
+            "displayName": f"ws {w}",
+            "createdAt": stamp,
+            "updatedAt": stamp,
+            "archivedAt": None,
+            "branch": f"feature-{w}",
+        }
         for w in range(workspace_count)
     ]
     (source / "projects" / "projects.json").write_text(json.dumps(projects))
@@ -60,36 +75,76 @@ def generate(source: Path, *, agents: int, rows: int, workspaces_per_project: in
         agent_id = f"agent-{a:06d}"
         folder = source / "agents" / cwd.strip("/").replace("/", "-") if a % 2 else source / "agents"
         folder.mkdir(exist_ok=True)
-        (folder / f"{agent_id}.json").write_text(json.dumps({
-            "id": agent_id, "provider": "claude", "cwd": cwd, "createdAt": stamp, "updatedAt": stamp,
-            "title": f"agent {a}", "labels": {"bench": "1"}, "lastStatus": "idle", "config": {"model": "x"},
-            "runtimeInfo": {}, "persistence": {"provider": "claude", "sessionId": f"s-{a}"},
-            "requiresAttention": False, "attentionReason": None, "attentionTimestamp": None, "internal": False,
-            "archivedAt": None,
-        }))
+        (folder / f"{agent_id}.json").write_text(
+            json.dumps(
+                {
+                    "id": agent_id,
+                    "provider": "claude",
+                    "cwd": cwd,
+                    "createdAt": stamp,
+                    "updatedAt": stamp,
+                    "title": f"agent {a}",
+                    "labels": {"bench": "1"},
+                    "lastStatus": "idle",
+                    "config": {"model": "x"},
+                    "runtimeInfo": {},
+                    "persistence": {"provider": "claude", "sessionId": f"s-{a}"},
+                    "requiresAttention": False,
+                    "attentionReason": None,
+                    "attentionTimestamp": None,
+                    "internal": False,
+                    "archivedAt": None,
+                }
+            )
+        )
         count = per_agent + (1 if a < extra else 0)
         with open(source / "timelines" / f"{agent_id}.jsonl", "w", encoding="utf-8") as out:
-            out.write(json.dumps({"type": "chartr.timeline", "version": 1, "agent_id": agent_id,
-                                  "epoch": f"e{a:06d}", "exported_at": stamp}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "type": "chartr.timeline",
+                        "version": 1,
+                        "agent_id": agent_id,
+                        "epoch": f"e{a:06d}",
+                        "exported_at": stamp,
+                    }
+                )
+                + "\n"
+            )
             for seq in range(1, count + 1):
                 committed = (base + dt.timedelta(seconds=seq)).isoformat()
-                out.write(json.dumps({"seq": seq, "committed_at": committed, "item_id": f"i-{seq}",
-                                      "item": {"type": "assistant_message", "text": ITEM_TEXT, "n": seq}}) + "\n")
+                out.write(
+                    json.dumps(
+                        {
+                            "seq": seq,
+                            "committed_at": committed,
+                            "item_id": f"i-{seq}",
+                            "item": {"type": "assistant_message", "text": ITEM_TEXT, "n": seq},
+                        }
+                    )
+                    + "\n"
+                )
 
 
 def raw_sqlite_baseline(source: Path, django_db: Path, target: Path) -> tuple[int, float]:
     """The same rows, read and parsed from the same files, inserted with one
     executemany per file into a table built from the import's own DDL."""
     with sqlite3.connect(django_db) as schema:
-        ddl = [sql for (sql,) in schema.execute(
-            "SELECT sql FROM sqlite_master WHERE tbl_name = 'timeline_timelinerow' AND sql IS NOT NULL")]
+        ddl = [
+            sql
+            for (sql,) in schema.execute(
+                "SELECT sql FROM sqlite_master WHERE tbl_name = 'timeline_timelinerow' AND sql IS NOT NULL"
+            )
+        ]
     conn = sqlite3.connect(target, isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     for statement in ddl:
         conn.execute(statement)
-    insert = ("INSERT INTO timeline_timelinerow (agent_id, seq, committed_at, item_type, item, item_id) "
-              "VALUES (?, ?, ?, ?, ?, ?)")
+    insert = (
+        "INSERT INTO timeline_timelinerow (agent_id, seq, committed_at, item_type, item, item_id) "
+        "VALUES (?, ?, ?, ?, ?, ?)"
+    )
     started = time.perf_counter()
     conn.execute("BEGIN IMMEDIATE")
     total = 0
@@ -102,8 +157,14 @@ def raw_sqlite_baseline(source: Path, django_db: Path, target: Path) -> tuple[in
                 for line in handle:
                     value = json.loads(line)
                     item = value["item"]
-                    yield (agent_id, value["seq"], value["committed_at"], item["type"], json.dumps(item),
-                           value["item_id"])
+                    yield (
+                        agent_id,
+                        value["seq"],
+                        value["committed_at"],
+                        item["type"],
+                        json.dumps(item),
+                        value["item_id"],
+                    )
 
         cursor = conn.executemany(insert, rows())
         total += cursor.rowcount
@@ -140,8 +201,10 @@ def main() -> None:
         started = time.perf_counter()
         generate(source, agents=args.agents, rows=args.rows)
         size = sum(p.stat().st_size for p in source.rglob("*") if p.is_file())
-        print(f"generated {args.agents:,} agents / {args.rows:,} rows ({size / 1e6:.0f} MB) "
-              f"in {time.perf_counter() - started:.1f}s")
+        print(
+            f"generated {args.agents:,} agents / {args.rows:,} rows ({size / 1e6:.0f} MB) "
+            f"in {time.perf_counter() - started:.1f}s"
+        )
 
         rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         started = time.perf_counter()
@@ -156,8 +219,9 @@ def main() -> None:
         rerun_seconds = time.perf_counter() - started
         assert not again.changed_anything
 
-        raw_rows, raw_seconds = raw_sqlite_baseline(source, Path(settings.DATABASES["default"]["NAME"]),
-                                                    work / "raw.sqlite3")
+        raw_rows, raw_seconds = raw_sqlite_baseline(
+            source, Path(settings.DATABASES["default"]["NAME"]), work / "raw.sqlite3"
+        )
         assert raw_rows == args.rows
         import_rate, raw_rate = args.rows / import_seconds, raw_rows / raw_seconds
         print(f"import_legacy:            {import_seconds:7.1f}s  {import_rate:9,.0f} rows/s")

@@ -135,7 +135,9 @@ class Report:
 
     def rate(self, case: str, chartr_rows: int, chartr_s: float, raw_rows: int, raw_s: float, note: str = "") -> None:
         chartr_rate, raw_rate = chartr_rows / chartr_s, raw_rows / raw_s
-        result = Result(case, "rate", {"rows_per_s": chartr_rate}, {"rows_per_s": raw_rate}, raw_rate / chartr_rate, note)
+        result = Result(
+            case, "rate", {"rows_per_s": chartr_rate}, {"rows_per_s": raw_rate}, raw_rate / chartr_rate, note
+        )
         self.results.append(result)
         print(
             f"{case:<34} chartr {chartr_rate:>9,.0f} rows/s   raw {raw_rate:>9,.0f} rows/s   "
@@ -347,7 +349,9 @@ class RawStore:
         if direction == "tail":
             rows = self.execute(f"{base} ORDER BY seq DESC LIMIT %s", (agent_id, limit)).fetchall()[::-1]
         elif direction == "before":
-            rows = self.execute(f"{base} AND seq < %s ORDER BY seq DESC LIMIT %s", (agent_id, seq, limit)).fetchall()[::-1]
+            rows = self.execute(f"{base} AND seq < %s ORDER BY seq DESC LIMIT %s", (agent_id, seq, limit)).fetchall()[
+                ::-1
+            ]
         else:
             rows = self.execute(f"{base} AND seq > %s ORDER BY seq LIMIT %s", (agent_id, seq, limit)).fetchall()
         return [(s, at, t, self.decode_item(item), iid) for s, at, t, item, iid in rows]
@@ -363,9 +367,12 @@ class RawStore:
                 ((agent_id, n, now, "assistant_message", json.dumps(new_item(n))) for n in range(1, count + 1)),
             )
         else:
-            with self.conn.cursor() as cursor, cursor.copy(
-                "COPY timeline_timelinerow (agent_id, seq, committed_at, item_type, item) FROM STDIN"
-            ) as copy:
+            with (
+                self.conn.cursor() as cursor,
+                cursor.copy(
+                    "COPY timeline_timelinerow (agent_id, seq, committed_at, item_type, item) FROM STDIN"
+                ) as copy,
+            ):
                 for n in range(1, count + 1):
                     copy.write_row((agent_id, n, now, "assistant_message", json.dumps(new_item(n))))
         self.execute("UPDATE snapshots_agentsnapshot SET head_seq = %s WHERE agent_id = %s", (count, agent_id))
@@ -374,7 +381,9 @@ class RawStore:
             self.execute("ANALYZE timeline_timelinerow")
 
     def head(self, agent_id: str) -> int:
-        return self.execute("SELECT head_seq FROM snapshots_agentsnapshot WHERE agent_id = %s", (agent_id,)).fetchone()[0]
+        return self.execute("SELECT head_seq FROM snapshots_agentsnapshot WHERE agent_id = %s", (agent_id,)).fetchone()[
+            0
+        ]
 
     def close(self) -> None:
         self.conn.close()
@@ -438,12 +447,20 @@ class Server:
         self.log_file = open(self.log_path, "wb")
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "gunicorn", "chartr.asgi:application",
-                "--worker-class", "uvicorn_worker.UvicornWorker",
-                "--workers", "1",
-                "--bind", "127.0.0.1:0",
-                "--log-level", "info",
-                "--graceful-timeout", "5",
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "chartr.asgi:application",
+                "--worker-class",
+                "uvicorn_worker.UvicornWorker",
+                "--workers",
+                "1",
+                "--bind",
+                "127.0.0.1:0",
+                "--log-level",
+                "info",
+                "--graceful-timeout",
+                "5",
             ],
             cwd=REPO_ROOT,
             env=self.environment.env,
@@ -521,9 +538,7 @@ def bench_selector_reads(report: Report, raw: RawStore, profile: Profile, sizes:
                 lambda agent_id=agent_id, direction=direction, seq=seq: raw.read(agent_id, direction, seq, READ_LIMIT),
                 chartr_read,
             )
-            by_size[(direction, label)] = report.latency(
-                f"read selector {direction} @{label}", chartr_ms, raw_ms
-            )
+            by_size[(direction, label)] = report.latency(f"read selector {direction} @{label}", chartr_ms, raw_ms)
     print_size_growth(by_size, "selector", sizes)
     label, (agent_id, rows) = list(sizes.items())[-1]
     print_read_plans(agent_id, rows, label)
@@ -638,10 +653,14 @@ def stream_available(server: Server, token: str, agent_id: str) -> bool:
         return False
 
 
-async def _subscribe(client, agent_id: str, after_seq: int, index: int, received: dict, connected: asyncio.Event, ready: list):
+async def _subscribe(
+    client, agent_id: str, after_seq: int, index: int, received: dict, connected: asyncio.Event, ready: list
+):
     """Read one SSE stream, stamping the arrival of every committed seq."""
     url = f"/api/v1/agents/{agent_id}/timeline/stream"
-    async with client.stream("GET", url, params={"after_seq": after_seq}, headers={"Accept": "text/event-stream"}) as response:
+    async with client.stream(
+        "GET", url, params={"after_seq": after_seq}, headers={"Accept": "text/event-stream"}
+    ) as response:
         if response.status_code != 200:
             raise RuntimeError(f"stream answered {response.status_code}")
         ready.append(index)
@@ -668,8 +687,10 @@ async def _delivery(server: Server, token: str, agent_id: str, subscribers: int,
     received: dict[int, dict[int, float]] = {i: {} for i in range(subscribers)}
     connected = asyncio.Event()
     ready: list[int] = []
-    async with httpx.AsyncClient(base_url=server.base_url, headers=headers, limits=limits, timeout=timeout) as streams, \
-            httpx.AsyncClient(base_url=server.base_url, headers=headers, timeout=30) as writer:
+    async with (
+        httpx.AsyncClient(base_url=server.base_url, headers=headers, limits=limits, timeout=timeout) as streams,
+        httpx.AsyncClient(base_url=server.base_url, headers=headers, timeout=30) as writer,
+    ):
         head = (await writer.get(f"/api/v1/agents/{agent_id}/timeline", params={"limit": 1})).json()
         after_seq = head["window"]["next_seq"] - 1
         tasks = [
@@ -777,8 +798,16 @@ def main(argv: list[str] | None = None) -> int:
         }
         create_agents(
             [
-                "bench-service", "raw-service", "bench-api-1", "raw-api-1", "bench-api-100", "raw-api-100",
-                "bench-read-small", "bench-read-large", "bench-delivery", "raw-delivery",
+                "bench-service",
+                "raw-service",
+                "bench-api-1",
+                "raw-api-1",
+                "bench-api-100",
+                "raw-api-100",
+                "bench-read-small",
+                "bench-read-large",
+                "bench-delivery",
+                "raw-delivery",
             ]
         )
         from tokens.services import create_api_token

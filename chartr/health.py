@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
-
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.migrations.executor import MigrationExecutor

@@ -6,7 +6,6 @@ then the defaults below. Nothing secret lives in this file.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import environ

@@ -61,9 +61,9 @@ def dashboard(*, list_size: int = DASHBOARD_LIST_SIZE) -> Dashboard:
         agents_by_lifecycle=[(value, agent_counts[f"lc_{value}"]) for value in lifecycles],
         archived_agents=agent_counts["archived"],
         needing_attention=list(
-            agents.filter(requires_attention=True).order_by(F("attention_at").desc(nulls_last=True), "-created_at")[:list_size]
+            agents.filter(requires_attention=True).order_by(F("attention_at").desc(nulls_last=True), "-created_at")[
+                :list_size
+            ]
         ),
-        recently_active=list(
-            agents.filter(last_activity_at__isnull=False).order_by("-last_activity_at")[:list_size]
-        ),
+        recently_active=list(agents.filter(last_activity_at__isnull=False).order_by("-last_activity_at")[:list_size]),
     )

@@ -10,8 +10,6 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 
-
-
 INITIAL_ADMIN_USERNAME = "admin"
 INITIAL_ADMIN_PASSWORD_FILENAME = "initial-admin-password"
 
@@ -40,7 +38,6 @@ def ensure_initial_admin(*, config_dir: Path, username: str = INITIAL_ADMIN_USER
     admin is created whose password nobody knows. Concurrent first starts are
     safe: one insert wins the unique username, the others report ``exists``.
     """
-
 
     user_model = get_user_model()
     password_file = config_dir / INITIAL_ADMIN_PASSWORD_FILENAME

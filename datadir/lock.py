@@ -16,8 +16,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from datadir.errors import StoreBusy
 from chartr.paths import ensure_private_dir
+from datadir.errors import StoreBusy
 
 LOCKS_DIRNAME = ".locks"
 STORE_LOCK_NAME = "store"

@@ -15,3 +15,6 @@ class DataSnapshotAccess(models.Model):
             ("take_data_snapshot", "Can take a data snapshot"),
         ]
         verbose_name = "data snapshot access"
+
+    def __str__(self) -> str:
+        return "data snapshot access"

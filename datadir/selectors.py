@@ -59,8 +59,12 @@ def _info(root: Path, name: str, *, with_sizes: bool) -> DataSnapshotInfo:
         manifest: dict[str, Any] = store.read_manifest(path)
     except store.ManifestError as exc:
         return DataSnapshotInfo(
-            name=name, path=path, created=store.name_to_datetime(name), problem=str(exc),
-            size_bytes=size, own_bytes=own,
+            name=name,
+            path=path,
+            created=store.name_to_datetime(name),
+            problem=str(exc),
+            size_bytes=size,
+            own_bytes=own,
         )
     try:
         created = dt.datetime.fromisoformat(manifest.get("created", ""))

@@ -128,8 +128,13 @@ def _pg_env(settings_dict: dict[str, Any]) -> dict[str, str]:
     """Connection parameters for pg_dump/pg_restore/psql, passed through the
     environment so the password never appears on a command line."""
     env = dict(os.environ)
-    for key, var in (("HOST", "PGHOST"), ("PORT", "PGPORT"), ("USER", "PGUSER"), ("PASSWORD", "PGPASSWORD"),
-                     ("NAME", "PGDATABASE")):
+    for key, var in (
+        ("HOST", "PGHOST"),
+        ("PORT", "PGPORT"),
+        ("USER", "PGUSER"),
+        ("PASSWORD", "PGPASSWORD"),
+        ("NAME", "PGDATABASE"),
+    ):
         value = settings_dict.get(key)
         if value not in (None, ""):
             env[var] = str(value)
@@ -202,9 +207,7 @@ def _dump_postgres(target_path: Path) -> dict[str, int]:
             cursor.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             cursor.execute("SELECT pg_export_snapshot()")
             exported = cursor.fetchone()[0]
-            cursor.execute(
-                "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema() ORDER BY 1"
-            )
+            cursor.execute("SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema() ORDER BY 1")
             tables = {}
             for (table,) in cursor.fetchall():
                 cursor.execute(f"SELECT count(*) FROM {_quote(table)}")
@@ -317,10 +320,7 @@ def _changes(
         if (files[rel]["size"], files[rel]["sha256"])
         != (before_files[rel].get("size"), before_files[rel].get("sha256"))
     )
-    rows = {
-        table: [before_tables.get(table), tables.get(table)]
-        for table in sorted(set(tables) | set(before_tables))
-    }
+    rows = {table: [before_tables.get(table), tables.get(table)] for table in sorted(set(tables) | set(before_tables))}
     return {
         "previous": previous[0] if previous else None,
         "files": {
@@ -340,9 +340,7 @@ def _delta(before: int | None, after: int | None) -> int:
 def summarize_changes(changes: dict[str, Any]) -> str:
     """One line for listings: file counts and the biggest row deltas."""
     files = changes.get("files", {})
-    parts = [
-        f"files +{len(files.get('added', []))} ~{len(files.get('changed', []))} -{len(files.get('removed', []))}"
-    ]
+    parts = [f"files +{len(files.get('added', []))} ~{len(files.get('changed', []))} -{len(files.get('removed', []))}"]
     deltas = [
         (table, _delta(before, after))
         for table, (before, after) in changes.get("rows", {}).items()
@@ -580,9 +578,7 @@ def _verify(name: str, root: Path, work: Path) -> _Verified:
     expected_tables = database.get("tables") or {}
 
     if engine == "postgresql":
-        listing = subprocess.run(
-            [_require_tool("pg_restore"), "--list", str(db_path)], capture_output=True, text=True
-        )
+        listing = subprocess.run([_require_tool("pg_restore"), "--list", str(db_path)], capture_output=True, text=True)
         if listing.returncode != 0:
             raise _corrupt(name, f"pg_restore --list {db_path} failed: {listing.stderr.strip()[-500:]}")
         data_entries = set()
@@ -644,8 +640,7 @@ def _restore_sqlite(working_copy: Path) -> None:
 #: that may have been cut off and then fails for certain, so psql rolls the
 #: whole transaction back instead of committing a truncated script.
 _ABORT_RESTORE_SQL = (
-    "\n\\.\n"
-    "DO $$ BEGIN RAISE EXCEPTION 'pg_restore failed part-way; rolling the restore back'; END $$;\n"
+    "\n\\.\nDO $$ BEGIN RAISE EXCEPTION 'pg_restore failed part-way; rolling the restore back'; END $$;\n"
 )
 
 
@@ -668,9 +663,13 @@ def _tables_parents_first() -> list[str]:
             return
         seen.add(model)
         for related in model._meta.get_fields(include_hidden=True):
-            if related.many_to_one or related.one_to_one:
-                if related.concrete and related.related_model is not None and related.related_model is not model:
-                    visit(related.related_model)
+            if (
+                (related.many_to_one or related.one_to_one)
+                and related.concrete
+                and related.related_model is not None
+                and related.related_model is not model
+            ):
+                visit(related.related_model)
         if model._meta.db_table in existing and model._meta.db_table not in order:
             order.append(model._meta.db_table)
 
@@ -705,20 +704,22 @@ def _restore_postgres_once(dump: Path) -> int:
     # --single-transaction rather than pg_restore's own), so no client ever
     # sees restored rows under an old epoch. gen_random_uuid() is core since
     # PostgreSQL 13.
-    rotate = (
-        "RESET search_path;\n"
-        f"UPDATE {table} SET timeline_epoch = substr(md5(gen_random_uuid()::text), 1, 16);\n"
-    )
+    rotate = f"RESET search_path;\nUPDATE {table} SET timeline_epoch = substr(md5(gen_random_uuid()::text), 1, 16);\n"
     tables = _tables_parents_first()
     lock_all = f"LOCK TABLE {', '.join(_quote(t) for t in tables)} IN ACCESS EXCLUSIVE MODE;\n" if tables else ""
     with tempfile.TemporaryFile() as producer_errors, tempfile.TemporaryFile() as consumer_errors:
         producer = subprocess.Popen(
             [pg_restore, "--clean", "--if-exists", "--no-owner", "--no-privileges", "--file=-", str(dump)],
-            stdout=subprocess.PIPE, stderr=producer_errors, env=env,
+            stdout=subprocess.PIPE,
+            stderr=producer_errors,
+            env=env,
         )
         consumer = subprocess.Popen(
             [psql, "--no-psqlrc", "--quiet", "--set=ON_ERROR_STOP=1", "--single-transaction", "--file=-"],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=consumer_errors, env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=consumer_errors,
+            env=env,
         )
         try:
             try:

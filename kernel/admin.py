@@ -184,7 +184,9 @@ class ConfirmingAdminMixin:
     def is_confirmed(self, request: HttpRequest) -> bool:
         return request.method == "POST" and request.POST.get(CONFIRM_FIELD) == "yes"
 
-    def object_view(self, request: HttpRequest, object_id: str, flow: Callable, permission: Callable[[HttpRequest], bool]):
+    def object_view(
+        self, request: HttpRequest, object_id: str, flow: Callable, permission: Callable[[HttpRequest], bool]
+    ):
         if not permission(request):
             raise PermissionDenied
         obj = self.get_object(request, unquote(object_id))
@@ -236,13 +238,17 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         return [
             path(
                 "<path:object_id>/archive/",
-                view(lambda request, object_id: self.object_view(request, object_id, self.archive_flow, self.can_archive)),
+                view(
+                    lambda request, object_id: self.object_view(request, object_id, self.archive_flow, self.can_archive)
+                ),
                 name=f"{name}_archive",
             ),
             path(
                 "<path:object_id>/unarchive/",
                 view(
-                    lambda request, object_id: self.object_view(request, object_id, self.unarchive_flow, self.can_archive)
+                    lambda request, object_id: self.object_view(
+                        request, object_id, self.unarchive_flow, self.can_archive
+                    )
                 ),
                 name=f"{name}_unarchive",
             ),

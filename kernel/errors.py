@@ -50,8 +50,6 @@ class PayloadTooLarge(ChartrError):
     status = 413
 
 
-
-
 class SeqConflict(Conflict):
     """An append's expected_head_seq no longer matches; ``extra`` carries the current head."""
 

@@ -128,23 +128,29 @@ def _dump(value: Any) -> str:
 
 
 def header_line(*, agent_id: str, epoch: str, exported_at: dt.datetime) -> str:
-    return _dump(
-        {
-            "type": HEADER_TYPE,
-            "version": FORMAT_VERSION,
-            "agent_id": agent_id,
-            "epoch": epoch,
-            "exported_at": exported_at.isoformat(),
-        }
-    ) + "\n"
+    return (
+        _dump(
+            {
+                "type": HEADER_TYPE,
+                "version": FORMAT_VERSION,
+                "agent_id": agent_id,
+                "epoch": epoch,
+                "exported_at": exported_at.isoformat(),
+            }
+        )
+        + "\n"
+    )
 
 
 def row_line(*, seq: int, committed_at: dt.datetime, item_id: str | None, item: Any) -> str:
-    return _dump(
-        {
-            "seq": seq,
-            "committed_at": committed_at.astimezone(dt.timezone.utc).isoformat(),
-            "item_id": item_id,
-            "item": item,
-        }
-    ) + "\n"
+    return (
+        _dump(
+            {
+                "seq": seq,
+                "committed_at": committed_at.astimezone(dt.UTC).isoformat(),
+                "item_id": item_id,
+                "item": item,
+            }
+        )
+        + "\n"
+    )

@@ -37,7 +37,8 @@ class LegacyImportInvalid(ChartrError):
         self.skippable = skippable
         count = len(self.problems)
         super().__init__(
-            message or f"{count} invalid file{'s' if count != 1 else ''} or record{'s' if count != 1 else ''}; "
+            message
+            or f"{count} invalid file{'s' if count != 1 else ''} or record{'s' if count != 1 else ''}; "
             "nothing was imported.",
             extra={"problems": [str(problem) for problem in self.problems]},
         )

@@ -17,8 +17,8 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 
-from legacy.problems import Problem, RecordError
 from kernel.services import validate_fields
+from legacy.problems import Problem, RecordError
 from registry.directories import last_segment, normalize_directory
 from registry.models import Project, ProjectKind, Workspace, WorkspaceKind
 from snapshots.models import AgentSnapshot, AttentionReason, Lifecycle
@@ -50,7 +50,7 @@ def parse_time(value: Any, name: str, *, required: bool = False) -> dt.datetime 
     except ValueError:
         raise RecordError(f"{name} is not an ISO 8601 time: {value!r}") from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+        parsed = parsed.replace(tzinfo=dt.UTC)
     return parsed
 
 

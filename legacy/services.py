@@ -34,8 +34,10 @@ from django.conf import settings
 from django.db import IntegrityError, connection, models, transaction
 from django.utils import timezone
 
+from chartr.paths import ensure_private_dir
 from kernel.errors import Conflict
 from legacy import jsonl
+from legacy.models import ImportRun
 from legacy.problems import LegacyImportInvalid, Problem, RecordError
 from legacy.records import (
     LegacyAgent,
@@ -48,8 +50,6 @@ from legacy.records import (
     parse_project,
     parse_workspace,
 )
-from legacy.models import ImportRun
-from chartr.paths import ensure_private_dir
 from registry.directories import last_segment
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot, new_timeline_epoch
@@ -221,7 +221,11 @@ def _validate(source: Path, report: ImportReport, *, skip_invalid: bool, progres
                 else "which is not in projects/projects.json"
             )
             problems["workspaces"].append(
-                Problem(workspace.source_file, workspace.location, f"names project {workspace.legacy_project_id!r}, {reason}")
+                Problem(
+                    workspace.source_file,
+                    workspace.location,
+                    f"names project {workspace.legacy_project_id!r}, {reason}",
+                )
             )
             continue
         workspace.project_directory = project_dir
@@ -301,10 +305,7 @@ def _validate_timelines(
             paths.append(path)
         else:
             report.warnings.append(f"{path}: ignored, not a .jsonl timeline file")
-    existing = {
-        agent.agent_id: agent
-        for agent in _locked(AgentSnapshot, "agent_id", [path.stem for path in paths])
-    }
+    existing = {agent.agent_id: agent for agent in _locked(AgentSnapshot, "agent_id", [path.stem for path in paths])}
     plans: dict[str, TimelinePlan] = {}
     for index, path in enumerate(paths):
         progress("checking timelines", index, len(paths))
@@ -401,23 +402,29 @@ def _scan_timeline(
         return None, problems, row_lines
     if agent is not None and shared_row is not None:
         lineno, row = shared_row
-        stored = TimelineRow.objects.filter(agent_id=agent.agent_id, seq=row.seq).values(
-            "committed_at", "item_id", "item"
-        ).first()
+        stored = (
+            TimelineRow.objects.filter(agent_id=agent.agent_id, seq=row.seq)
+            .values("committed_at", "item_id", "item")
+            .first()
+        )
         if stored is None or (stored["committed_at"], stored["item_id"], stored["item"]) != (
             row.committed_at,
             row.item_id,
             row.item,
         ):
-            return None, [
-                Problem(
-                    file,
-                    f"line {lineno}",
-                    f"row seq {row.seq} differs from the one chartr holds for agent {agent.agent_id!r}: "
-                    f"this file does not continue the agent's history in chartr "
-                    f"(file epoch {header.epoch!r}, chartr epoch {agent.timeline_epoch!r})",
-                )
-            ], row_lines
+            return (
+                None,
+                [
+                    Problem(
+                        file,
+                        f"line {lineno}",
+                        f"row seq {row.seq} differs from the one chartr holds for agent {agent.agent_id!r}: "
+                        f"this file does not continue the agent's history in chartr "
+                        f"(file epoch {header.epoch!r}, chartr epoch {agent.timeline_epoch!r})",
+                    )
+                ],
+                row_lines,
+            )
     return (
         TimelinePlan(
             path=path,
@@ -482,7 +489,9 @@ def _write(plan: Plan, report: ImportReport, *, progress: Progress) -> None:
 
 def _write_projects(projects: list[LegacyProject], report: ImportReport) -> dict[str, int]:
     counts = report.counts["projects"]
-    existing = {project.directory: project for project in _locked(Project, "directory", [p.directory for p in projects])}
+    existing = {
+        project.directory: project for project in _locked(Project, "directory", [p.directory for p in projects])
+    }
     new, changed = [], []
     for legacy in projects:
         project = existing.get(legacy.directory)
@@ -540,8 +549,7 @@ def _write_workspaces(
             continue
         if workspace.project_id != project_pk:
             report.warnings.append(
-                f"{legacy.origin}: workspace {legacy.directory} belongs to another project in chartr; "
-                "it stays there"
+                f"{legacy.origin}: workspace {legacy.directory} belongs to another project in chartr; it stays there"
             )
         if legacy.updated_at > workspace.updated_at:
             workspace.kind = legacy.kind

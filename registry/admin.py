@@ -37,7 +37,9 @@ def directory_field(**kwargs) -> forms.CharField:
 
 class ProjectAddForm(ServiceForm):
     directory = directory_field(help_text="Absolute path, e.g. /home/me/code/chartr.")
-    display_name = forms.CharField(max_length=255, required=False, help_text="Defaults to the directory's last segment.")
+    display_name = forms.CharField(
+        max_length=255, required=False, help_text="Defaults to the directory's last segment."
+    )
     git_remote = forms.CharField(max_length=2048, required=False)
 
     error_fields = {"duplicate_directory": "directory"}
@@ -119,7 +121,9 @@ class WorkspaceAddForm(ServiceForm):
         help_text="Only live projects take new workspaces.",
     )
     directory = directory_field(help_text="Absolute path of the checkout or worktree.")
-    display_name = forms.CharField(max_length=255, required=False, help_text="Defaults to the directory's last segment.")
+    display_name = forms.CharField(
+        max_length=255, required=False, help_text="Defaults to the directory's last segment."
+    )
     branch = forms.CharField(max_length=255, required=False)
 
     error_fields = {"duplicate_directory": "directory", "archived": "project", "not_found": "project"}
@@ -163,7 +167,14 @@ class WorkspaceAdmin(ArchivableAdmin):
     ]
     readonly_fields = ["project", "directory", "kind", "live_agents", "created_at", "updated_at", "archived_at"]
     list_display = [
-        "display_name", "directory", "project_link", "kind", "branch", "live_agents", "created_at", "is_archived",
+        "display_name",
+        "directory",
+        "project_link",
+        "kind",
+        "branch",
+        "live_agents",
+        "created_at",
+        "is_archived",
     ]
     list_filter = [ArchivedListFilter, "kind", "project"]
     search_fields = ["directory", "display_name", "project__directory", "project__display_name"]

@@ -26,9 +26,7 @@ def normalize_directory(raw: object) -> str:
         raise ValidationError("Directory must not contain '.' or '..' segments.", code="invalid")
     normalized = "/" + "/".join(segments)
     if len(normalized) > MAX_DIRECTORY_LENGTH:
-        raise ValidationError(
-            f"Directory must be at most {MAX_DIRECTORY_LENGTH} characters.", code="invalid"
-        )
+        raise ValidationError(f"Directory must be at most {MAX_DIRECTORY_LENGTH} characters.", code="invalid")
     return normalized
 
 

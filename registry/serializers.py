@@ -54,7 +54,10 @@ class ProjectCreateSerializer(DirectoryInputMixin, StrictInputSerializer):
     directory = directory_field()
     kind = StrictChoiceField(choices=ProjectKind.choices)
     display_name = StrictCharField(
-        max_length=255, required=False, allow_blank=True, allow_null=True,
+        max_length=255,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
         help_text="Defaults to the directory's last segment.",
     )
     git_remote = StrictCharField(max_length=2048, required=False, allow_blank=True, allow_null=True)
@@ -100,7 +103,10 @@ class WorkspaceCreateSerializer(DirectoryInputMixin, StrictInputSerializer):
     directory = directory_field()
     kind = StrictChoiceField(choices=WorkspaceKind.choices)
     display_name = StrictCharField(
-        max_length=255, required=False, allow_blank=True, allow_null=True,
+        max_length=255,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
         help_text="Defaults to the directory's last segment.",
     )
     branch = StrictCharField(max_length=255, required=False, allow_blank=True, allow_null=True)

@@ -124,12 +124,17 @@ def _archive_cascade(*, workspaces, agents, preview: bool) -> _CascadeResult:
     if preview:
         workspace_count = workspaces.count() if workspaces is not None else 0
         return _CascadeResult(
-            workspaces=workspace_count, agents=len(agent_ids), running_agents=running, preview=True,
+            workspaces=workspace_count,
+            agents=len(agent_ids),
+            running_agents=running,
+            preview=True,
             agent_ids=agent_ids,
         )
     operation = uuid.uuid4()
     now = timezone.now()
-    archived_agents = archive_agent_rows(AgentSnapshot.objects.filter(pk__in=agent_ids), operation, now) if agent_ids else 0
+    archived_agents = (
+        archive_agent_rows(AgentSnapshot.objects.filter(pk__in=agent_ids), operation, now) if agent_ids else 0
+    )
     workspace_count = 0
     if workspaces is not None:
         workspace_count = workspaces.update(archived_at=now, archive_operation=operation, updated_at=now)
@@ -195,9 +200,7 @@ def create_workspace(
     return workspace
 
 
-def update_workspace(
-    *, workspace: Workspace, display_name: str = UNSET, branch: str | None = UNSET
-) -> Workspace:
+def update_workspace(*, workspace: Workspace, display_name: str = UNSET, branch: str | None = UNSET) -> Workspace:
     with transaction.atomic():
         workspace = lock_for_update(Workspace, workspace.pk)
         if workspace.is_archived:
@@ -219,9 +222,7 @@ def archive_workspace(*, workspace: Workspace, preview: bool = False) -> Archive
         agents = AgentSnapshot.objects.live().filter(workspace=workspace)
         result = _archive_cascade(workspaces=None, agents=agents, preview=preview)
         if preview:
-            return ArchiveResult(
-                workspaces=1, agents=result.agents, running_agents=result.running_agents, preview=True
-            )
+            return ArchiveResult(workspaces=1, agents=result.agents, running_agents=result.running_agents, preview=True)
         now = timezone.now()
         Workspace.objects.filter(pk=workspace.pk).update(
             archived_at=now, archive_operation=result.operation, updated_at=now

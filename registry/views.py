@@ -121,7 +121,9 @@ class WorkspaceViewSet(ApiViewSet):
         return self.list_page(request)
 
     @extend_schema(
-        summary="Create a workspace in a project", request=WorkspaceCreateSerializer, responses={201: WorkspaceSerializer}
+        summary="Create a workspace in a project",
+        request=WorkspaceCreateSerializer,
+        responses={201: WorkspaceSerializer},
     )
     def create(self, request):
         data = validated(WorkspaceCreateSerializer, request.data)

@@ -76,9 +76,7 @@ class AgentChangeForm(ServiceForm):
             return None
         if "attention_reason" in changes:
             changes["attention_reason"] = changes["attention_reason"] or None
-        return services.update_agent(
-            agent=self.instance, expected_version=self.cleaned_data["version"], **changes
-        )
+        return services.update_agent(agent=self.instance, expected_version=self.cleaned_data["version"], **changes)
 
 
 @admin.register(AgentSnapshot)
@@ -87,14 +85,33 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     add_form = AgentAddForm
     add_fieldsets = [(None, {"fields": AGENT_ADD_FIELDS})]
     fieldsets = [
-        (None, {"fields": ["agent_id", "workspace", "provider", "title", "lifecycle", "last_mode_id", "internal", "version"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "agent_id",
+                    "workspace",
+                    "provider",
+                    "title",
+                    "lifecycle",
+                    "last_mode_id",
+                    "internal",
+                    "version",
+                ]
+            },
+        ),
         ("Attention", {"fields": ["requires_attention", "attention_reason", "attention_at"]}),
         (
             "Activity",
             {
                 "fields": [
-                    "last_activity_at", "last_user_message_at", "created_at", "updated_at", "archived_at",
-                    "head_seq", "timeline_epoch",
+                    "last_activity_at",
+                    "last_user_message_at",
+                    "created_at",
+                    "updated_at",
+                    "archived_at",
+                    "head_seq",
+                    "timeline_epoch",
                 ]
             },
         ),
@@ -102,8 +119,15 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     ]
     readonly_fields = ["agent_id", "workspace", "created_at", "updated_at", "archived_at", "head_seq", "timeline_epoch"]
     list_display = [
-        "agent_id", "title", "workspace_name", "provider", "lifecycle", "attention", "last_activity_at",
-        "created_at", "is_archived",
+        "agent_id",
+        "title",
+        "workspace_name",
+        "provider",
+        "lifecycle",
+        "attention",
+        "last_activity_at",
+        "created_at",
+        "is_archived",
     ]
     list_select_related = ["workspace__project"]
     list_filter = [

@@ -51,9 +51,7 @@ class AgentSnapshot(models.Model):
     runtime_info = models.JSONField(default=dict, blank=True)
     persistence = models.JSONField(default=dict, blank=True)
     requires_attention = models.BooleanField(default=False)
-    attention_reason = models.CharField(
-        max_length=16, choices=AttentionReason.choices, null=True, blank=True
-    )
+    attention_reason = models.CharField(max_length=16, choices=AttentionReason.choices, null=True, blank=True)
     attention_at = models.DateTimeField(null=True, blank=True)
     internal = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -73,13 +71,9 @@ class AgentSnapshot(models.Model):
     class Meta:
         ordering = ["created_at", "agent_id"]
         constraints = [
-            models.CheckConstraint(
-                condition=models.Q(agent_id__regex=AGENT_ID_PATTERN), name="agent_id_valid"
-            ),
+            models.CheckConstraint(condition=models.Q(agent_id__regex=AGENT_ID_PATTERN), name="agent_id_valid"),
             choices_check("lifecycle", Lifecycle.choices, "agent_lifecycle_valid"),
-            choices_check(
-                "attention_reason", AttentionReason.choices, "agent_attention_reason_valid", nullable=True
-            ),
+            choices_check("attention_reason", AttentionReason.choices, "agent_attention_reason_valid", nullable=True),
             models.CheckConstraint(
                 condition=(
                     models.Q(requires_attention=True, attention_reason__isnull=False)

@@ -76,9 +76,7 @@ def _validate_agent(agent: AgentSnapshot) -> None:
 
 def notify_agents_changed(agent_ids: list[str], reason: str) -> None:
     if agent_ids:
-        transaction.on_commit(
-            lambda: agents_changed.send(sender=AgentSnapshot, agent_ids=agent_ids, reason=reason)
-        )
+        transaction.on_commit(lambda: agents_changed.send(sender=AgentSnapshot, agent_ids=agent_ids, reason=reason))
 
 
 def archive_agent_rows(agents, operation: uuid.UUID, now) -> int:

@@ -9,6 +9,7 @@ from registry.services import create_project, create_workspace
 from snapshots.models import AgentSnapshot
 from snapshots.services import create_agent
 
+
 class ServiceFactory(factory.Factory):
     """Builds through a service function instead of ``Model.objects.create``."""
 
@@ -24,7 +25,6 @@ class ProjectFactory(ServiceFactory):
     class Meta:
         model = Project
 
-
     @staticmethod
     def _service():
         return create_project
@@ -36,7 +36,6 @@ class ProjectFactory(ServiceFactory):
 class WorkspaceFactory(ServiceFactory):
     class Meta:
         model = Workspace
-
 
     @staticmethod
     def _service():
@@ -50,7 +49,6 @@ class WorkspaceFactory(ServiceFactory):
 class AgentFactory(ServiceFactory):
     class Meta:
         model = AgentSnapshot
-
 
     @staticmethod
     def _service():

@@ -600,9 +600,7 @@ class Hub:
         backoff = 0.2
         while True:
             try:
-                async with await psycopg.AsyncConnection.connect(
-                    **postgres_connect_kwargs(), autocommit=True
-                ) as conn:
+                async with await psycopg.AsyncConnection.connect(**postgres_connect_kwargs(), autocommit=True) as conn:
                     await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel_name)))
                     backoff = 0.2
                     # News may have been missed while not listening.

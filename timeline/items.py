@@ -90,9 +90,7 @@ def check_item_size(item: dict, *, index: int | None = None) -> None:
     size = len(json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
     if size > limit:
         where = f"Item {index}" if index is not None else "The item"
-        raise PayloadTooLarge(
-            f"{where} is {size} bytes; the limit is {limit}.", extra={"limit": limit, "size": size}
-        )
+        raise PayloadTooLarge(f"{where} is {size} bytes; the limit is {limit}.", extra={"limit": limit, "size": size})
 
 
 def contains_nul(value: Any) -> bool:

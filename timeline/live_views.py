@@ -20,15 +20,15 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from tokens.authentication import BearerTokenAuthentication
 from kernel.api.errors import exception_handler
-from tokens.permissions import HasApiToken
+from kernel.api.serializers import StrictCharField
 from timeline.broker import get_hub
 from timeline.live import publish_provisional
 from timeline.selectors import get_agent_for_timeline
-from kernel.api.serializers import StrictCharField
 from timeline.serializers import MAX_SEQ
 from timeline.stream import TimelineStream
+from tokens.authentication import BearerTokenAuthentication
+from tokens.permissions import HasApiToken
 
 
 def _error_response(exc: Exception) -> JsonResponse:
@@ -69,8 +69,13 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
         # Under WSGI (e.g. runserver) Django would buffer this endless response
         # whole and hold a thread forever; say so instead.
         return JsonResponse(
-            {"error": {"code": "asgi_required", "message": "The live stream is served only under ASGI "
-                       "(gunicorn -k uvicorn_worker.UvicornWorker, or uvicorn)."}},
+            {
+                "error": {
+                    "code": "asgi_required",
+                    "message": "The live stream is served only under ASGI "
+                    "(gunicorn -k uvicorn_worker.UvicornWorker, or uvicorn).",
+                }
+            },
             status=503,
         )
     if request.method != "GET":

@@ -56,9 +56,7 @@ def row_as_dict(row: TimelineRow) -> dict:
 
 def get_agent_for_timeline(*, agent_id: str) -> AgentSnapshot:
     agent = (
-        AgentSnapshot.objects.filter(pk=agent_id)
-        .only("agent_id", "head_seq", "timeline_epoch", "archived_at")
-        .first()
+        AgentSnapshot.objects.filter(pk=agent_id).only("agent_id", "head_seq", "timeline_epoch", "archived_at").first()
     )
     if agent is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
@@ -150,7 +148,7 @@ def project_rows(rows: list[dict]) -> list[dict]:
             and previous["seq_end"] == row["seq"] - 1
         ):
             merged_item = dict(previous["item"])
-            merged_item["text"] = f'{previous["item"].get("text", "")}{row["item"].get("text", "")}'
+            merged_item["text"] = f"{previous['item'].get('text', '')}{row['item'].get('text', '')}"
             previous.update(item=merged_item, seq_end=row["seq"], committed_at=row["committed_at"])
             previous["item_ids"].append(row["item_id"])
             continue

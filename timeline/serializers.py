@@ -5,7 +5,6 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from kernel.api.serializers import INT64_MAX, OffsetDateTimeField, StrictCharField
-
 from timeline.selectors import DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 from timeline.services import MAX_ITEMS_PER_APPEND
 
@@ -18,7 +17,10 @@ render_timestamp = OffsetDateTimeField().to_representation
 class NewItemSerializer(serializers.Serializer):
     item = serializers.JSONField(help_text="A JSON object with a string `type`.")
     item_id = StrictCharField(
-        required=False, allow_null=True, max_length=256, trim_whitespace=False,
+        required=False,
+        allow_null=True,
+        max_length=256,
+        trim_whitespace=False,
         help_text="Optional client key, unique per agent; a retry with the same key is not stored twice.",
     )
 

@@ -44,14 +44,12 @@ class AppendResult:
 def validate_new_items(items: Sequence[NewTimelineItem]) -> None:
     """Check the whole batch before touching the database, so a bad item stores nothing."""
     if not 1 <= len(items) <= MAX_ITEMS_PER_APPEND:
-        raise ValidationError(
-            {"items": [f"Send between 1 and {MAX_ITEMS_PER_APPEND} items per call."]}, code="invalid"
-        )
+        raise ValidationError({"items": [f"Send between 1 and {MAX_ITEMS_PER_APPEND} items per call."]}, code="invalid")
     errors: dict[str, list[str]] = {}
     seen_ids: dict[str, int] = {}
     for index, new in enumerate(items):
-        for field, problems in new_item_problems(new.item, new.item_id).items():
-            errors[f"items[{index}].{field}"] = problems
+        for name, problems in new_item_problems(new.item, new.item_id).items():
+            errors[f"items[{index}].{name}"] = problems
         if new.item_id is not None and f"items[{index}].item_id" not in errors:
             if new.item_id in seen_ids:
                 errors[f"items[{index}].item_id"] = [
@@ -95,12 +93,16 @@ def append_timeline_items(
             raise ArchivedConflict(f"Agent {agent.agent_id} is archived; its timeline is closed.")
 
         wanted_ids = [new.item_id for new in items if new.item_id is not None]
-        committed = {
-            row.item_id: row
-            for row in TimelineRow.objects.filter(agent=agent, item_id__in=wanted_ids).only(
-                "seq", "committed_at", "item_id"
-            )
-        } if wanted_ids else {}
+        committed = (
+            {
+                row.item_id: row
+                for row in TimelineRow.objects.filter(agent=agent, item_id__in=wanted_ids).only(
+                    "seq", "committed_at", "item_id"
+                )
+            }
+            if wanted_ids
+            else {}
+        )
 
         all_replayed = all(new.item_id is not None and new.item_id in committed for new in items)
         if not all_replayed and expected_head_seq is not None and expected_head_seq != agent.head_seq:

@@ -138,8 +138,10 @@ class TimelineStream:
     async def _start(self, subscription: Subscription) -> AsyncIterator[bytes]:
         after = self.requested_after
         self.last_seq = after if after is not None else 0
-        batch = await self._read(subscription) if after is not None else await self.hub.db.run(
-            self.hub.read_batch, self.agent_id, 0, 0
+        batch = (
+            await self._read(subscription)
+            if after is not None
+            else await self.hub.db.run(self.hub.read_batch, self.agent_id, 0, 0)
         )
         state = batch.agent
         if state is None:

@@ -11,6 +11,7 @@ from kernel.admin import ConfirmationItem, ConfirmingAdminMixin, ServiceForm, Se
 from tokens.models import ApiToken
 from tokens.services import create_api_token, revoke_api_token
 
+
 class TokenStatusFilter(admin.SimpleListFilter):
     title = "status"
     parameter_name = "status"
@@ -50,7 +51,16 @@ class ApiTokenAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
     add_fieldsets = [(None, {"fields": ["name", "read_only"]})]
     fields = ["name", "prefix", "read_only", "created_at", "created_by", "last_used_at", "revoked_at"]
     readonly_fields = fields
-    list_display = ["name", "prefix", "read_only", "is_active", "created_at", "created_by", "last_used_at", "revoked_at"]
+    list_display = [
+        "name",
+        "prefix",
+        "read_only",
+        "is_active",
+        "created_at",
+        "created_by",
+        "last_used_at",
+        "revoked_at",
+    ]
     list_select_related = ["created_by"]
     list_filter = [TokenStatusFilter, "read_only"]
     search_fields = ["name", "prefix"]
@@ -90,7 +100,9 @@ class ApiTokenAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         return [
             path(
                 "<path:object_id>/revoke/",
-                view(lambda request, object_id: self.object_view(request, object_id, self.revoke_flow, self.can_revoke)),
+                view(
+                    lambda request, object_id: self.object_view(request, object_id, self.revoke_flow, self.can_revoke)
+                ),
                 name="tokens_apitoken_revoke",
             ),
             *super().get_urls(),
@@ -118,7 +130,8 @@ class ApiTokenAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
             self.message_user(request, f"Revoked {plural(revoked, 'API token')}.", messages.SUCCESS)
             if revoked < len(tokens):
                 self.message_user(
-                    request, f"{plural(len(tokens) - revoked, 'token was', 'tokens were')} already revoked.",
+                    request,
+                    f"{plural(len(tokens) - revoked, 'token was', 'tokens were')} already revoked.",
                     messages.WARNING,
                 )
             return None

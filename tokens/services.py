@@ -21,13 +21,10 @@ def hash_token(raw: str) -> str:
 def create_api_token(*, name: str, read_only: bool = False, created_by=None) -> tuple[ApiToken, str]:
     """Create a token and return it with its raw value, which is never stored or shown again."""
 
-
     if "\x00" in name:
         raise ValidationError({"name": ["A token name must not contain NUL characters."]}, code="invalid")
     raw = "chartr_" + secrets.token_urlsafe(32)
-    token = ApiToken(
-        name=name, prefix=raw[:14], token_hash=hash_token(raw), read_only=read_only, created_by=created_by
-    )
+    token = ApiToken(name=name, prefix=raw[:14], token_hash=hash_token(raw), read_only=read_only, created_by=created_by)
     validate_fields(token)
     with transaction.atomic():
         token.save(force_insert=True)
@@ -42,7 +39,6 @@ LAST_USED_RESOLUTION_SECONDS = 60
 def record_api_token_use(*, token: ApiToken) -> None:
     """Stamp ``last_used_at`` on an authenticated request, at most once a minute."""
 
-
     now = timezone.now()
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() >= LAST_USED_RESOLUTION_SECONDS:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
@@ -51,7 +47,6 @@ def record_api_token_use(*, token: ApiToken) -> None:
 
 def revoke_api_token(*, token: ApiToken) -> bool:
     """Revoke the token; revoking a revoked token is a no-op. Returns whether it changed."""
-
 
     with transaction.atomic():
         changed = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())

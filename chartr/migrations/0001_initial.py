@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,39 +14,52 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='ImportRun',
+            name="ImportRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('source_path', models.CharField(max_length=4096)),
-                ('backup_path', models.CharField(blank=True, default='', max_length=4096)),
-                ('started_at', models.DateTimeField()),
-                ('finished_at', models.DateTimeField()),
-                ('counts', models.JSONField(default=dict)),
-                ('skipped', models.JSONField(blank=True, default=list)),
-                ('warnings', models.JSONField(blank=True, default=list)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("source_path", models.CharField(max_length=4096)),
+                ("backup_path", models.CharField(blank=True, default="", max_length=4096)),
+                ("started_at", models.DateTimeField()),
+                ("finished_at", models.DateTimeField()),
+                ("counts", models.JSONField(default=dict)),
+                ("skipped", models.JSONField(blank=True, default=list)),
+                ("warnings", models.JSONField(blank=True, default=list)),
             ],
             options={
-                'verbose_name': 'legacy import',
-                'ordering': ['-started_at'],
+                "verbose_name": "legacy import",
+                "ordering": ["-started_at"],
             },
         ),
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=128)),
-                ('prefix', models.CharField(db_index=True, max_length=16)),
-                ('token_hash', models.CharField(editable=False, max_length=64, unique=True)),
-                ('read_only', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=128)),
+                ("prefix", models.CharField(db_index=True, max_length=16)),
+                ("token_hash", models.CharField(editable=False, max_length=64, unique=True)),
+                ("read_only", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'API token',
-                'ordering': ['-created_at'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('token_hash__regex', '^[0-9a-f]{64}$')), name='api_token_hash_is_sha256')],
+                "verbose_name": "API token",
+                "ordering": ["-created_at"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("token_hash__regex", "^[0-9a-f]{64}$")), name="api_token_hash_is_sha256"
+                    )
+                ],
             },
         ),
     ]

@@ -4,23 +4,24 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='DataSnapshotAccess',
+            name="DataSnapshotAccess",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
             ],
             options={
-                'verbose_name': 'data snapshot access',
-                'permissions': [('view_data_snapshots', 'Can view data snapshots'), ('take_data_snapshot', 'Can take a data snapshot')],
-                'managed': False,
-                'default_permissions': (),
+                "verbose_name": "data snapshot access",
+                "permissions": [
+                    ("view_data_snapshots", "Can view data snapshots"),
+                    ("take_data_snapshot", "Can take a data snapshot"),
+                ],
+                "managed": False,
+                "default_permissions": (),
             },
         ),
     ]

@@ -19,7 +19,12 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="ImportRun",
                     fields=[
-                        ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
                         ("source_path", models.CharField(max_length=4096)),
                         ("backup_path", models.CharField(blank=True, default="", max_length=4096)),
                         ("started_at", models.DateTimeField()),

@@ -7,50 +7,122 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Project',
+            name="Project",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('directory', models.CharField(max_length=4096, unique=True)),
-                ('display_name', models.CharField(max_length=255)),
-                ('kind', models.CharField(choices=[('git', 'git'), ('directory', 'directory')], max_length=16)),
-                ('git_remote', models.CharField(blank=True, default='', max_length=2048)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('archived_at', models.DateTimeField(blank=True, null=True)),
-                ('archive_operation', models.UUIDField(blank=True, editable=False, null=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("directory", models.CharField(max_length=4096, unique=True)),
+                ("display_name", models.CharField(max_length=255)),
+                ("kind", models.CharField(choices=[("git", "git"), ("directory", "directory")], max_length=16)),
+                ("git_remote", models.CharField(blank=True, default="", max_length=2048)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("archived_at", models.DateTimeField(blank=True, null=True)),
+                ("archive_operation", models.UUIDField(blank=True, editable=False, null=True)),
             ],
             options={
-                'ordering': ['id'],
-                'indexes': [models.Index(fields=['archived_at', 'id'], name='project_archived_id_idx'), models.Index(fields=['archive_operation'], name='project_archive_op_idx')],
-                'constraints': [models.CheckConstraint(condition=models.Q(models.Q(('directory', '/'), models.Q(('directory__startswith', '/'), models.Q(('directory__endswith', '/'), _negated=True), models.Q(('directory__contains', '//'), _negated=True), models.Q(('directory__contains', '/./'), _negated=True), models.Q(('directory__contains', '/../'), _negated=True), models.Q(('directory__endswith', '/.'), _negated=True), models.Q(('directory__endswith', '/..'), _negated=True)), _connector='OR'), django.db.models.lookups.LessThanOrEqual(django.db.models.functions.text.Length('directory'), 4096)), name='project_directory_normalized'), models.CheckConstraint(condition=models.Q(('kind__in', ['git', 'directory'])), name='project_kind_valid'), models.CheckConstraint(condition=models.Q(('archived_at__isnull', True), ('archive_operation__isnull', False), _connector='OR'), name='project_archived_has_operation')],
+                "ordering": ["id"],
+                "indexes": [
+                    models.Index(fields=["archived_at", "id"], name="project_archived_id_idx"),
+                    models.Index(fields=["archive_operation"], name="project_archive_op_idx"),
+                ],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(
+                                ("directory", "/"),
+                                models.Q(
+                                    ("directory__startswith", "/"),
+                                    models.Q(("directory__endswith", "/"), _negated=True),
+                                    models.Q(("directory__contains", "//"), _negated=True),
+                                    models.Q(("directory__contains", "/./"), _negated=True),
+                                    models.Q(("directory__contains", "/../"), _negated=True),
+                                    models.Q(("directory__endswith", "/."), _negated=True),
+                                    models.Q(("directory__endswith", "/.."), _negated=True),
+                                ),
+                                _connector="OR",
+                            ),
+                            django.db.models.lookups.LessThanOrEqual(
+                                django.db.models.functions.text.Length("directory"), 4096
+                            ),
+                        ),
+                        name="project_directory_normalized",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("kind__in", ["git", "directory"])), name="project_kind_valid"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("archived_at__isnull", True), ("archive_operation__isnull", False), _connector="OR"
+                        ),
+                        name="project_archived_has_operation",
+                    ),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Workspace',
+            name="Workspace",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('directory', models.CharField(max_length=4096, unique=True)),
-                ('display_name', models.CharField(max_length=255)),
-                ('kind', models.CharField(choices=[('checkout', 'checkout'), ('worktree', 'worktree')], max_length=16)),
-                ('branch', models.CharField(blank=True, default='', max_length=255)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('archived_at', models.DateTimeField(blank=True, null=True)),
-                ('archive_operation', models.UUIDField(blank=True, editable=False, null=True)),
-                ('project', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='workspaces', to='registry.project')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("directory", models.CharField(max_length=4096, unique=True)),
+                ("display_name", models.CharField(max_length=255)),
+                ("kind", models.CharField(choices=[("checkout", "checkout"), ("worktree", "worktree")], max_length=16)),
+                ("branch", models.CharField(blank=True, default="", max_length=255)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                ("archived_at", models.DateTimeField(blank=True, null=True)),
+                ("archive_operation", models.UUIDField(blank=True, editable=False, null=True)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="workspaces", to="registry.project"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
-                'indexes': [models.Index(fields=['project', 'archived_at'], name='workspace_project_archived_idx'), models.Index(fields=['archived_at', 'id'], name='workspace_archived_id_idx'), models.Index(fields=['archive_operation'], name='workspace_archive_op_idx')],
-                'constraints': [models.CheckConstraint(condition=models.Q(models.Q(('directory', '/'), models.Q(('directory__startswith', '/'), models.Q(('directory__endswith', '/'), _negated=True), models.Q(('directory__contains', '//'), _negated=True), models.Q(('directory__contains', '/./'), _negated=True), models.Q(('directory__contains', '/../'), _negated=True), models.Q(('directory__endswith', '/.'), _negated=True), models.Q(('directory__endswith', '/..'), _negated=True)), _connector='OR'), django.db.models.lookups.LessThanOrEqual(django.db.models.functions.text.Length('directory'), 4096)), name='workspace_directory_normalized'), models.CheckConstraint(condition=models.Q(('kind__in', ['checkout', 'worktree'])), name='workspace_kind_valid'), models.CheckConstraint(condition=models.Q(('archived_at__isnull', True), ('archive_operation__isnull', False), _connector='OR'), name='workspace_archived_has_operation')],
+                "ordering": ["id"],
+                "indexes": [
+                    models.Index(fields=["project", "archived_at"], name="workspace_project_archived_idx"),
+                    models.Index(fields=["archived_at", "id"], name="workspace_archived_id_idx"),
+                    models.Index(fields=["archive_operation"], name="workspace_archive_op_idx"),
+                ],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            models.Q(
+                                ("directory", "/"),
+                                models.Q(
+                                    ("directory__startswith", "/"),
+                                    models.Q(("directory__endswith", "/"), _negated=True),
+                                    models.Q(("directory__contains", "//"), _negated=True),
+                                    models.Q(("directory__contains", "/./"), _negated=True),
+                                    models.Q(("directory__contains", "/../"), _negated=True),
+                                    models.Q(("directory__endswith", "/."), _negated=True),
+                                    models.Q(("directory__endswith", "/.."), _negated=True),
+                                ),
+                                _connector="OR",
+                            ),
+                            django.db.models.lookups.LessThanOrEqual(
+                                django.db.models.functions.text.Length("directory"), 4096
+                            ),
+                        ),
+                        name="workspace_directory_normalized",
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(("kind__in", ["checkout", "worktree"])), name="workspace_kind_valid"
+                    ),
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("archived_at__isnull", True), ("archive_operation__isnull", False), _connector="OR"
+                        ),
+                        name="workspace_archived_has_operation",
+                    ),
+                ],
             },
         ),
     ]

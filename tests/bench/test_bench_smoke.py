@@ -50,9 +50,7 @@ def test_bench_smoke_prints_every_case_next_to_its_baseline(tmp_path):
         assert re.search(rf"^{re.escape(case)} +{LATENCY_LINE}$", output, re.M), f"no figure for {case!r}:\n{output}"
     for direction in ("tail", "before", "after"):
         assert re.search(rf"^ +plan selector {direction} @3k: \S", output, re.M), f"no {direction} plan:\n{output}"
-    delivery_skipped = re.search(
-        r"^delivery 3 subscribers +skipped: stream endpoint not available$", output, re.M
-    )
+    delivery_skipped = re.search(r"^delivery 3 subscribers +skipped: stream endpoint not available$", output, re.M)
     if not delivery_skipped:
         for case in DELIVERY_CASES:
             assert re.search(rf"^{re.escape(case)} +{LATENCY_LINE}", output, re.M), f"no figure for {case!r}:\n{output}"

@@ -14,10 +14,18 @@ from chartr.asgi import application
 
 def http_scope(path: str, headers: list[tuple[bytes, bytes]] | None = None) -> dict:
     return {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
-        "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
         "headers": [(b"host", b"127.0.0.1"), *(headers or [])],
-        "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 80),
+        "client": ("127.0.0.1", 50000),
+        "server": ("127.0.0.1", 80),
     }
 
 

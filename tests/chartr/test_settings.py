@@ -23,9 +23,7 @@ PROBE = (
 def load_settings(env: dict[str, str], home: Path) -> dict:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CHARTR_", "XDG_", "DATABASE_URL"))}
     base.update({"HOME": str(home), "DJANGO_SETTINGS_MODULE": "chartr.settings", **env})
-    out = subprocess.run(
-        [sys.executable, "-c", PROBE], env=base, cwd=REPO, capture_output=True, text=True, check=True
-    )
+    out = subprocess.run([sys.executable, "-c", PROBE], env=base, cwd=REPO, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -6,22 +6,16 @@ import datetime as dt
 import re
 
 import pytest
-from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.db import connection
 from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework import exceptions
 
-from tokens.authentication import BearerTokenAuthentication
-from tokens.models import ApiToken
-from legacy.models import ImportRun
-from tokens.services import create_api_token, hash_token
 from registry.services import archive_project
 from snapshots.services import update_agent
-from tests.support.admin import messages_of
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
+from tokens.authentication import BearerTokenAuthentication
 
 pytestmark = pytest.mark.django_db
 
@@ -47,10 +41,20 @@ class TestDashboard:
         archive_project(project=gone)
         workspace = WorkspaceFactory(project=live)
         now = timezone.now()
-        AgentFactory(workspace=workspace, agent_id="older-attention", requires_attention=True, attention_reason="error",
-                     attention_at=now - dt.timedelta(hours=2))
-        AgentFactory(workspace=workspace, agent_id="newer-attention", requires_attention=True,
-                     attention_reason="permission", attention_at=now - dt.timedelta(minutes=5))
+        AgentFactory(
+            workspace=workspace,
+            agent_id="older-attention",
+            requires_attention=True,
+            attention_reason="error",
+            attention_at=now - dt.timedelta(hours=2),
+        )
+        AgentFactory(
+            workspace=workspace,
+            agent_id="newer-attention",
+            requires_attention=True,
+            attention_reason="permission",
+            attention_at=now - dt.timedelta(minutes=5),
+        )
         AgentFactory(workspace=workspace, agent_id="busy", lifecycle="running")
         AgentFactory(workspace=workspace, agent_id="idle-one")
         update_agent(agent=AgentFactory.build(agent_id="busy"), last_activity_at=now - dt.timedelta(minutes=1))
@@ -63,7 +67,11 @@ class TestDashboard:
         assert (dashboard.projects.live, dashboard.projects.archived) == (1, 1)
         assert (dashboard.workspaces.live, dashboard.workspaces.archived) == (2, 2)
         assert dict(dashboard.agents_by_lifecycle) == {
-            "initializing": 0, "idle": 3, "running": 1, "error": 0, "closed": 0,
+            "initializing": 0,
+            "idle": 3,
+            "running": 1,
+            "error": 0,
+            "closed": 0,
         }
         assert dashboard.archived_agents == 1
         assert [a.agent_id for a in dashboard.needing_attention] == ["newer-attention", "older-attention"]
@@ -87,11 +95,15 @@ class TestDashboard:
             return len(ctx.captured_queries)
 
         workspace = WorkspaceFactory()
-        AgentFactory(workspace=workspace, requires_attention=True, attention_reason="error", last_activity_at=timezone.now())
+        AgentFactory(
+            workspace=workspace, requires_attention=True, attention_reason="error", last_activity_at=timezone.now()
+        )
         small = index_queries()
         for _ in range(10):
             AgentFactory(
-                workspace=WorkspaceFactory(), requires_attention=True, attention_reason="finished",
+                workspace=WorkspaceFactory(),
+                requires_attention=True,
+                attention_reason="finished",
                 last_activity_at=timezone.now(),
             )
         assert index_queries() == small

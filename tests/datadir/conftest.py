@@ -28,9 +28,14 @@ def append_rows(agent_id: str, count: int, *, filler: int = 0) -> None:
     with transaction.atomic():
         head = AgentSnapshot.objects.select_for_update().get(pk=agent_id).head_seq
         TimelineRow.objects.bulk_create(
-            TimelineRow(agent_id=agent_id, seq=head + k, committed_at=timezone.now(), item_type="message",
-                        item={"text": f"{agent_id} #{head + k}", "filler": os.urandom(filler).hex()},
-                        item_id=f"{agent_id}-{head + k}")
+            TimelineRow(
+                agent_id=agent_id,
+                seq=head + k,
+                committed_at=timezone.now(),
+                item_type="message",
+                item={"text": f"{agent_id} #{head + k}", "filler": os.urandom(filler).hex()},
+                item_id=f"{agent_id}-{head + k}",
+            )
             for k in range(1, count + 1)
         )
         AgentSnapshot.objects.filter(pk=agent_id).update(head_seq=head + count)

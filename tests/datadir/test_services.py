@@ -107,10 +107,16 @@ def test_unchanged_files_are_hard_linked_across_snapshots(data_dir):
     assert [p.read_text() for p in counters] == ["0", "1", "2", "3"]
     assert all(p.stat().st_nlink == 1 for p in counters)
     # du counts each inode once: 4 snapshots cost about one copy of big.bin plus the small parts.
-    used_kib = int(subprocess.run(["du", "-sk", str(data_dir / "snapshots")], capture_output=True, text=True,
-                                  check=True).stdout.split()[0])
-    one_snapshot_kib = int(subprocess.run(["du", "-sk", str(data_dir / "snapshots" / names[0])],
-                                          capture_output=True, text=True, check=True).stdout.split()[0])
+    used_kib = int(
+        subprocess.run(
+            ["du", "-sk", str(data_dir / "snapshots")], capture_output=True, text=True, check=True
+        ).stdout.split()[0]
+    )
+    one_snapshot_kib = int(
+        subprocess.run(
+            ["du", "-sk", str(data_dir / "snapshots" / names[0])], capture_output=True, text=True, check=True
+        ).stdout.split()[0]
+    )
     assert used_kib < 2 * one_snapshot_kib
     listed = {info.name: info for info in list_data_snapshots()}
     assert listed[names[-1]].own_bytes < listed[names[-1]].size_bytes - 2 * 1024 * 1024 + 1
@@ -270,8 +276,16 @@ def _corrupt_bad_json(path, manifest):
 
 @pytest.mark.parametrize(
     "damage",
-    [_corrupt_missing_manifest, _corrupt_flipped_db_bytes, _corrupt_truncated_and_rehashed, _corrupt_row_counts,
-     _corrupt_missing_file, _corrupt_unsafe_path, _corrupt_file_entry, _corrupt_bad_json],
+    [
+        _corrupt_missing_manifest,
+        _corrupt_flipped_db_bytes,
+        _corrupt_truncated_and_rehashed,
+        _corrupt_row_counts,
+        _corrupt_missing_file,
+        _corrupt_unsafe_path,
+        _corrupt_file_entry,
+        _corrupt_bad_json,
+    ],
     ids=lambda f: f.__name__.removeprefix("_corrupt_"),
 )
 def test_a_corrupt_snapshot_is_refused_and_nothing_changes(data_dir, damage):

@@ -9,11 +9,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from legacy.models import ImportRun
-from tokens.services import create_api_token
 from registry.services import archive_workspace
 from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 from timeline.models import TimelineRow
+from tokens.services import create_api_token
 
 pytestmark = pytest.mark.django_db
 

@@ -51,9 +51,7 @@ def test_enums_are_enforced():
     assert_db_refuses(Project.objects.all(), kind="svn")
     assert_db_refuses(Workspace.objects.all(), kind="clone")
     assert_db_refuses(AgentSnapshot.objects.all(), lifecycle="sleeping")
-    assert_db_refuses(
-        AgentSnapshot.objects.filter(pk=agent.pk), requires_attention=True, attention_reason="bored"
-    )
+    assert_db_refuses(AgentSnapshot.objects.filter(pk=agent.pk), requires_attention=True, attention_reason="bored")
 
 
 def test_attention_reason_is_set_exactly_when_attention_is_required():

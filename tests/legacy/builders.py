@@ -82,7 +82,9 @@ class LegacyHome:
         if isinstance(rows, int):
             rows = [row(seq) for seq in range(1, rows + 1)]
         header = {"type": "chartr.timeline", "version": 1, "agent_id": agent_id, "epoch": epoch, "exported_at": T2}
-        lines = [json.dumps(header)] + [line if isinstance(line, str) else json.dumps(line, ensure_ascii=False) for line in rows]
+        lines = [json.dumps(header)] + [
+            line if isinstance(line, str) else json.dumps(line, ensure_ascii=False) for line in rows
+        ]
         return self.write_file(self.root / "timelines" / f"{agent_id}.jsonl", "\n".join(lines) + "\n" + tail)
 
     # files ---------------------------------------------------------------

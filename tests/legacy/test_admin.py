@@ -2,26 +2,15 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 
 import pytest
-from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
-from django.db import connection
 from django.test import RequestFactory
-from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework import exceptions
 
-from tokens.authentication import BearerTokenAuthentication
-from tokens.models import ApiToken
 from legacy.models import ImportRun
-from tokens.services import create_api_token, hash_token
-from registry.services import archive_project
-from snapshots.services import update_agent
-from tests.support.admin import messages_of
-from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
+from tokens.authentication import BearerTokenAuthentication
 
 pytestmark = pytest.mark.django_db
 
@@ -52,4 +41,7 @@ class TestImportRuns:
         assert "/data/legacy.json" in text and "projects: created 2, skipped 1" in text
         assert admin_client.get(reverse("admin:legacy_importrun_add")).status_code == 403
         assert admin_client.post(reverse("admin:legacy_importrun_change", args=[run.pk]), {}).status_code == 403
-        assert admin_client.post(reverse("admin:legacy_importrun_delete", args=[run.pk]), {"post": "yes"}).status_code == 403
+        assert (
+            admin_client.post(reverse("admin:legacy_importrun_delete", args=[run.pk]), {"post": "yes"}).status_code
+            == 403
+        )

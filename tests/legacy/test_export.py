@@ -25,7 +25,7 @@ def export(*args) -> str:
 
 def add_rows(agent: AgentSnapshot, items: list[tuple[str | None, dict]]) -> None:
     start = agent.head_seq
-    base = dt.datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=dt.timezone.utc)
+    base = dt.datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=dt.UTC)
     TimelineRow.objects.bulk_create(
         TimelineRow(
             agent=agent,
@@ -58,17 +58,27 @@ def all_timelines() -> dict:
 class TestExport:
     def test_one_agent_to_stdout(self):
         agent = AgentFactory(agent_id="a1")
-        add_rows(agent, [("m-1", {"type": "user_message", "text": "héllo"}), (None, {"type": "tool", "n": [1.5, None]})])
+        add_rows(
+            agent, [("m-1", {"type": "user_message", "text": "héllo"}), (None, {"type": "tool", "n": [1.5, None]})]
+        )
         lines = export("a1").splitlines()
         header = json.loads(lines[0])
         assert header["type"] == "chartr.timeline" and header["version"] == 1
         assert (header["agent_id"], header["epoch"]) == ("a1", agent.timeline_epoch)
         dt.datetime.fromisoformat(header["exported_at"])
         assert [json.loads(line) for line in lines[1:]] == [
-            {"seq": 1, "committed_at": "2024-05-01T12:00:01.123457+00:00", "item_id": "m-1",
-             "item": {"type": "user_message", "text": "héllo"}},
-            {"seq": 2, "committed_at": "2024-05-01T12:00:02.123458+00:00", "item_id": None,
-             "item": {"type": "tool", "n": [1.5, None]}},
+            {
+                "seq": 1,
+                "committed_at": "2024-05-01T12:00:01.123457+00:00",
+                "item_id": "m-1",
+                "item": {"type": "user_message", "text": "héllo"},
+            },
+            {
+                "seq": 2,
+                "committed_at": "2024-05-01T12:00:02.123458+00:00",
+                "item_id": None,
+                "item": {"type": "tool", "n": [1.5, None]},
+            },
         ]
 
     def test_to_a_file_in_batches(self, tmp_path, monkeypatch):

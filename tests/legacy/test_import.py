@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import shutil
 from io import StringIO
 
@@ -9,20 +8,20 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from legacy import services
+from legacy.models import ImportRun
 from legacy.problems import LegacyImportInvalid
 from legacy.services import import_legacy
-from legacy.models import ImportRun
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory
-from tests.legacy.builders import T1, T2, row
+from tests.legacy.builders import T2, row
 from tests.legacy.conftest import backups, dump_database
 from timeline.models import TimelineRow
 
 pytestmark = pytest.mark.django_db
 
 APP = "/home/me/code/my app ü"
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def run(path, *args) -> str:
@@ -74,7 +73,13 @@ class TestQuirks:
 
         # agents: both layouts, newest duplicate wins, tmp files skipped
         assert set(AgentSnapshot.objects.values_list("agent_id", flat=True)) == {
-            "a-nested", "a-flat", "a-dup", "a-archived", "a-attention", "a-stale", "a-orphan",
+            "a-nested",
+            "a-flat",
+            "a-dup",
+            "a-archived",
+            "a-attention",
+            "a-stale",
+            "a-orphan",
         }
         nested = AgentSnapshot.objects.get(pk="a-nested")
         assert (nested.workspace.directory, nested.lifecycle, nested.labels) == (APP, "running", {"team": "core"})
@@ -228,8 +233,13 @@ class TestInvalidInput:
         legacy_home.agent("a1", "/srv/a")
         legacy_home.timeline(
             "a1",
-            [row(1), "{not json", row(3, item_id="item-1"), {"seq": 4, "committed_at": "yesterday", "item": {}},
-             {"seq": 5, "committed_at": "2024-01-01T00:00:00Z", "item_id": None, "item": {"no": "type"}}],
+            [
+                row(1),
+                "{not json",
+                row(3, item_id="item-1"),
+                {"seq": 4, "committed_at": "yesterday", "item": {}},
+                {"seq": 5, "committed_at": "2024-01-01T00:00:00Z", "item_id": None, "item": {"no": "type"}},
+            ],
         )
         legacy_home.save()
         with pytest.raises(LegacyImportInvalid) as exc:
@@ -346,7 +356,10 @@ class TestDryRunAndAtomicity:
         assert "agents:        7 created, 0 updated, 0 unchanged, 0 skipped" in output
         # The real run reports exactly what the dry run did.
         real = run(real_report_home)
-        strip = lambda text: [line for line in text.splitlines()[1:] if line.startswith("  ") and ":" in line][:4]
+
+        def strip(text):
+            return [line for line in text.splitlines()[1:] if line.startswith("  ") and ":" in line][:4]
+
         assert len(strip(output)) == 4 and strip(output) == strip(real)
 
     def test_dry_run_over_existing_data_changes_nothing(self, quirks_home):

@@ -8,14 +8,19 @@ from legacy import jsonl
 from legacy.problems import RecordError
 from legacy.records import agent_files, parse_agent, parse_project, parse_time, parse_workspace
 
-BASE_AGENT = {"id": "a1", "provider": "codex", "cwd": "/srv/x", "createdAt": "2024-01-01T00:00:00Z",
-              "updatedAt": "2024-01-01T00:00:00Z"}
+BASE_AGENT = {
+    "id": "a1",
+    "provider": "codex",
+    "cwd": "/srv/x",
+    "createdAt": "2024-01-01T00:00:00Z",
+    "updatedAt": "2024-01-01T00:00:00Z",
+}
 
 
 class TestTimes:
     def test_z_offsets_and_naive_times_are_utc(self):
-        assert parse_time("2024-01-02T03:04:05.678Z", "t") == dt.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=dt.timezone.utc)
-        assert parse_time("2024-01-02T03:04:05", "t").tzinfo == dt.timezone.utc
+        assert parse_time("2024-01-02T03:04:05.678Z", "t") == dt.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=dt.UTC)
+        assert parse_time("2024-01-02T03:04:05", "t").tzinfo == dt.UTC
         assert parse_time("2024-01-02T05:04:05+02:00", "t") == parse_time("2024-01-02T03:04:05Z", "t")
 
     @pytest.mark.parametrize("value", ["soon", 1700000000, ""])
@@ -26,16 +31,32 @@ class TestTimes:
 
 class TestRecords:
     def test_project_kinds_map_and_unknown_keys_are_ignored(self):
-        record = {"projectId": "p", "rootPath": "/a//b/", "kind": "non_git", "createdAt": "2024-01-01T00:00:00Z",
-                  "updatedAt": "2024-01-01T00:00:00Z", "archivedAt": None, "projectKey": "k", "customName": "c"}
+        record = {
+            "projectId": "p",
+            "rootPath": "/a//b/",
+            "kind": "non_git",
+            "createdAt": "2024-01-01T00:00:00Z",
+            "updatedAt": "2024-01-01T00:00:00Z",
+            "archivedAt": None,
+            "projectKey": "k",
+            "customName": "c",
+        }
         project = parse_project(record)
         assert (project.directory, project.kind, project.display_name) == ("/a/b", "directory", "b")
 
     def test_workspace_kinds_map(self):
-        base = {"workspaceId": "w", "projectId": "p", "cwd": "/a", "createdAt": "2024-01-01T00:00:00Z",
-                "updatedAt": "2024-01-01T00:00:00Z"}
+        base = {
+            "workspaceId": "w",
+            "projectId": "p",
+            "cwd": "/a",
+            "createdAt": "2024-01-01T00:00:00Z",
+            "updatedAt": "2024-01-01T00:00:00Z",
+        }
         assert [parse_workspace({**base, "kind": k}).kind for k in ("local_checkout", "directory", "worktree")] == [
-            "checkout", "checkout", "worktree"]
+            "checkout",
+            "checkout",
+            "worktree",
+        ]
         with pytest.raises(RecordError, match="kind must be one of"):
             parse_workspace({**base, "kind": "checkout"})
 
@@ -70,7 +91,14 @@ class TestAgentFiles:
     def test_both_layouts_tmp_leftovers_and_strays(self, tmp_path):
         agents = tmp_path / "agents"
         (agents / "srv-x").mkdir(parents=True)
-        for name in ("srv-x/a1.json", "a2.json", "srv-x/.agent.tmp-1", ".agent.tmp-2.json", "README", "srv-x/notes.txt"):
+        for name in (
+            "srv-x/a1.json",
+            "a2.json",
+            "srv-x/.agent.tmp-1",
+            ".agent.tmp-2.json",
+            "README",
+            "srv-x/notes.txt",
+        ):
             (agents / name).write_text("{}")
         files, leftovers, others = agent_files(agents)
         assert [p.relative_to(agents).as_posix() for p in files] == ["a2.json", "srv-x/a1.json"]
@@ -83,7 +111,7 @@ class TestJsonlLines:
         path = tmp_path / "t.jsonl"
         path.write_bytes(b'{"a": 1}\n\n{broken\n{"b": 2}\n{"c": 3')
         lines = list(jsonl.read_lines(path))
-        assert [(l.lineno, l.value, l.error is not None, l.truncated) for l in lines] == [
+        assert [(line.lineno, line.value, line.error is not None, line.truncated) for line in lines] == [
             (1, {"a": 1}, False, False),
             (3, None, True, False),
             (4, {"b": 2}, False, False),
@@ -93,7 +121,7 @@ class TestJsonlLines:
     def test_a_complete_last_line_without_newline_is_a_row(self, tmp_path):
         path = tmp_path / "t.jsonl"
         path.write_bytes(b'{"a": 1}\n{"b": 2}')
-        assert [l.value for l in jsonl.read_lines(path)] == [{"a": 1}, {"b": 2}]
+        assert [line.value for line in jsonl.read_lines(path)] == [{"a": 1}, {"b": 2}]
 
     def test_invalid_utf8_is_an_error_not_a_crash(self, tmp_path):
         path = tmp_path / "t.jsonl"
@@ -121,7 +149,10 @@ class TestJsonlLines:
             ({"seq": True}, "seq must be a positive integer"),
             ({"seq": 0}, "seq must be a positive integer"),
             ({"seq": 2}, "seq 2 where 1 was expected"),
-            ({"seq": 1, "committed_at": "2024-01-01T00:00:00Z", "item_id": 5, "item": {"type": "t"}}, "item_id must be"),
+            (
+                {"seq": 1, "committed_at": "2024-01-01T00:00:00Z", "item_id": 5, "item": {"type": "t"}},
+                "item_id must be",
+            ),
             ({"seq": 1, "committed_at": "2024-01-01T00:00:00Z", "item": "text"}, "item must be a JSON object"),
             ({"seq": 1, "committed_at": "2024-01-01T00:00:00Z", "item": {"type": "t" * 65}}, 'item must have a "type"'),
         ],

@@ -52,8 +52,13 @@ def main(argv: list[str]) -> int:
                     violations.append(f"{agent_id}: head_seq {head}, rows {seen['count']}, max seq {seen['top']}")
                 now = timezone.now()
                 TimelineRow.objects.bulk_create(
-                    TimelineRow(agent_id=agent_id, seq=head + k, committed_at=now, item_type="message",
-                                item={"text": f"row {head + k}"})
+                    TimelineRow(
+                        agent_id=agent_id,
+                        seq=head + k,
+                        committed_at=now,
+                        item_type="message",
+                        item={"text": f"row {head + k}"},
+                    )
                     for k in range(1, 6)
                 )
                 AgentSnapshot.objects.filter(pk=agent_id).update(head_seq=head + 5)

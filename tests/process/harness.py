@@ -114,7 +114,9 @@ class Server:
         return httpx.get(self.url + path, timeout=10, **kwargs)
 
 
-def start_server(env: dict[str, str], log_path: Path, *, command: list[str] | None = None, timeout: float = 60) -> Server:
+def start_server(
+    env: dict[str, str], log_path: Path, *, command: list[str] | None = None, timeout: float = 60
+) -> Server:
     """Run the entrypoint (or ``command``) and wait until gunicorn listens and /readyz answers 200."""
     process = Process(command or [str(ENTRYPOINT)], env, log_path)
 

@@ -54,7 +54,11 @@ def free_port() -> int:
 
 def manage(env: dict, *args: str, timeout: int = 180) -> None:
     result = subprocess.run(
-        [sys.executable, str(REPO / "manage.py"), *args], env=env, cwd=REPO, capture_output=True, text=True,
+        [sys.executable, str(REPO / "manage.py"), *args],
+        env=env,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
         timeout=timeout,
     )
     assert result.returncode == 0, f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
@@ -115,7 +119,11 @@ def server(tmp_path):
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
                 [sys.executable, str(REPO / "manage.py"), "runserver", "--noreload", f"127.0.0.1:{port}"],
-                env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                env=env,
+                cwd=REPO,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         base_url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + SERVER_START_TIMEOUT

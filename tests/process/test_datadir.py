@@ -94,12 +94,19 @@ class Store:
         return env
 
     def manage(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=self.env,
-                              capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            [sys.executable, "manage.py", *args],
+            cwd=REPO,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
 
     def spawn(self, *args: str) -> subprocess.Popen:
-        child = subprocess.Popen([sys.executable, *args], cwd=REPO, env=self.env, text=True,
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        child = subprocess.Popen(
+            [sys.executable, *args], cwd=REPO, env=self.env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
         self.children.append(child)
         return child
 
@@ -165,8 +172,11 @@ def any_store(request, tmp_path, migrated_sqlite):
         yield store
     finally:
         store.stop_children()
-        pg_admin(url, f"DROP DATABASE IF EXISTS {PG_SCRATCH} WITH (FORCE)",
-                 f"DROP DATABASE IF EXISTS {PG_VERIFY} WITH (FORCE)")
+        pg_admin(
+            url,
+            f"DROP DATABASE IF EXISTS {PG_SCRATCH} WITH (FORCE)",
+            f"DROP DATABASE IF EXISTS {PG_VERIFY} WITH (FORCE)",
+        )
 
 
 def wait_for_line(child: subprocess.Popen, wanted: str, timeout: float) -> None:
@@ -197,23 +207,35 @@ def snapshot_timelines(store: Store, name: str) -> tuple[list[tuple], dict]:
         conn = sqlite3.connect(f"file:{path / 'db' / 'chartr.sqlite3'}?mode=ro", uri=True)
         try:
             assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-            counts = {t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in manifest["database"]["tables"]}
+            counts = {
+                t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in manifest["database"]["tables"]
+            }
             return conn.execute(INVARIANTS).fetchall(), counts
         finally:
             conn.close()
     url = postgres_url()
     pg_admin(url, f"DROP DATABASE IF EXISTS {PG_VERIFY} WITH (FORCE)", f"CREATE DATABASE {PG_VERIFY}")
     verify = with_dbname(url, PG_VERIFY)
-    subprocess.run(["pg_restore", "--no-owner", f"--dbname={verify}", str(path / "db" / "chartr.pgdump")],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        ["pg_restore", "--no-owner", f"--dbname={verify}", str(path / "db" / "chartr.pgdump")],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     counts = {t: pg_query(verify, f'SELECT count(*) FROM "{t}"')[0][0] for t in manifest["database"]["tables"]}
     return pg_query(verify, INVARIANTS), counts
 
 
 def test_snapshot_and_restore_while_appends_run_stay_consistent(any_store):
     store = any_store
-    seed = subprocess.run([sys.executable, "-m", "tests.process.appender", "seed", "4"], cwd=REPO, env=store.env,
-                          capture_output=True, text=True, timeout=120)
+    seed = subprocess.run(
+        [sys.executable, "-m", "tests.process.appender", "seed", "4"],
+        cwd=REPO,
+        env=store.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert seed.returncode == 0, seed.stderr
     stopfile = store.root / "stop-appending"
     appender = store.spawn("-m", "tests.process.appender", "append", "90", str(stopfile))
@@ -255,7 +277,8 @@ def blocked_waiters(lock_file: Path) -> int:
     """How many processes wait for a flock on ``lock_file`` ("->" lines in /proc/locks)."""
     inode = lock_file.stat().st_ino
     return sum(
-        1 for line in Path("/proc/locks").read_text().splitlines()
+        1
+        for line in Path("/proc/locks").read_text().splitlines()
         if "->" in line and "FLOCK" in line and line.split()[-3].endswith(f":{inode}")
     )
 
@@ -304,8 +327,14 @@ def test_the_kernel_releases_the_lock_when_its_holder_dies(sqlite_store):
 
 def test_restore_command_refuses_a_corrupt_snapshot_and_changes_nothing(sqlite_store):
     store = sqlite_store
-    seed = subprocess.run([sys.executable, "-m", "tests.process.appender", "seed", "2"], cwd=REPO, env=store.env,
-                          capture_output=True, text=True, timeout=120)
+    seed = subprocess.run(
+        [sys.executable, "-m", "tests.process.appender", "seed", "2"],
+        cwd=REPO,
+        env=store.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert seed.returncode == 0, seed.stderr
     name = snapshot_name(store.manage("snapshot"))
     db = store.data_dir / "snapshots" / name / "db" / "chartr.sqlite3"

@@ -81,7 +81,9 @@ def test_hadolint_finds_nothing():
 
 def test_multi_stage_on_a_slim_base():
     instructions = parse_dockerfile()
-    args = {k: v for i in instructions if i.keyword == "ARG" and "=" in i.arguments for k, v in [i.arguments.split("=", 1)]}
+    args = {
+        k: v for i in instructions if i.keyword == "ARG" and "=" in i.arguments for k, v in [i.arguments.split("=", 1)]
+    }
     bases = [i.arguments.split()[0] for i in instructions if i.keyword == "FROM"]
     assert len(bases) >= 2
     resolved = [re.sub(r"\$\{(\w+)\}", lambda m: args[m[1]], base) for base in bases]
@@ -185,5 +187,3 @@ def test_entrypoint_with_the_image_env_writes_only_to_data_config_and_tmp(tmp_pa
     assert (container / "data" / ".locks" / "migrate").is_file()
     assert {p.name for p in (container / "config" / "chartr").iterdir()} == {"secret_key", "initial-admin-password"}
     assert tree(REPO, skip) == repo_before, "the entrypoint wrote inside /app"
-
-

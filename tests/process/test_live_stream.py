@@ -87,7 +87,10 @@ def test_reconnect_with_last_event_id_receives_every_seq_exactly_once(servers, r
             rng = random.Random(1)
             for index in range(total):
                 response = append(
-                    client, server, token, "agent-r",
+                    client,
+                    server,
+                    token,
+                    "agent-r",
                     [{"item": {"type": "user_message", "text": f"m{index}"}, "item_id": f"i{index}"}],
                 )
                 if response.status_code != 201:
@@ -147,7 +150,9 @@ def test_stream_sends_keepalive_and_live_rows_without_reconnecting(servers, run_
             assert reader.next_comment() == ": keep-alive"
             assert time.monotonic() - started < 8
             # ...and a row appended later still comes on the same connection.
-            assert append(client, server, token, "agent-k", [{"item": {"type": "user_message", "text": "x"}}]).is_success
+            assert append(
+                client, server, token, "agent-k", [{"item": {"type": "user_message", "text": "x"}}]
+            ).is_success
             event = reader.next_of("committed")
             assert event.data["seq"] == 1 and event.data["item_type"] == "user_message"
         finally:
@@ -164,7 +169,8 @@ def _cross_process_roundtrip(first: ServerProcess, second: ServerProcess, token:
             small = {"type": "assistant_message", "text": "thinking..."}
             response = client.post(
                 first.url("/api/v1/agents/agent-x/timeline/provisional"),
-                json={"item": small, "item_id": "answer-1"}, headers=headers,
+                json={"item": small, "item_id": "answer-1"},
+                headers=headers,
             )
             assert response.status_code == 202, response.text
             started = time.monotonic()
@@ -227,7 +233,9 @@ def test_rows_appended_elsewhere_arrive_through_the_poll_without_any_transport(s
         try:
             assert reader.next().event == "agent"
             for index in range(3):
-                assert append(client, first, token, "agent-x", [{"item": {"type": "todo", "items": [index]}}]).is_success
+                assert append(
+                    client, first, token, "agent-x", [{"item": {"type": "todo", "items": [index]}}]
+                ).is_success
             assert [reader.next_of("committed", timeout=10).data["seq"] for _ in range(3)] == [1, 2, 3]
         finally:
             reader.close()

@@ -98,5 +98,3 @@ def test_migrate_safely_waits_for_the_advisory_lock_on_postgres(tmp_path):
         holder.close()
         with connection.cursor() as cursor:
             cursor.execute(f'DROP DATABASE IF EXISTS "{fresh_db}" WITH (FORCE)')
-
-

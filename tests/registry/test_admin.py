@@ -2,14 +2,13 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
-from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from registry.models import Project, Workspace
 from registry.services import archive_project, archive_workspace
 from snapshots.models import AgentSnapshot
-from tests.support.admin import messages_of
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
+from tests.support.admin import messages_of
 from timeline.models import TimelineRow
 
 pytestmark = pytest.mark.django_db
@@ -254,7 +253,9 @@ class TestArchiveActions:
         assert Project.objects.live().count() == 0
         assert LogEntry.objects.filter(action_flag=CHANGE).count() == 2
 
-    def test_a_record_deleted_before_confirmation_is_reported_not_crashed(self, admin_client, project_tree, monkeypatch):
+    def test_a_record_deleted_before_confirmation_is_reported_not_crashed(
+        self, admin_client, project_tree, monkeypatch
+    ):
         from kernel.errors import NotFound
         from registry.admin import ProjectAdmin
 
@@ -305,7 +306,13 @@ def add_timeline(agent, count: int) -> None:
 
     now = timezone.now()
     TimelineRow.objects.bulk_create(
-        TimelineRow(agent=agent, seq=seq, committed_at=now, item_type="user_message", item={"type": "user_message", "text": "hi"})
+        TimelineRow(
+            agent=agent,
+            seq=seq,
+            committed_at=now,
+            item_type="user_message",
+            item={"type": "user_message", "text": "hi"},
+        )
         for seq in range(1, count + 1)
     )
     AgentSnapshot.objects.filter(pk=agent.pk).update(head_seq=count)
@@ -369,5 +376,7 @@ class TestListPages:
         assert shown(kind__exact="directory") == {"/srv/dir-kind"}
         assert shown(q="tree") == {"/srv/tree"}
 
-        workspaces = admin_client.get(url("workspace_changelist"), {"project__id__exact": project_tree.pk, "archived": "yes"})
+        workspaces = admin_client.get(
+            url("workspace_changelist"), {"project__id__exact": project_tree.pk, "archived": "yes"}
+        )
         assert {w.directory for w in workspaces.context["cl"].result_list} == {"/srv/tree/solo"}

@@ -6,14 +6,21 @@ import pytest
 
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
-from tests.support.api import assert_error
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
+from tests.support.api import assert_error
 
 pytestmark = pytest.mark.django_db
 
 PROJECT_FIELDS = {
-    "id", "directory", "display_name", "kind", "git_remote",
-    "created_at", "updated_at", "archived_at", "archive_operation",
+    "id",
+    "directory",
+    "display_name",
+    "kind",
+    "git_remote",
+    "created_at",
+    "updated_at",
+    "archived_at",
+    "archive_operation",
 }
 
 

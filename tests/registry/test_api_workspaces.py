@@ -3,14 +3,22 @@ from __future__ import annotations
 import pytest
 
 from registry.models import Workspace
-from tests.support.api import assert_error
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
+from tests.support.api import assert_error
 
 pytestmark = pytest.mark.django_db
 
 WORKSPACE_FIELDS = {
-    "id", "project_id", "directory", "display_name", "kind", "branch",
-    "created_at", "updated_at", "archived_at", "archive_operation",
+    "id",
+    "project_id",
+    "directory",
+    "display_name",
+    "kind",
+    "branch",
+    "created_at",
+    "updated_at",
+    "archived_at",
+    "archive_operation",
 }
 
 

@@ -7,8 +7,8 @@ from django.urls import reverse
 from registry.services import archive_workspace
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent, update_agent
-from tests.support.admin import messages_of
 from tests.factories import AgentFactory, WorkspaceFactory
+from tests.support.admin import messages_of
 
 pytestmark = pytest.mark.django_db
 
@@ -61,8 +61,14 @@ class TestAgentCreate:
     def test_creates_through_create_agent(self, admin_client, admin_user):
         workspace = WorkspaceFactory()
         response = admin_client.post(
-            url("add"), add_data(workspace, agent_id="agent:x.1", labels='{"team": "core"}', requires_attention="on",
-                                 attention_reason="permission")
+            url("add"),
+            add_data(
+                workspace,
+                agent_id="agent:x.1",
+                labels='{"team": "core"}',
+                requires_attention="on",
+                attention_reason="permission",
+            ),
         )
         assert response.status_code == 302, response.context["adminform"].form.errors
         agent = AgentSnapshot.objects.get()

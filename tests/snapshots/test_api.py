@@ -5,16 +5,36 @@ import datetime as dt
 import pytest
 
 from snapshots.models import AgentSnapshot
-from tests.support.api import assert_error
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
+from tests.support.api import assert_error
 
 pytestmark = pytest.mark.django_db
 
 AGENT_FIELDS = {
-    "agent_id", "workspace_id", "project_id", "provider", "title", "labels", "lifecycle", "last_mode_id",
-    "config", "runtime_info", "persistence", "requires_attention", "attention_reason", "attention_at",
-    "internal", "created_at", "updated_at", "last_activity_at", "last_user_message_at", "archived_at",
-    "archive_operation", "version", "head_seq", "timeline_epoch",
+    "agent_id",
+    "workspace_id",
+    "project_id",
+    "provider",
+    "title",
+    "labels",
+    "lifecycle",
+    "last_mode_id",
+    "config",
+    "runtime_info",
+    "persistence",
+    "requires_attention",
+    "attention_reason",
+    "attention_at",
+    "internal",
+    "created_at",
+    "updated_at",
+    "last_activity_at",
+    "last_user_message_at",
+    "archived_at",
+    "archive_operation",
+    "version",
+    "head_seq",
+    "timeline_epoch",
 }
 
 
@@ -209,9 +229,9 @@ def test_list_filters(api):
     ws1, ws2 = WorkspaceFactory(project=project), WorkspaceFactory(project=project)
     elsewhere = WorkspaceFactory()
     a = AgentFactory(agent_id="a", workspace=ws1, lifecycle="running", provider="claude")
-    b = AgentFactory(agent_id="b", workspace=ws2, lifecycle="idle", provider="codex")
+    AgentFactory(agent_id="b", workspace=ws2, lifecycle="idle", provider="codex")
     c = AgentFactory(agent_id="c", workspace=elsewhere, lifecycle="idle", provider="claude")
-    d = AgentFactory(agent_id="d", workspace=ws1)
+    AgentFactory(agent_id="d", workspace=ws1)
     api.patch("/api/v1/agents/b", {"requires_attention": True, "attention_reason": "finished"}, format="json")
     api.post("/api/v1/agents/d/archive")
 

@@ -100,17 +100,19 @@ class TestAgentTimeline:
         assert "<strong>User</strong>" in text and "please &lt;fix&gt; it" in text
         assert "<strong>Assistant</strong>" in text and "On it." in text
         assert "<em>Reasoning</em>" in text
-        assert '<code>bash</code>' in text and 'tl-status-failed">failed<' in text and "call c-1" in text
+        assert "<code>bash</code>" in text and 'tl-status-failed">failed<' in text and "call c-1" in text
         assert '"cmd": "make"' in html.unescape(text)  # the rest of a tool call is shown as JSON
         assert 'tl-status-completed">completed</span> write tests' in text and "plain todo" in text
         assert "Interaction request" in text and "Allow write?" in text
         assert "Error</strong>" in text and "rate limited" in text
-        assert "<strong>Compaction</strong> <span class=\"tl-status\">done</span>" in text
+        assert '<strong>Compaction</strong> <span class="tl-status">done</span>' in text
         assert "<strong>future_thing</strong>" in text and '"payload": [' in html.unescape(text)
 
     def test_malformed_items_do_not_break_the_page(self, admin_client):
         agent = AgentFactory()
-        add_rows(agent, [{"type": "tool_call"}, {"type": "todo", "items": "not a list"}, {"type": "user_message", "text": 5}])
+        add_rows(
+            agent, [{"type": "tool_call"}, {"type": "todo", "items": "not a list"}, {"type": "user_message", "text": 5}]
+        )
         response = admin_client.get(change_url(agent))
         assert response.status_code == 200 and shown_seqs(response) == [1, 2, 3]
 
@@ -150,7 +152,10 @@ class TestTimelineRowAdmin:
         assert view.status_code == 200 and "message 1" in view.content.decode()
         changed = admin_client.post(reverse("admin:timeline_timelinerow_change", args=[row.pk]), {"item_type": "x"})
         assert changed.status_code == 403
-        assert admin_client.post(reverse("admin:timeline_timelinerow_delete", args=[row.pk]), {"post": "yes"}).status_code == 403
+        assert (
+            admin_client.post(reverse("admin:timeline_timelinerow_delete", args=[row.pk]), {"post": "yes"}).status_code
+            == 403
+        )
         assert "delete_selected" not in changelist.content.decode()
         row.refresh_from_db()
         assert row.item_type == "user_message" and TimelineRow.objects.count() == 120

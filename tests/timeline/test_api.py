@@ -3,11 +3,11 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from tokens.services import create_api_token
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory
 from timeline.models import TimelineRow
+from tokens.services import create_api_token
 
 pytestmark = pytest.mark.django_db
 
@@ -45,8 +45,11 @@ def test_append_then_read(api):
     page = api.get(url(agent.pk), {"direction": "after", "seq": 0, "limit": 10}).json()
     assert [r["seq"] for r in page["rows"]] == [1, 2]
     assert page["rows"][0] == {
-        "seq": 1, "committed_at": body["rows"][0]["committed_at"], "item_type": "user_message",
-        "item": {"type": "user_message", "text": "a"}, "item_id": "k1",
+        "seq": 1,
+        "committed_at": body["rows"][0]["committed_at"],
+        "item_type": "user_message",
+        "item": {"type": "user_message", "text": "a"},
+        "item_id": "k1",
     }
     assert page["window"] == {"min_seq": 1, "max_seq": 2, "next_seq": 3}
     assert (page["has_older"], page["has_newer"], page["reset"]) == (False, False, False)
@@ -120,8 +123,15 @@ def test_archived_is_409_unknown_is_404_and_history_stays_readable(api):
 
 def test_read_parameters_are_validated(api):
     agent = AgentFactory()
-    for params in ({"direction": "before"}, {"direction": "sideways"}, {"limit": 0}, {"limit": 1001},
-                   {"seq": "abc", "direction": "after"}, {"projection": "x"}, {"seq": 2**70, "direction": "after"}):
+    for params in (
+        {"direction": "before"},
+        {"direction": "sideways"},
+        {"limit": 0},
+        {"limit": 1001},
+        {"seq": "abc", "direction": "after"},
+        {"projection": "x"},
+        {"seq": 2**70, "direction": "after"},
+    ):
         response = api.get(url(agent.pk), params)
         assert response.status_code == 400, (params, response.content)
         assert response.json()["error"]["code"] == "invalid"

@@ -11,11 +11,11 @@ from django.test import AsyncClient, override_settings
 from rest_framework.test import APIClient
 
 from chartr.asgi import application
-from tokens.services import create_api_token, revoke_api_token
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory
 from timeline import broker
 from timeline.broker import Hub
+from tokens.services import create_api_token, revoke_api_token
 
 
 @pytest.fixture
@@ -95,11 +95,18 @@ def test_client_disconnect_releases_the_subscription():
         disconnect = asyncio.Event()
         sent: list[dict] = []
         scope = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
-            "scheme": "http", "path": stream_url(agent.pk), "raw_path": stream_url(agent.pk).encode(),
-            "query_string": b"after_seq=0", "root_path": "",
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": stream_url(agent.pk),
+            "raw_path": stream_url(agent.pk).encode(),
+            "query_string": b"after_seq=0",
+            "root_path": "",
             "headers": [(b"host", b"127.0.0.1"), (b"authorization", f"Bearer {raw}".encode())],
-            "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 80),
+            "client": ("127.0.0.1", 50000),
+            "server": ("127.0.0.1", 80),
         }
         requested = False
 

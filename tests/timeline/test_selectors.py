@@ -85,8 +85,14 @@ def test_archived_agent_stays_readable(agent_with_10_rows):
 
 
 def test_bad_arguments_and_unknown_agent(agent_with_10_rows):
-    for kwargs in ({"direction": "sideways"}, {"direction": "before"}, {"limit": 0}, {"limit": 1001},
-                   {"direction": "after", "seq": -1}, {"projection": "fancy"}):
+    for kwargs in (
+        {"direction": "sideways"},
+        {"direction": "before"},
+        {"limit": 0},
+        {"limit": 1001},
+        {"direction": "after", "seq": -1},
+        {"projection": "fancy"},
+    ):
         with pytest.raises(ValidationError):
             read_timeline(agent_id=agent_with_10_rows.pk, **kwargs)
     with pytest.raises(NotFound):
@@ -101,8 +107,16 @@ def test_a_read_is_two_queries_whatever_the_history(agent_with_10_rows):
 
 def test_projected_view_merges_runs_of_assistant_and_reasoning_rows():
     agent = AgentFactory()
-    kinds = ["user_message", "reasoning", "reasoning", "assistant_message", "assistant_message",
-             "assistant_message", "user_message", "assistant_message"]
+    kinds = [
+        "user_message",
+        "reasoning",
+        "reasoning",
+        "assistant_message",
+        "assistant_message",
+        "assistant_message",
+        "user_message",
+        "assistant_message",
+    ]
     append_timeline_items(
         agent_id=agent.pk,
         items=[NewTimelineItem(item={"type": k, "text": f"{i}."}, item_id=f"i{i}") for i, k in enumerate(kinds, 1)],

@@ -124,7 +124,9 @@ class TestAppend:
         from timeline.signals import timeline_committed
 
         seen = []
-        timeline_committed.connect(lambda **kw: seen.append((kw["agent_id"], kw["head_seq"])), weak=False, dispatch_uid="t")
+        timeline_committed.connect(
+            lambda **kw: seen.append((kw["agent_id"], kw["head_seq"])), weak=False, dispatch_uid="t"
+        )
         try:
             agent = AgentFactory()
             with django_capture_on_commit_callbacks(execute=True):

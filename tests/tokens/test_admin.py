@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
-from django.db import connection
 from django.test import RequestFactory
-from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
-from django.utils import timezone
 from rest_framework import exceptions
 
+from tests.support.admin import messages_of
 from tokens.authentication import BearerTokenAuthentication
 from tokens.models import ApiToken
-from legacy.models import ImportRun
 from tokens.services import create_api_token, hash_token
-from registry.services import archive_project
-from snapshots.services import update_agent
-from tests.support.admin import messages_of
-from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -101,14 +93,19 @@ class TestApiTokens:
         token, _ = create_api_token(name="a")
         change = reverse("admin:tokens_apitoken_change", args=[token.pk])
         assert admin_client.post(change, {"name": "renamed"}).status_code == 403
-        assert admin_client.post(reverse("admin:tokens_apitoken_delete", args=[token.pk]), {"post": "yes"}).status_code == 403
+        assert (
+            admin_client.post(reverse("admin:tokens_apitoken_delete", args=[token.pk]), {"post": "yes"}).status_code
+            == 403
+        )
         token.refresh_from_db()
         assert token.name == "a"
 
     def test_revoke_needs_change_permission(self, staff_client):
         token, _ = create_api_token(name="a")
         client = staff_client("tokens.view_apitoken")
-        assert client.post(reverse("admin:tokens_apitoken_revoke", args=[token.pk]), {"confirm": "yes"}).status_code == 403
+        assert (
+            client.post(reverse("admin:tokens_apitoken_revoke", args=[token.pk]), {"confirm": "yes"}).status_code == 403
+        )
         assert client.get(reverse("admin:tokens_apitoken_add")).status_code == 403
         token.refresh_from_db()
         assert token.revoked_at is None

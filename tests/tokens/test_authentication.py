@@ -5,11 +5,11 @@ import datetime as dt
 import pytest
 from django.utils import timezone
 
+from registry.models import Project
+from tests.factories import AgentFactory
+from tests.support.api import assert_error, client_with
 from tokens.models import ApiToken
 from tokens.services import create_api_token, revoke_api_token
-from registry.models import Project
-from tests.support.api import assert_error, client_with
-from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db
 

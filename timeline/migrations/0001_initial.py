@@ -5,28 +5,42 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('snapshots', '0001_initial'),
+        ("snapshots", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='TimelineRow',
+            name="TimelineRow",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('seq', models.PositiveBigIntegerField()),
-                ('committed_at', models.DateTimeField()),
-                ('item_type', models.CharField(max_length=64)),
-                ('item', models.JSONField()),
-                ('item_id', models.CharField(blank=True, max_length=256, null=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='timeline_rows', to='snapshots.agentsnapshot')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("seq", models.PositiveBigIntegerField()),
+                ("committed_at", models.DateTimeField()),
+                ("item_type", models.CharField(max_length=64)),
+                ("item", models.JSONField()),
+                ("item_id", models.CharField(blank=True, max_length=256, null=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="timeline_rows",
+                        to="snapshots.agentsnapshot",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['agent', 'seq'],
-                'constraints': [models.UniqueConstraint(fields=('agent', 'seq'), name='timeline_agent_seq_unique'), models.UniqueConstraint(condition=models.Q(('item_id__isnull', False)), fields=('agent', 'item_id'), name='timeline_agent_item_id_unique'), models.CheckConstraint(condition=models.Q(('seq__gte', 1)), name='timeline_seq_positive')],
+                "ordering": ["agent", "seq"],
+                "constraints": [
+                    models.UniqueConstraint(fields=("agent", "seq"), name="timeline_agent_seq_unique"),
+                    models.UniqueConstraint(
+                        condition=models.Q(("item_id__isnull", False)),
+                        fields=("agent", "item_id"),
+                        name="timeline_agent_item_id_unique",
+                    ),
+                    models.CheckConstraint(condition=models.Q(("seq__gte", 1)), name="timeline_seq_positive"),
+                ],
             },
         ),
     ]

@@ -22,7 +22,12 @@ class Migration(migrations.Migration):
                 migrations.CreateModel(
                     name="ApiToken",
                     fields=[
-                        ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                        (
+                            "id",
+                            models.BigAutoField(
+                                auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                            ),
+                        ),
                         ("name", models.CharField(max_length=128)),
                         ("prefix", models.CharField(db_index=True, max_length=16)),
                         ("token_hash", models.CharField(editable=False, max_length=64, unique=True)),

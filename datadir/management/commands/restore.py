@@ -17,19 +17,32 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--list", dest="list_only", action="store_true", help="List the data snapshots, newest first.")
-        parser.add_argument("--from", dest="name", metavar="NAME", help="Snapshot to restore, e.g. 20260719-104432.512.")
         parser.add_argument(
-            "--no-wait", action="store_true",
+            "--list", dest="list_only", action="store_true", help="List the data snapshots, newest first."
+        )
+        parser.add_argument(
+            "--from", dest="name", metavar="NAME", help="Snapshot to restore, e.g. 20260719-104432.512."
+        )
+        parser.add_argument(
+            "--no-wait",
+            action="store_true",
             help="Fail at once instead of waiting when another snapshot or restore is running.",
         )
         parser.add_argument(
-            "--dry-run", action="store_true",
+            "--dry-run",
+            action="store_true",
             help="Check the snapshot completely (hashes, integrity, row counts) and change nothing.",
         )
 
-    def handle(self, *args, list_only: bool = False, name: str | None = None, no_wait: bool = False,
-               dry_run: bool = False, **options):
+    def handle(
+        self,
+        *args,
+        list_only: bool = False,
+        name: str | None = None,
+        no_wait: bool = False,
+        dry_run: bool = False,
+        **options,
+    ):
         if list_only:
             if name or dry_run:
                 raise CommandError("--list cannot be combined with --from or --dry-run.")
@@ -42,10 +55,12 @@ class Command(BaseCommand):
         except OSError as exc:  # a full disk or a permission problem in the data dir
             raise CommandError(f"The restore failed: {exc.filename or 'the data dir'}: {exc.strerror or exc}") from exc
         if result.dry_run:
-            self.stdout.write(self.style.SUCCESS(
-                f"Data snapshot {result.restored} is complete and intact ({result.files_restored} files); "
-                "nothing was changed (dry run)."
-            ))
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"Data snapshot {result.restored} is complete and intact ({result.files_restored} files); "
+                    "nothing was changed (dry run)."
+                )
+            )
             return
         self.stdout.write(f"Pre-restore snapshot: {result.undo_snapshot}")
         self.stdout.write(self.style.SUCCESS(f"Restored data snapshot {result.restored}."))

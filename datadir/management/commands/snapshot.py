@@ -18,7 +18,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--no-wait", action="store_true",
+            "--no-wait",
+            action="store_true",
             help="Fail at once instead of waiting when another snapshot or restore is running.",
         )
 
@@ -31,7 +32,9 @@ class Command(BaseCommand):
         except ChartrError as exc:
             raise CommandError(exc.message) from exc
         except OSError as exc:  # a full disk or a permission problem in the data dir
-            raise CommandError(f"The data snapshot failed: {exc.filename or 'the data dir'}: {exc.strerror or exc}") from exc
+            raise CommandError(
+                f"The data snapshot failed: {exc.filename or 'the data dir'}: {exc.strerror or exc}"
+            ) from exc
         self.stdout.write(self.style.SUCCESS(f"Data snapshot {result.name} taken in {result.path}"))
         rows = sum(result.tables.values())
         self.stdout.write(f"  database: {result.engine}, {len(result.tables)} tables, {rows} rows")

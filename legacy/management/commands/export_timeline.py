@@ -17,9 +17,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("agent_id", nargs="?")
         parser.add_argument("--out", help="write to this file instead of stdout")
-        parser.add_argument(
-            "--all", dest="export_all", action="store_true", help="export every agent; needs --out-dir"
-        )
+        parser.add_argument("--all", dest="export_all", action="store_true", help="export every agent; needs --out-dir")
         parser.add_argument("--out-dir", help="directory for --all")
 
     def handle(self, *args, agent_id, out, export_all, out_dir, **options):

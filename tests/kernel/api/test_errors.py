@@ -9,9 +9,9 @@ from django.core.cache import cache
 
 from registry.models import Project
 from snapshots.models import AgentSnapshot
+from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 from tests.kernel.api.boom_urls import SECRET
 from tests.support.api import assert_error
-from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -94,9 +94,7 @@ def test_huge_numbers(api):
         response = api.post("/api/v1/agents", {"workspace_id": value, "provider": "p"}, format="json")
         assert_error(response, 400, "invalid", fields=["workspace_id"])
     big = {"int": 10**40, "neg": -(10**40), "float": 1.7976931348623157e308, "tiny": 5e-324}
-    response = api.post(
-        "/api/v1/agents", {"workspace_id": workspace.pk, "provider": "p", "config": big}, format="json"
-    )
+    response = api.post("/api/v1/agents", {"workspace_id": workspace.pk, "provider": "p", "config": big}, format="json")
     assert response.status_code == 201, response.content
     stored = api.get(f"/api/v1/agents/{response.json()['agent_id']}").json()["config"]
     assert (stored["int"], stored["neg"]) == (big["int"], big["neg"])

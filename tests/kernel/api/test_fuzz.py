@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, settings
 from schemathesis.generation import GenerationMode
 
 from kernel.api.schema import ERROR_CODES
-from tokens.services import create_api_token
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 from timeline.schema import STREAM_PATH
+from tokens.services import create_api_token
 
 MAX_EXAMPLES = int(os.environ.get("CHARTR_FUZZ_EXAMPLES", "25"))
 
@@ -53,7 +53,8 @@ def fuzzable_schema() -> dict:
 schema = schemathesis.openapi.from_dict(fuzzable_schema())
 schema.app = InProcessWSGI()
 schema.config.generation.update(
-    modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE], max_examples=MAX_EXAMPLES,
+    modes=[GenerationMode.POSITIVE, GenerationMode.NEGATIVE],
+    max_examples=MAX_EXAMPLES,
     deterministic=True,
     # The test sends a real token with every request; auth is checked by `ignored_auth` and test_auth.py.
     with_security_parameters=False,

@@ -34,11 +34,34 @@ FUZZ = settings(
     max_examples=120, derandomize=True, deadline=None, database=None, suppress_health_check=list(HealthCheck)
 )
 
-AGENT_CREATE_FIELDS = ["agent_id", "provider", "title", "labels", "lifecycle", "config", "runtime_info",
-                       "persistence", "internal", "workspace_id"]
-AGENT_PATCH_FIELDS = ["provider", "title", "labels", "lifecycle", "last_mode_id", "config", "runtime_info",
-                      "persistence", "requires_attention", "attention_reason", "attention_at", "internal",
-                      "last_activity_at", "last_user_message_at"]
+AGENT_CREATE_FIELDS = [
+    "agent_id",
+    "provider",
+    "title",
+    "labels",
+    "lifecycle",
+    "config",
+    "runtime_info",
+    "persistence",
+    "internal",
+    "workspace_id",
+]
+AGENT_PATCH_FIELDS = [
+    "provider",
+    "title",
+    "labels",
+    "lifecycle",
+    "last_mode_id",
+    "config",
+    "runtime_info",
+    "persistence",
+    "requires_attention",
+    "attention_reason",
+    "attention_at",
+    "internal",
+    "last_activity_at",
+    "last_user_message_at",
+]
 PROJECT_FIELDS = ["directory", "kind", "display_name", "git_remote"]
 
 
@@ -79,16 +102,34 @@ def test_agent_patch_any_value(api, agent_setup, field, value, if_match):
 
 @pytest.mark.django_db
 @FUZZ
-@given(values=st.fixed_dictionaries({}, optional={name: json_values | any_text for name in PROJECT_FIELDS}))
+@given(values=st.fixed_dictionaries({}, optional=dict.fromkeys(PROJECT_FIELDS, json_values | any_text)))
 def test_project_create_any_value(api, values):
     assert send(api, "POST", "/api/v1/projects", values).status_code in (201, 400, 409)
 
 
 @pytest.mark.django_db
 @FUZZ
-@given(query=st.dictionaries(st.sampled_from(["archived", "kind", "directory", "search", "cursor", "limit",
-                                              "workspace_id", "project_id", "lifecycle", "requires_attention",
-                                              "provider"]), any_text, max_size=4))
+@given(
+    query=st.dictionaries(
+        st.sampled_from(
+            [
+                "archived",
+                "kind",
+                "directory",
+                "search",
+                "cursor",
+                "limit",
+                "workspace_id",
+                "project_id",
+                "lifecycle",
+                "requires_attention",
+                "provider",
+            ]
+        ),
+        any_text,
+        max_size=4,
+    )
+)
 def test_list_filters_any_value(api, agent_setup, query):
     from urllib.parse import quote
 

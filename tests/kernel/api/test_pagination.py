@@ -9,8 +9,8 @@ from django.utils import timezone
 
 from kernel.api.pagination import encode_cursor
 from snapshots.models import AgentSnapshot
-from tests.support.api import assert_error
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
+from tests.support.api import assert_error
 
 pytestmark = pytest.mark.django_db
 
