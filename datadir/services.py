@@ -34,18 +34,9 @@ from datadir.errors import (
     SnapshotToolMissing,
 )
 from datadir.lock import store_lock
+from kernel.postgres import libpq_environment
 from snapshots.models import AgentSnapshot, new_timeline_epoch
 from snapshots.signals import agents_changed
-
-#: Environment variables libpq reads, by the Django OPTIONS key they come from.
-_LIBPQ_OPTION_ENV = {
-    "sslmode": "PGSSLMODE",
-    "sslrootcert": "PGSSLROOTCERT",
-    "sslcert": "PGSSLCERT",
-    "sslkey": "PGSSLKEY",
-    "connect_timeout": "PGCONNECT_TIMEOUT",
-    "application_name": "PGAPPNAME",
-}
 
 
 @dataclass(frozen=True)
@@ -127,24 +118,7 @@ def _require_tool(name: str) -> str:
 def _pg_env(settings_dict: dict[str, Any]) -> dict[str, str]:
     """Connection parameters for pg_dump/pg_restore/psql, passed through the
     environment so the password never appears on a command line."""
-    env = dict(os.environ)
-    for key, var in (
-        ("HOST", "PGHOST"),
-        ("PORT", "PGPORT"),
-        ("USER", "PGUSER"),
-        ("PASSWORD", "PGPASSWORD"),
-        ("NAME", "PGDATABASE"),
-    ):
-        value = settings_dict.get(key)
-        if value not in (None, ""):
-            env[var] = str(value)
-        else:
-            env.pop(var, None)
-    for option, var in _LIBPQ_OPTION_ENV.items():
-        value = (settings_dict.get("OPTIONS") or {}).get(option)
-        if value not in (None, ""):
-            env[var] = str(value)
-    return env
+    return libpq_environment(settings_dict)
 
 
 def _run_tool(args: list[str], *, env: dict[str, str], what: str) -> subprocess.CompletedProcess:

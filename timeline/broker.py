@@ -42,6 +42,8 @@ from typing import Any, TypeVar
 from django.conf import settings
 from django.db import DatabaseError, connections
 
+from kernel.postgres import connection_keywords
+
 logger = logging.getLogger("chartr.live")
 T = TypeVar("T")
 
@@ -671,15 +673,7 @@ def read_agent_state(agent_id: str) -> dict | None:
 
 
 def postgres_connect_kwargs() -> dict:
-    db = settings.DATABASES["default"]
-    kwargs = {"dbname": db["NAME"]}
-    for key, name in (("USER", "user"), ("PASSWORD", "password"), ("HOST", "host"), ("PORT", "port")):
-        if db.get(key):
-            kwargs[name] = str(db[key])
-    for key, value in (db.get("OPTIONS") or {}).items():
-        if key in ("sslmode", "sslrootcert", "sslcert", "sslkey", "connect_timeout", "application_name"):
-            kwargs[key] = value
-    kwargs.setdefault("connect_timeout", 5)
+    kwargs: dict = {"connect_timeout": 5, **connection_keywords(settings.DATABASES["default"])}
     return kwargs
 
 
