@@ -6,7 +6,8 @@ buffers a streaming response whole. An async worker also keeps one
 long-lived stream from tying up a worker, and its heartbeat means
 ``CHARTR_TIMEOUT`` bounds a stuck worker, not a long stream.
 
-Each setting comes from a CHARTR_* variable; docs/deploy.md lists them. As
+Each setting comes from a CHARTR_* variable; docs/configuration.md lists
+them with every other variable (docs/deploy.md explains the server ones). As
 in the Django settings, ``<config dir>/chartr.env`` is read too and the real
 environment wins over it.
 

@@ -2,6 +2,13 @@
 
 Precedence: real environment variables, then ``<config dir>/chartr.env``,
 then the defaults below. Nothing secret lives in this file.
+
+One section per concern, each setting defined once, in this order: paths and
+secrets; apps, middleware and templates; accounts and locale; database;
+static files; limits; API; live timeline stream; data snapshots; deployment
+and security; logging. Every environment variable read here (and by
+gunicorn.conf.py and bin/chartr-entrypoint) is listed in docs/configuration.md;
+a test keeps that table complete.
 """
 
 from __future__ import annotations
@@ -9,6 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import environ
+from whitenoise.compress import Compressor
 
 from chartr.paths import (
     ENV_FILENAME,
@@ -18,6 +26,7 @@ from chartr.paths import (
     resolve_data_dir,
 )
 
+# --- Paths & secrets --------------------------------------------------------
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 CONFIG_DIR = ensure_private_dir(resolve_config_dir())
@@ -30,11 +39,9 @@ if (CONFIG_DIR / ENV_FILENAME).is_file():
 # The data dir may come from chartr.env too, so resolve it after reading it.
 DATA_DIR = ensure_private_dir(resolve_data_dir())
 
-DEBUG = env.bool("CHARTR_DEBUG", default=False)
 SECRET_KEY = env.str("CHARTR_SECRET_KEY", default="") or load_or_create_secret_key(CONFIG_DIR)
-ALLOWED_HOSTS = env.list("CHARTR_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
-CSRF_TRUSTED_ORIGINS = env.list("CHARTR_CSRF_TRUSTED_ORIGINS", default=[])
 
+# --- Apps, middleware & templates -------------------------------------------
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -92,7 +99,20 @@ TEMPLATES = [
     },
 ]
 
-# --- Database -------------------------------------------------------------
+# --- Accounts & locale ------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env.str("CHARTR_TIME_ZONE", default="UTC")
+USE_I18N = True
+USE_TZ = True
+
+# --- Database ---------------------------------------------------------------
 SQLITE_PATH = DATA_DIR / "chartr.sqlite3"
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}")}
 # Django's backends plus database-held ON DELETE CASCADE (see chartr/db_backends).
@@ -112,44 +132,39 @@ if DATABASE_VENDOR == "sqlite":
         "timeout": env.int("CHARTR_SQLITE_TIMEOUT", default=20),
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    # A file, not Django's shared-cache in-memory default: concurrency tests
+    # need real WAL locking between connections, the way production runs.
+    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test_chartr.sqlite3")}
 # Persistent connections: the server runs sync requests on a fixed pool of
 # threads (chartr/asgi.py), each keeping its connection between requests.
 DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CHARTR_CONN_MAX_AGE", default=60))
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
-# Threads per server process for everything but the live stream.
+# Threads (and so database connections) per server process for everything but
+# the live stream; the stream's reads have their own, CHARTR_LIVE_DB_THREADS.
 CHARTR_SYNC_THREADS = env.int("CHARTR_SYNC_THREADS", default=8)
-if DATABASE_VENDOR == "sqlite":
-    # A file, not Django's shared-cache in-memory default: concurrency tests
-    # need real WAL locking between connections, the way production runs.
-    DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test_chartr.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
-    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
-    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
-]
-
-LANGUAGE_CODE = "en-us"
-TIME_ZONE = env.str("CHARTR_TIME_ZONE", default="UTC")
-USE_I18N = True
-USE_TZ = True
-
+# --- Static files -----------------------------------------------------------
 STATIC_URL = "static/"
 STATIC_ROOT = env.path("CHARTR_STATIC_ROOT", default=str(BASE_DIR / "staticfiles"))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    # Hashed, compressed static files once collectstatic has run; plain names
+    # before that, so pages render in tests and fresh checkouts with DEBUG off.
+    "staticfiles": {"BACKEND": "chartr.staticfiles.ManifestOnceCollectedStorage"},
 }
+# Source maps are half of the collected bytes and only browser devtools fetch
+# them: leaving them uncompressed makes a collect markedly faster.
+WHITENOISE_SKIP_COMPRESS_EXTENSIONS = [*Compressor.SKIP_COMPRESS_EXTENSIONS, "map"]
 
-# --- Limits ---------------------------------------------------------------
+# --- Limits -----------------------------------------------------------------
 # Request bodies above this get 413 payload_too_large.
 CHARTR_MAX_BODY_BYTES = env.int("CHARTR_MAX_BODY_BYTES", default=1024 * 1024)
 # A single timeline item above this gets 413 payload_too_large.
 CHARTR_MAX_ITEM_BYTES = env.int("CHARTR_MAX_ITEM_BYTES", default=1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(CHARTR_MAX_BODY_BYTES, 2_621_440)
 
+# --- API --------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tokens.authentication.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["tokens.permissions.HasApiToken"],
@@ -164,6 +179,8 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
     "DATETIME_FORMAT": "iso-8601",
 }
+# Requests per token, e.g. "600/m" or "50/s"; empty (the default) means no limit.
+CHARTR_API_THROTTLE_RATE = env.str("CHARTR_API_THROTTLE_RATE", default="")
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "chartr API",
@@ -191,28 +208,41 @@ SPECTACULAR_SETTINGS = {
         "WorkspaceKindEnum": "registry.models.WorkspaceKind",
     },
 }
-# Requests per token, e.g. "600/m" or "50/s"; empty (the default) means no limit.
-CHARTR_API_THROTTLE_RATE = env.str("CHARTR_API_THROTTLE_RATE", default="")
 
+# --- Live timeline stream (timeline/live/, docs/timeline.md) ----------------
+# Cross-process fan-out through Redis pub/sub when set.
 CHARTR_REDIS_URL = env.str("CHARTR_REDIS_URL", default="")
+# auto: redis when CHARTR_REDIS_URL is set, else postgres on PostgreSQL, else local.
+CHARTR_LIVE_TRANSPORT = env.str("CHARTR_LIVE_TRANSPORT", default="auto")
+# Pub/sub channel; empty = derived from the database, so deployments sharing one Redis stay apart.
+CHARTR_LIVE_CHANNEL = env.str("CHARTR_LIVE_CHANNEL", default="")
+# Threads (and so database connections) per process serving the streams' reads.
+CHARTR_LIVE_DB_THREADS = env.int("CHARTR_LIVE_DB_THREADS", default=4)
+# Safety net: how often each process re-reads head_seq/version of its subscribed
+# agents. An environment variable so the real-process tests can slow or speed it.
+CHARTR_LIVE_POLL_SECONDS = env.float("CHARTR_LIVE_POLL_SECONDS", default=1.0)
+# Seconds between keep-alive comments on an idle stream (the real-process tests set 1).
+CHARTR_SSE_KEEPALIVE_SECONDS = env.float("CHARTR_SSE_KEEPALIVE_SECONDS", default=15.0)
+# Fixed: no deployment needs to tune these (tests use override_settings).
+# Buffered news per subscriber before it falls back to catch-up from the database.
+CHARTR_SSE_BUFFER_SIZE = 256
+# Rows per database read while catching up.
+CHARTR_SSE_BATCH_SIZE = 100
+# The reconnect delay sent to EventSource as `retry:`.
+CHARTR_SSE_RETRY_MS = 1000
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env.str("CHARTR_LOG_LEVEL", default="INFO")},
-}
+# --- Data snapshots (datadir/, docs/snapshots.md) ---------------------------
+# How many data snapshots <data dir>/snapshots keeps; 0 disables them.
+CHARTR_SNAPSHOTS_KEEP = env.int("CHARTR_SNAPSHOTS_KEEP", default=14)
 
-# --- Deployment -------------------------------------------------------------
-# Health probes answer before host validation and the HTTPS redirect; see
-# chartr/health.py for why.
-# Hashed, compressed static files once collectstatic has run; plain names
-# before that, so pages render in tests and fresh checkouts with DEBUG off.
-STORAGES["staticfiles"] = {"BACKEND": "chartr.staticfiles.ManifestOnceCollectedStorage"}
-
+# --- Deployment & security (docs/deploy.md) ---------------------------------
+DEBUG = env.bool("CHARTR_DEBUG", default=False)
+ALLOWED_HOSTS = env.list("CHARTR_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CHARTR_CSRF_TRUSTED_ORIGINS", default=[])
 # The defaults serve plain http on 127.0.0.1. Behind a TLS-terminating proxy,
 # set the production environment from docs/deploy.md; with it,
-# `manage.py check --deploy` reports no issue.
+# `manage.py check --deploy` reports no issue. Health probes answer before
+# host validation and the HTTPS redirect; see chartr/health.py for why.
 CHARTR_SECURE_COOKIES = env.bool("CHARTR_SECURE_COOKIES", default=False)
 SESSION_COOKIE_SECURE = CHARTR_SECURE_COOKIES
 CSRF_COOKIE_SECURE = CHARTR_SECURE_COOKIES
@@ -224,31 +254,12 @@ SECURE_HSTS_PRELOAD = env.bool("CHARTR_HSTS_PRELOAD", default=False)
 # otherwise a client could claim https.
 if env.bool("CHARTR_TRUST_X_FORWARDED_PROTO", default=False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
-# CHARTR_LOG_LEVEL is shared with gunicorn.conf.py, which takes any case.
-LOGGING["root"]["level"] = LOGGING["root"]["level"].upper()
-# Source maps are half of the collected bytes and only browser devtools fetch
-# them: leaving them uncompressed makes a collect markedly faster.
-from whitenoise.compress import Compressor  # noqa: E402  (kept next to its one use)
 
-WHITENOISE_SKIP_COMPRESS_EXTENSIONS = [*Compressor.SKIP_COMPRESS_EXTENSIONS, "map"]
-
-# --- Data snapshots (chartr/datadir) ----------------------------------------
-# How many data snapshots <data dir>/snapshots keeps; 0 disables them.
-CHARTR_SNAPSHOTS_KEEP = env.int("CHARTR_SNAPSHOTS_KEEP", default=14)
-
-
-# --- Live timeline stream (timeline/broker.py, docs/timeline.md) ----------
-# auto: redis when CHARTR_REDIS_URL is set, else postgres on PostgreSQL, else local.
-CHARTR_LIVE_TRANSPORT = env.str("CHARTR_LIVE_TRANSPORT", default="auto")
-# Pub/sub channel; empty = derived from the database, so deployments sharing one Redis stay apart.
-CHARTR_LIVE_CHANNEL = env.str("CHARTR_LIVE_CHANNEL", default="")
-# Safety net: how often each process re-reads head_seq/version of its subscribed agents.
-CHARTR_LIVE_POLL_SECONDS = env.float("CHARTR_LIVE_POLL_SECONDS", default=1.0)
-# Threads (and so database connections) per process serving the streams' reads.
-CHARTR_LIVE_DB_THREADS = env.int("CHARTR_LIVE_DB_THREADS", default=4)
-CHARTR_SSE_KEEPALIVE_SECONDS = env.float("CHARTR_SSE_KEEPALIVE_SECONDS", default=15.0)
-# Buffered news per subscriber before it falls back to catch-up from the database.
-CHARTR_SSE_BUFFER_SIZE = env.int("CHARTR_SSE_BUFFER_SIZE", default=256)
-# Rows per database read while catching up.
-CHARTR_SSE_BATCH_SIZE = env.int("CHARTR_SSE_BATCH_SIZE", default=100)
-CHARTR_SSE_RETRY_MS = env.int("CHARTR_SSE_RETRY_MS", default=1000)
+# --- Logging ----------------------------------------------------------------
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # CHARTR_LOG_LEVEL is shared with gunicorn.conf.py, which takes any case.
+    "root": {"handlers": ["console"], "level": env.str("CHARTR_LOG_LEVEL", default="INFO").upper()},
+}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -100,3 +101,72 @@ def test_sqlite_runs_with_wal_foreign_keys_and_immediate_transactions():
         assert cursor.fetchone()[0] >= 5000
     assert connection.settings_dict["OPTIONS"]["transaction_mode"] == "IMMEDIATE"
     assert "journal_mode=WAL" in connection.settings_dict["OPTIONS"]["init_command"]
+
+
+# --- docs/configuration.md lists every environment variable the code reads ---
+
+CONFIGURATION_DOC = REPO / "docs" / "configuration.md"
+APP_PACKAGES = ("chartr", "kernel", "tokens", "registry", "snapshots", "timeline", "legacy", "datadir", "dashboard")
+# Reads in Python: env.<type>(NAME, os.environ.get(NAME, environ[NAME], and gunicorn.conf.py's _env(NAME and
+# _flag(NAME, NAME quoted; in the entrypoint and compose.yaml: ${NAME or ${NAME:-default}; in the Dockerfile: NAME=.
+PYTHON_READ = re.compile(
+    r"""(?:\benv\.\w+|\benv|\b_env|\b_flag|environ\.get|environ\.setdefault|getenv)\(\s*["']([A-Z][A-Z0-9_]*)["']"""
+    r"""|environ\[["']([A-Z][A-Z0-9_]*)["']\]"""
+)
+SHELL_READ = re.compile(r"\$\{([A-Z][A-Z0-9_]*)")
+DOCKERFILE_ENV = re.compile(r"\b(CHARTR_[A-Z0-9_]+|XDG_[A-Z_]+)=")
+# Read, but not through a call the patterns above can see (os.path.expanduser("~")).
+READ_INDIRECTLY = {"HOME"}
+
+
+def python_sources() -> list[Path]:
+    files = [REPO / "gunicorn.conf.py", REPO / "manage.py"]
+    for package in (*APP_PACKAGES, "tests", "bench"):
+        files.extend(sorted((REPO / package).rglob("*.py")))
+    return files
+
+
+def variables_read_by_the_code() -> dict[str, str]:
+    """Every environment variable name read anywhere, with one file that reads it."""
+    found: dict[str, str] = {}
+    for path in python_sources():
+        for match in PYTHON_READ.finditer(path.read_text()):
+            found.setdefault(match[1] or match[2], str(path.relative_to(REPO)))
+    for name in ("bin/chartr-entrypoint", "compose.yaml"):
+        for match in SHELL_READ.finditer((REPO / name).read_text()):
+            found.setdefault(match[1], name)
+    for match in DOCKERFILE_ENV.finditer((REPO / "Dockerfile").read_text()):
+        found.setdefault(match[1], "Dockerfile")
+    return found
+
+
+def documented_variables() -> set[str]:
+    rows = re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", CONFIGURATION_DOC.read_text(), re.M)
+    assert len(rows) == len(set(rows)), "docs/configuration.md lists a variable twice"
+    return set(rows)
+
+
+def test_every_environment_variable_is_documented():
+    read = variables_read_by_the_code()
+    # The scan must see the usual suspects, or it has stopped working.
+    assert {"DATABASE_URL", "CHARTR_SECRET_KEY", "CHARTR_BIND", "CHARTR_COLLECTSTATIC", "CHARTR_DATA_DIR"} <= set(read)
+    missing = {name: where for name, where in read.items() if name not in documented_variables()}
+    assert not missing, f"read by the code but not in docs/configuration.md: {missing}"
+
+
+def test_configuration_doc_lists_nothing_the_code_no_longer_reads():
+    stale = documented_variables() - set(variables_read_by_the_code()) - READ_INDIRECTLY
+    assert not stale, f"in docs/configuration.md but read nowhere: {sorted(stale)}"
+
+
+def test_tuning_constants_are_not_environment_variables(tmp_path):
+    """The live stream's buffer, batch and retry sizes are fixed; the environment cannot change them."""
+    env = {"CHARTR_SSE_BUFFER_SIZE": "5", "CHARTR_SSE_BATCH_SIZE": "5", "CHARTR_SSE_RETRY_MS": "5"}
+    probe = (
+        "import json; from django.conf import settings as s; "
+        "print(json.dumps([s.CHARTR_SSE_BUFFER_SIZE, s.CHARTR_SSE_BATCH_SIZE, s.CHARTR_SSE_RETRY_MS]))"
+    )
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("CHARTR_", "XDG_", "DATABASE_URL"))}
+    base.update({"HOME": str(tmp_path), "DJANGO_SETTINGS_MODULE": "chartr.settings", **env})
+    out = subprocess.run([sys.executable, "-c", probe], env=base, cwd=REPO, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [256, 100, 1000]
