@@ -237,7 +237,7 @@ WHITENOISE_SKIP_COMPRESS_EXTENSIONS = [*Compressor.SKIP_COMPRESS_EXTENSIONS, "ma
 CHARTR_SNAPSHOTS_KEEP = env.int("CHARTR_SNAPSHOTS_KEEP", default=14)
 
 
-# --- Live timeline stream (timeline/broker.py, docs/timeline.md) ----------
+# --- Live timeline stream (timeline/live/, docs/timeline.md) ----------
 # auto: redis when CHARTR_REDIS_URL is set, else postgres on PostgreSQL, else local.
 CHARTR_LIVE_TRANSPORT = env.str("CHARTR_LIVE_TRANSPORT", default="auto")
 # Pub/sub channel; empty = derived from the database, so deployments sharing one Redis stay apart.
