@@ -8,6 +8,6 @@ class TimelineConfig(AppConfig):
     def ready(self) -> None:
         # The live hub hears about commits and snapshot changes from any
         # caller (API, admin, commands) and forwards them to other processes.
-        from timeline.broker import connect_signals
+        from timeline.live.hub import connect_signals
 
         connect_signals()

@@ -2,7 +2,7 @@
 
 The stream is a plain async view, which drf-spectacular cannot inspect, so
 this post-processing hook writes its operation into the schema by hand. Keep
-it in step with timeline/live_views.py and docs/timeline.md.
+it in step with timeline/live/views.py and docs/timeline.md.
 """
 
 from __future__ import annotations

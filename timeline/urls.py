@@ -1,10 +1,11 @@
 from django.urls import path
 
-from timeline import live_views, views
+from timeline import views
+from timeline.live import views as live_views
 
 urlpatterns = [
     path("agents/<str:agent_id>/timeline", views.AgentTimelineView.as_view(), name="agent-timeline"),
-    # A plain async view (see timeline/live_views.py); timeline/schema.py documents it.
+    # A plain async view (see timeline/live/views.py); timeline/schema.py documents it.
     path("agents/<str:agent_id>/timeline/stream", live_views.timeline_stream, name="timeline-stream"),
     path(
         "agents/<str:agent_id>/timeline/provisional",

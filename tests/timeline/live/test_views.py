@@ -13,8 +13,8 @@ from rest_framework.test import APIClient
 from chartr.asgi import application
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory
-from timeline import broker
-from timeline.broker import Hub
+from timeline.live import hub as live_hub
+from timeline.live.hub import Hub
 from tokens.services import create_api_token, revoke_api_token
 
 
@@ -22,9 +22,9 @@ from tokens.services import create_api_token, revoke_api_token
 def fresh_hub():
     """A hub of its own, closed after the test so its database threads' sessions end."""
     hub = Hub(transport="local")
-    previous = broker.set_hub(hub)
+    previous = live_hub.set_hub(hub)
     yield hub
-    broker.set_hub(previous)
+    live_hub.set_hub(previous)
     asyncio.run(hub.aclose())
 
 
@@ -91,7 +91,7 @@ def test_client_disconnect_releases_the_subscription():
 
     async def scenario():
         hub = Hub(transport="local")
-        previous = broker.set_hub(hub)
+        previous = live_hub.set_hub(hub)
         disconnect = asyncio.Event()
         sent: list[dict] = []
         scope = {
@@ -137,7 +137,7 @@ def test_client_disconnect_releases_the_subscription():
             assert hub.subscriber_count() == 0
             assert hub.channels == {}
         finally:
-            broker.set_hub(previous)
+            live_hub.set_hub(previous)
             await hub.aclose()
 
     asyncio.run(scenario())

@@ -7,8 +7,9 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from kernel.errors import ArchivedConflict
-from timeline.broker import Provisional, get_hub
 from timeline.items import check_item_size, new_item_problems
+from timeline.live.hub import get_hub
+from timeline.live.messages import Provisional
 from timeline.selectors import get_agent_for_timeline
 
 

@@ -22,11 +22,11 @@ from rest_framework.views import APIView
 
 from kernel.api.errors import exception_handler
 from kernel.api.serializers import StrictCharField
-from timeline.broker import get_hub
-from timeline.live import publish_provisional
+from timeline.live.hub import get_hub
+from timeline.live.provisional import publish_provisional
+from timeline.live.stream import TimelineStream
 from timeline.selectors import get_agent_for_timeline
 from timeline.serializers import MAX_SEQ
-from timeline.stream import TimelineStream
 from tokens.authentication import BearerTokenAuthentication
 from tokens.permissions import HasApiToken
 

@@ -1,0 +1,70 @@
+"""The hub: bounded subscriber buffers and database reads shared within a channel."""
+
+from __future__ import annotations
+
+from tests.factories import AgentFactory
+from tests.timeline.live.support import Reader, append, db, in_thread, run
+from timeline.live.hub import Channel, Hub
+from timeline.live.messages import Provisional, Resync
+from timeline.live.stream import TimelineStream
+
+
+def test_a_full_buffer_turns_into_one_resync():
+    async def scenario(hub: Hub):
+        subscription = hub.subscribe("a")
+        for n in range(5):
+            hub.deliver(Provisional("a", {"type": "x"}, str(n)))
+        assert subscription.overflows >= 1
+        assert subscription.pending() <= 3
+        kinds = []
+        while subscription.pending():
+            kinds.append(type((await subscription.get(timeout=1))[1]))
+        assert Resync in kinds
+        subscription.close()
+        assert hub.subscriber_count() == 0
+
+    run(scenario, buffer_size=3)
+
+
+@db
+def test_many_subscribers_share_one_database_read_per_append():
+    agent = AgentFactory()
+
+    async def scenario(hub: Hub):
+        reads = 0
+        original = hub.read_batch
+
+        def counting(*args):
+            nonlocal reads
+            reads += 1
+            return original(*args)
+
+        hub.read_batch = counting
+        readers = [Reader(TimelineStream(hub, agent.pk, after_seq=0, epoch=None)) for _ in range(20)]
+        for reader in readers:
+            assert (await reader.next())[0] == "agent"
+        reads = 0
+        await in_thread(append, agent.pk, "x")
+        for reader in readers:
+            assert await reader.committed_seqs(1) == [1]
+        assert reads <= 3, reads
+        for reader in readers:
+            await reader.close()
+
+    run(scenario)
+
+
+@db
+def test_finished_shared_reads_are_bounded_per_channel():
+    agent = AgentFactory()
+    append(agent.pk, *[str(n) for n in range(60)])
+
+    async def scenario(hub: Hub):
+        channel = Channel(agent.pk)
+        for after_seq in range(50):  # 50 reconnects at 50 different cursors, no news in between
+            batch = await channel.read(hub, after_seq=after_seq, min_generation=0, limit=10)
+            assert batch.rows[0][0] == after_seq + 1
+        assert len(channel._reads) == Channel.MAX_KEPT_READS
+        assert min(channel._reads) == 50 - Channel.MAX_KEPT_READS  # the oldest went first
+
+    run(scenario)

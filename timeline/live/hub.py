@@ -1,0 +1,349 @@
+"""The per-process live hub: who is subscribed to which agent, and how news reaches them.
+
+Within a process the hub fans out in memory. Across processes its transport
+(``timeline.live.transports``) carries the same messages. Every message
+carries the sending process's ``origin``; a process delivers its own messages
+directly and ignores their echo from the transport. A poll of the subscribed
+agents' heads is the safety net for news that never came.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import uuid
+from collections import deque
+from typing import Any
+
+from django.conf import settings
+
+from snapshots.signals import agents_changed
+from timeline.live import reads
+from timeline.live.messages import AgentsChanged, Committed, Message, Provisional, Resync, decode_message
+from timeline.live.reads import DatabaseRunner, LiveBatch
+from timeline.live.transports.base import LiveTransport
+from timeline.live.transports.factory import make_transport
+from timeline.signals import timeline_committed
+
+logger = logging.getLogger("chartr.live")
+
+
+class Subscription:
+    """One stream's buffer. Bounded: when it overflows, the buffered news is
+    replaced by a single :class:`Resync`, so the stream goes back to the
+    database instead of being dropped (provisional items in the dropped
+    buffer are lost; they are ephemeral by definition)."""
+
+    def __init__(self, hub: Hub, agent_id: str, *, capacity: int):
+        self.hub = hub
+        self.agent_id = agent_id
+        self.capacity = capacity
+        self.overflows = 0
+        self._buffer: deque[tuple[int, Any]] = deque()
+        self._ready = asyncio.Event()
+        self.closed = False
+        #: The channel's generation when this subscription joined.
+        self.joined_generation = 0
+
+    def put(self, generation: int, message: Any) -> None:
+        if len(self._buffer) >= self.capacity:
+            self._buffer.clear()
+            self.overflows += 1
+            message = Resync(self.agent_id)
+        self._buffer.append((generation, message))
+        self._ready.set()
+
+    async def get(self, timeout: float | None) -> tuple[int, Any] | None:
+        """The next ``(generation, message)``, or None after ``timeout`` seconds without one."""
+        if not self._buffer:
+            self._ready.clear()
+            try:
+                await asyncio.wait_for(self._ready.wait(), timeout)
+            except TimeoutError:
+                return None
+        return self._buffer.popleft()
+
+    def pending(self) -> int:
+        return len(self._buffer)
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.hub._unsubscribe(self)
+
+
+class Channel:
+    """The subscribers of one agent, plus single-flight database reads.
+
+    ``generation`` counts the news dispatched to this channel. A read started at
+    generation g saw everything committed before news g+1 was dispatched, so a
+    subscriber that has consumed news up to g can share it instead of issuing
+    its own query; with 100 subscribers on one agent an append costs one read.
+    """
+
+    def __init__(self, agent_id: str):
+        self.agent_id = agent_id
+        self.subscribers: set[Subscription] = set()
+        self.generation = 0
+        self.known: tuple[int, str, int] | None = None  # (head_seq, epoch, version) last seen
+        #: after_seq -> (generation when the read started, its future); reads in flight
+        #: and finished ones still current, shared by subscribers at the same cursor.
+        self._reads: dict[int, tuple[int, asyncio.Future]] = {}
+
+    #: Finished reads kept for sharing, per channel. Each holds up to a batch of
+    #: encoded rows, so a burst of reconnects at many different cursors on a
+    #: quiet agent must not pin them all; reads still in flight are never dropped.
+    MAX_KEPT_READS = 32
+
+    def _forget_oldest_finished_reads(self) -> None:
+        excess = len(self._reads) - self.MAX_KEPT_READS
+        if excess <= 0:
+            return
+        for key in [k for k, (_, future) in self._reads.items() if future.done()][:excess]:
+            del self._reads[key]
+
+    def dispatch(self, message: Any) -> None:
+        self.generation += 1
+        for subscriber in list(self.subscribers):
+            subscriber.put(self.generation, message)
+
+    async def read(self, hub: Hub, *, after_seq: int, min_generation: int, limit: int) -> LiveBatch:
+        entry = self._reads.get(after_seq)
+        if entry is not None and entry[0] >= min_generation:
+            return await asyncio.shield(entry[1])
+        # Reads started before the latest news cannot serve anyone who has seen it.
+        for key in [k for k, (generation, _) in self._reads.items() if generation < self.generation]:
+            del self._reads[key]
+        future = asyncio.ensure_future(hub.db.run(hub.read_batch, self.agent_id, after_seq, limit))
+        self._reads[after_seq] = (self.generation, future)
+        self._forget_oldest_finished_reads()
+
+        def forget_failure(done: asyncio.Future, key: int = after_seq) -> None:
+            if (done.cancelled() or done.exception() is not None) and self._reads.get(key, (0, None))[1] is done:
+                del self._reads[key]
+
+        future.add_done_callback(forget_failure)
+        return await asyncio.shield(future)
+
+
+class Hub:
+    #: The blocking reads, run on ``self.db``; attributes so a test can count them.
+    read_batch = staticmethod(reads.read_batch)
+    read_heads = staticmethod(reads.read_heads)
+
+    def __init__(
+        self,
+        *,
+        buffer_size: int | None = None,
+        poll_interval: float | None = None,
+        transport: str | LiveTransport | None = None,
+        db_threads: int | None = None,
+    ):
+        self.origin = uuid.uuid4().hex[:12]
+        self.buffer_size = buffer_size or settings.CHARTR_SSE_BUFFER_SIZE
+        self.poll_interval = poll_interval or settings.CHARTR_LIVE_POLL_SECONDS
+        if not isinstance(transport, LiveTransport):
+            transport = make_transport(transport, origin=self.origin)
+        self.transport = transport
+        self.db = DatabaseRunner(threads=db_threads or settings.CHARTR_LIVE_DB_THREADS)
+        self.channels: dict[str, Channel] = {}
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: list[asyncio.Task] = []
+
+    @property
+    def listening(self) -> asyncio.Event | None:
+        """Set once the transport listener is connected (tests wait on it)."""
+        return self.transport.connected
+
+    # -- lifecycle (event-loop side) --
+
+    def _ensure_started(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self.loop is loop and not loop.is_closed():
+            return
+        self.loop = loop
+        self._tasks = [loop.create_task(self._poll_forever(), name="chartr-live-poll")]
+        self.transport.start(loop, receive=self.receive_payload, on_connect=self.resync_all)
+
+    async def aclose(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await self.transport.aclose()
+        for task in self._tasks:
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+        self._tasks = []
+        self.loop = None
+        await asyncio.to_thread(self.db.shutdown)
+
+    def subscribe(self, agent_id: str) -> Subscription:
+        """Start buffering news for ``agent_id``. Call from the event loop."""
+        self._ensure_started()
+        channel = self.channels.get(agent_id)
+        if channel is None:
+            channel = self.channels[agent_id] = Channel(agent_id)
+        subscription = Subscription(self, agent_id, capacity=self.buffer_size)
+        subscription.joined_generation = channel.generation
+        channel.subscribers.add(subscription)
+        return subscription
+
+    async def wait_listening(self, timeout: float) -> bool:
+        """Wait (bounded) until the transport listener is connected; news sent by
+        other processes before that is only caught up by the poll."""
+        connected = self.transport.connected
+        if connected is None:
+            return False
+        try:
+            await asyncio.wait_for(connected.wait(), timeout)
+            return True
+        except TimeoutError:
+            return False
+
+    def _unsubscribe(self, subscription: Subscription) -> None:
+        channel = self.channels.get(subscription.agent_id)
+        if channel is None:
+            return
+        channel.subscribers.discard(subscription)
+        if not channel.subscribers:
+            del self.channels[subscription.agent_id]
+
+    def subscriber_count(self, agent_id: str | None = None) -> int:
+        if agent_id is not None:
+            channel = self.channels.get(agent_id)
+            return len(channel.subscribers) if channel else 0
+        return sum(len(c.subscribers) for c in self.channels.values())
+
+    async def read(self, subscription: Subscription, *, after_seq: int, min_generation: int) -> LiveBatch:
+        channel = self.channels.get(subscription.agent_id)
+        if channel is None or subscription.closed:
+            return await self.db.run(self.read_batch, subscription.agent_id, after_seq, settings.CHARTR_SSE_BATCH_SIZE)
+        return await channel.read(
+            self, after_seq=after_seq, min_generation=min_generation, limit=settings.CHARTR_SSE_BATCH_SIZE
+        )
+
+    # -- delivery (event-loop side) --
+
+    def deliver(self, message: Any) -> None:
+        """Hand ``message`` to the local subscribers it concerns. Never blocks."""
+        if isinstance(message, Committed):
+            channel = self.channels.get(message.agent_id)
+            if channel is not None:
+                if channel.known is not None and message.head_seq > channel.known[0]:
+                    channel.known = (message.head_seq, message.epoch, channel.known[2])
+                channel.dispatch(message)
+        elif isinstance(message, AgentsChanged):
+            for channel in self._channels_of(message.agent_ids):
+                channel.dispatch(message)
+        elif isinstance(message, (Provisional, Resync)):
+            channel = self.channels.get(message.agent_id)
+            if channel is not None:
+                channel.dispatch(message)
+
+    def _channels_of(self, agent_ids: tuple[str, ...]) -> list[Channel]:
+        """The channels of those of ``agent_ids`` with subscribers here, by the cheaper lookup
+        (an archive cascade can name thousands of agents)."""
+        if len(agent_ids) <= len(self.channels):
+            found = [self.channels.get(agent_id) for agent_id in agent_ids]
+            return [channel for channel in found if channel is not None]
+        wanted = set(agent_ids)
+        return [channel for agent_id, channel in self.channels.items() if agent_id in wanted]
+
+    def resync_all(self) -> None:
+        for channel in list(self.channels.values()):
+            channel.dispatch(Resync(channel.agent_id))
+
+    def receive_payload(self, payload: str | bytes) -> None:
+        """Handle one message from the transport (event-loop side)."""
+        try:
+            origin, message = decode_message(payload)
+        except ValueError:
+            logger.warning("Dropping a malformed live message", exc_info=True)
+            return
+        if origin != self.origin:
+            self.deliver(message)
+
+    # -- publishing (any thread) --
+
+    def publish(self, message: Message) -> None:
+        """Deliver locally and send to the other processes. Never raises: the
+        caller has usually just committed, and its client must get its answer."""
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self.deliver, message)
+            except RuntimeError:  # the loop closed in between
+                pass
+        try:
+            self.transport.publish(message)
+        except Exception:
+            logger.warning("Could not send live %s to other processes", type(message).__name__, exc_info=True)
+
+    # -- the safety net (event-loop side) --
+
+    async def _poll_forever(self) -> None:
+        """Notice commits and snapshot changes whose news never came."""
+        while True:
+            await asyncio.sleep(self.poll_interval)
+            try:
+                await self.poll_once()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.warning("Live poll failed", exc_info=True)
+
+    async def poll_once(self) -> None:
+        agent_ids = list(self.channels)
+        if not agent_ids:
+            return
+        heads = await self.db.run(self.read_heads, agent_ids)
+        for agent_id in agent_ids:
+            channel = self.channels.get(agent_id)
+            if channel is None:
+                continue
+            seen = heads.get(agent_id)
+            previous, channel.known = channel.known, seen
+            if seen is None or previous is None:
+                # Gone, or first look: let the subscribers check for themselves.
+                channel.dispatch(Resync(agent_id))
+            elif seen[:2] != previous[:2]:
+                channel.dispatch(Committed(agent_id, seen[0], seen[1]))
+            elif seen[2] != previous[2]:
+                channel.dispatch(AgentsChanged((agent_id,), "changed"))
+
+
+# --- The process-wide hub and the signal receivers ---------------------------------
+
+_hub: Hub | None = None
+_hub_lock = threading.Lock()
+
+
+def get_hub() -> Hub:
+    global _hub
+    with _hub_lock:
+        if _hub is None:
+            _hub = Hub()
+        return _hub
+
+
+def set_hub(hub: Hub | None) -> Hub | None:
+    """Replace the process-wide hub (tests); returns the previous one."""
+    global _hub
+    with _hub_lock:
+        previous, _hub = _hub, hub
+        return previous
+
+
+def on_timeline_committed(sender, *, agent_id: str, head_seq: int, epoch: str, **kwargs) -> None:
+    get_hub().publish(Committed(agent_id=agent_id, head_seq=head_seq, epoch=epoch))
+
+
+def on_agents_changed(sender, *, agent_ids, reason: str, **kwargs) -> None:
+    get_hub().publish(AgentsChanged(agent_ids=tuple(agent_ids), reason=reason))
+
+
+def connect_signals() -> None:
+    timeline_committed.connect(on_timeline_committed, dispatch_uid="chartr-live-committed")
+    agents_changed.connect(on_agents_changed, dispatch_uid="chartr-live-agents")

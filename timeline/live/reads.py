@@ -1,0 +1,121 @@
+"""The database reads the live stream needs, and the thread pool that runs them off the event loop.
+
+Every function here is blocking ORM code; the hub runs it through
+:class:`DatabaseRunner`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from django.db import DatabaseError, connections
+
+from snapshots.models import AgentSnapshot
+from timeline.live.sse import encode_committed_row
+from timeline.selectors import rows_after
+
+T = TypeVar("T")
+
+#: The snapshot fields an ``agent`` event carries.
+AGENT_STATE_FIELDS = (
+    "agent_id",
+    "lifecycle",
+    "requires_attention",
+    "attention_reason",
+    "attention_at",
+    "archived_at",
+    "updated_at",
+    "version",
+    "head_seq",
+    "timeline_epoch",
+)
+
+#: Agents per ``IN`` list when polling heads, so the list stays bounded.
+HEADS_PER_QUERY = 500
+
+
+@dataclass
+class LiveBatch:
+    """What one database read saw: rows after a seq (pre-encoded SSE frames) and the agent's state.
+
+    ``agent`` is None when the agent no longer exists.
+    """
+
+    rows: list[tuple[int, bytes]]
+    agent: dict | None
+
+
+def read_agent_state(agent_id: str) -> dict | None:
+    """The snapshot fields an ``agent`` event carries, or None if the agent is gone."""
+    return AgentSnapshot.objects.filter(pk=agent_id).values(*AGENT_STATE_FIELDS).first()
+
+
+def read_batch(agent_id: str, after_seq: int, limit: int) -> LiveBatch:
+    """Up to ``limit`` committed rows after ``after_seq``, then the agent's state."""
+    rows = rows_after(agent_id=agent_id, after_seq=after_seq, limit=limit) if limit else []
+    # The agent is read after the rows: if its epoch is still the one the
+    # reader holds, the history was not replaced before the rows were read.
+    agent = read_agent_state(agent_id)
+    return LiveBatch(rows=[(row.seq, encode_committed_row(row)) for row in rows], agent=agent)
+
+
+def read_heads(agent_ids: list[str]) -> dict[str, tuple[int, str, int]]:
+    """``agent_id -> (head_seq, timeline_epoch, version)`` for the agents that still exist."""
+    heads: dict[str, tuple[int, str, int]] = {}
+    for start in range(0, len(agent_ids), HEADS_PER_QUERY):
+        rows = AgentSnapshot.objects.filter(pk__in=agent_ids[start : start + HEADS_PER_QUERY]).values_list(
+            "agent_id", "head_seq", "timeline_epoch", "version"
+        )
+        heads.update((agent_id, (head, epoch, version)) for agent_id, head, epoch, version in rows)
+    return heads
+
+
+class DatabaseRunner:
+    """Runs blocking ORM calls for the live stream on a small dedicated pool.
+
+    Each thread keeps its own connection between calls, so the number of
+    database connections the streams use is bounded by the pool size, not by
+    the number of open streams. A connection that broke (database restart) is
+    closed and the call retried once.
+    """
+
+    def __init__(self, *, threads: int):
+        self.threads = threads
+        self._executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="chartr-live-db")
+
+    async def run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: self._call(fn, args, kwargs))
+
+    @staticmethod
+    def _call(fn, args, kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except DatabaseError:
+            connection = connections["default"]
+            if connection.in_atomic_block:
+                raise
+            connection.close()
+            return fn(*args, **kwargs)
+
+    def shutdown(self) -> None:
+        """Close every pool thread's connection (PostgreSQL will not drop a
+        database that still has sessions), then stop the threads."""
+        barrier = threading.Barrier(self.threads)
+
+        def close_here() -> None:
+            connections.close_all()
+            try:
+                # Holding each task until all have started puts one on every thread.
+                barrier.wait(timeout=2)
+            except threading.BrokenBarrierError:
+                pass
+
+        for _ in range(self.threads):
+            self._executor.submit(close_here)
+        self._executor.shutdown(wait=True)

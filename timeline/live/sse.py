@@ -1,0 +1,72 @@
+"""Server-Sent Events framing for the live stream: committed rows, agent states, keep-alives.
+
+Its own module because both the database reads (which pre-encode rows once
+for every subscriber sharing a read) and the stream need it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+from django.core.serializers.json import DjangoJSONEncoder
+
+from timeline.serializers import render_timestamp
+
+KEEPALIVE = b": keep-alive\n\n"
+
+
+def _iso(value: dt.datetime | None) -> str | None:
+    """ISO 8601 with an explicit offset, as every API response renders timestamps."""
+    return render_timestamp(value)
+
+
+class _Encoder(DjangoJSONEncoder):
+    def default(self, o):
+        if isinstance(o, dt.datetime):
+            return _iso(o)
+        return super().default(o)
+
+
+def _json(data) -> str:
+    return json.dumps(data, cls=_Encoder, separators=(",", ":"), ensure_ascii=False)
+
+
+def sse_frame(event: str, data, *, event_id: int | None = None) -> bytes:
+    """One SSE event. JSON never contains a raw newline, so ``data`` is one line."""
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {event}\ndata: {_json(data)}\n\n".encode()
+
+
+def encode_committed_row(row) -> bytes:
+    return sse_frame(
+        "committed",
+        {
+            "seq": row.seq,
+            "committed_at": _iso(row.committed_at),
+            "item_type": row.item_type,
+            "item": row.item,
+            "item_id": row.item_id,
+        },
+        event_id=row.seq,
+    )
+
+
+def agent_event(state: dict, reason: str, *, event_id: int | None = None) -> bytes:
+    return sse_frame(
+        "agent",
+        {
+            "agent_id": state["agent_id"],
+            "reason": reason,
+            "lifecycle": state["lifecycle"],
+            "requires_attention": state["requires_attention"],
+            "attention_reason": state["attention_reason"],
+            "attention_at": _iso(state["attention_at"]),
+            "archived_at": _iso(state["archived_at"]),
+            "updated_at": _iso(state["updated_at"]),
+            "version": state["version"],
+            "head_seq": state["head_seq"],
+            "epoch": state["timeline_epoch"],
+        },
+        event_id=event_id,
+    )

@@ -1,0 +1,56 @@
+"""PostgreSQL ``LISTEN``/``NOTIFY``: the default on PostgreSQL without Redis.
+
+``NOTIFY`` is sent on Django's own connection; each process keeps one
+``LISTEN`` connection of its own. A payload is limited to 8000 bytes, so a larger message (a big
+provisional item, an archive cascade over thousands of agents) is split into
+chunks sent in one transaction; PostgreSQL delivers a transaction's
+notifications together and in order, and the listener reassembles them.
+Nothing is stored.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import psycopg
+from django.conf import settings
+from django.db import connections, transaction
+from psycopg import sql
+
+from kernel.postgres import connection_keywords
+from timeline.live.messages import ChunkAssembler, Message, encode_message, split_payload
+from timeline.live.transports.base import ListeningTransport, PayloadReceiver
+
+
+def postgres_connect_kwargs() -> dict:
+    """psycopg keyword arguments for a connection of our own to Django's default database."""
+    return {"connect_timeout": 5, **connection_keywords(settings.DATABASES["default"])}
+
+
+class PostgresTransport(ListeningTransport):
+    name = "postgres"
+    lost_message = "Live LISTEN connection lost; reconnecting"
+
+    def __init__(self, *, channel_name: str, origin: str):
+        super().__init__(channel_name=channel_name, origin=origin)
+        self._message_ids = itertools.count(1)
+
+    def publish(self, message: Message) -> None:
+        payload = encode_message(message, self.origin)
+        chunks = split_payload(payload, f"{self.origin}.{next(self._message_ids)}")
+        connection = connections["default"]
+        # One transaction, so that PostgreSQL delivers all the chunks together.
+        with transaction.atomic(), connection.cursor() as cursor:
+            for chunk in chunks:
+                cursor.execute("SELECT pg_notify(%s, %s)", [self.channel_name, chunk])
+
+    async def listen_once(self, receive: PayloadReceiver, subscribed: Callable[[], None]) -> None:
+        assembler = ChunkAssembler()
+        async with await psycopg.AsyncConnection.connect(**postgres_connect_kwargs(), autocommit=True) as conn:
+            await conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel_name)))
+            subscribed()
+            async for notify in conn.notifies():
+                payload = assembler.feed(notify.payload)
+                if payload is not None:
+                    receive(payload)
