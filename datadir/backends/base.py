@@ -48,7 +48,7 @@ class DatabaseBackend(ABC):
     def live_files(self) -> tuple[set[str], set[tuple[int, int]]]:
         """Paths and (device, inode) pairs of the live database inside the data
         dir: the file copy leaves them out, because dump() copies the database.
-        None for an engine whose database lives elsewhere."""
+        Empty for an engine whose database lives elsewhere."""
         return set(), set()
 
     @abstractmethod
