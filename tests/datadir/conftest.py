@@ -7,7 +7,11 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+from datadir import store
+from registry.services import archive_project
 from snapshots.models import AgentSnapshot
+from snapshots.services import delete_agent, update_agent
+from tests.factories import AgentFactory, WorkspaceFactory
 from timeline.models import TimelineRow
 
 EXCLUDED = ("snapshots", "backup", ".locks")
@@ -75,3 +79,34 @@ def epochs() -> dict[str, str]:
 def snapshot_dirs(data_dir: Path) -> list[str]:
     root = data_dir / "snapshots"
     return sorted(p.name for p in root.iterdir()) if root.exists() else []
+
+
+def build_state(data_dir):
+    workspace = WorkspaceFactory()
+    agents = [AgentFactory(workspace=workspace, agent_id=f"a{n}") for n in range(3)]
+    for agent in agents:
+        append_rows(agent.agent_id, 4)
+    (data_dir / "state.json").write_text('{"v": 1}')
+    (data_dir / "uploads").mkdir()
+    (data_dir / "uploads" / "blob.bin").write_bytes(os.urandom(4096))
+    (data_dir / "gone-later.txt").write_text("bye")
+    return workspace, agents
+
+
+def mutate_state(data_dir, workspace):
+    """What a bad run might do: archive a project, write rows, delete, rewrite files."""
+    append_rows("a0", 7)
+    update_agent(agent=AgentSnapshot.objects.get(pk="a1"), title="renamed by a buggy client")
+    delete_agent(agent=AgentSnapshot.objects.get(pk="a2"))
+    AgentFactory(workspace=workspace, agent_id="newcomer")
+    archive_project(project=workspace.project)
+    (data_dir / "state.json").write_text('{"v": 2, "broken": true}')
+    (data_dir / "gone-later.txt").unlink()
+    (data_dir / "new.txt").write_text("appeared")
+
+
+def rehash_db(path, manifest):
+    """Make the manifest match a dump that was changed on purpose."""
+    db = path / manifest["database"]["file"]
+    manifest["database"]["size"] = db.stat().st_size
+    manifest["database"]["sha256"] = store.hash_file(db)

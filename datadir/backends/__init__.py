@@ -1,0 +1,27 @@
+"""Database engines for data snapshots: one DatabaseBackend class per engine (see base.py)."""
+
+from __future__ import annotations
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.utils.module_loading import import_string
+
+from datadir.backends.base import DatabaseBackend
+from datadir.errors import SnapshotFailed
+
+#: Connection vendor -> the backend class serving it.
+BACKENDS = {
+    "sqlite": "datadir.backends.sqlite.SQLiteBackend",
+    "postgresql": "datadir.backends.postgresql.PostgreSQLBackend",
+}
+
+
+def database_backend(connection: BaseDatabaseWrapper | None = None) -> DatabaseBackend:
+    """The backend for ``connection`` (default: the default database's)."""
+    if connection is None:
+        connection = connections[DEFAULT_DB_ALIAS]
+    try:
+        backend_class = import_string(BACKENDS[connection.vendor])
+    except KeyError:
+        raise SnapshotFailed(f"Data snapshots support SQLite and PostgreSQL, not {connection.vendor}.") from None
+    return backend_class(connection)

@@ -1,0 +1,62 @@
+"""Taking, rotating and restoring data snapshots. The commands and the admin page call these.
+
+A snapshot and a restore each run under the store lock (datadir.lock),
+so they never interleave. Neither goes through the ORM for the bulk of its
+work: the database is copied whole (SQLite online backup API, or pg_dump),
+which is what makes the copy consistent while the server keeps writing.
+
+How it is built: one module per phase (take.py, verify.py, restore.py, with
+files.py for the data files and changes.py for the change list), written once
+against datadir.backends.base.DatabaseBackend; each database engine implements
+that interface in one class (datadir/backends/sqlite.py, postgresql.py).
+"""
+
+from __future__ import annotations
+
+from datadir import store
+from datadir.errors import SnapshotsDisabled
+from datadir.lock import store_lock
+from datadir.services.changes import summarize_changes
+from datadir.services.restore import RestoreResult, all_agent_ids, restore_locked
+from datadir.services.take import SnapshotResult, take_locked
+from snapshots.models import AgentSnapshot
+from snapshots.signals import agents_changed
+
+__all__ = ["RestoreResult", "SnapshotResult", "restore_snapshot", "summarize_changes", "take_snapshot"]
+
+
+def take_snapshot(*, wait: bool = True, reason: str = "manual", note: str = "") -> SnapshotResult:
+    """Snapshot the database and the data dir's files into ``<data dir>/snapshots/<name>/``,
+    then drop the oldest snapshots beyond CHARTR_SNAPSHOTS_KEEP.
+
+    Raises SnapshotsDisabled when CHARTR_SNAPSHOTS_KEEP is 0, StoreBusy when
+    ``wait`` is false and another snapshot or restore is running.
+    """
+    if store.snapshots_keep() == 0:
+        raise SnapshotsDisabled("Data snapshots are disabled (CHARTR_SNAPSHOTS_KEEP=0); nothing was done.")
+    with store_lock(wait=wait):
+        store.remove_leftovers(store.snapshots_root(create=True))
+        return take_locked(reason=reason, note=note)
+
+
+def restore_snapshot(*, name: str | None = None, wait: bool = True, dry_run: bool = False) -> RestoreResult:
+    """Replace the database and data files with snapshot ``name`` (default: the newest).
+
+    The snapshot is checked completely first (manifest, hashes, SQLite
+    integrity and row counts, or ``pg_restore --list``); a bad one raises
+    SnapshotCorrupt and nothing changes. Then the current state is snapshotted
+    (its name is in the result, and restoring it undoes this restore), the
+    database is replaced atomically, and every agent's timeline_epoch gets a
+    new random value in the same step, so stale cursors get ``reset``.
+    ``dry_run`` does all the checks and stops there.
+    """
+    if not dry_run and store.snapshots_keep() == 0:
+        raise SnapshotsDisabled(
+            "Data snapshots are disabled (CHARTR_SNAPSHOTS_KEEP=0), so this restore could not be undone; "
+            "set CHARTR_SNAPSHOTS_KEEP to 1 or more to restore. Nothing was changed."
+        )
+    with store_lock(wait=wait):
+        result = restore_locked(name=name, dry_run=dry_run)
+    if result.agents_with_new_epoch:
+        agents_changed.send(sender=AgentSnapshot, agent_ids=all_agent_ids(), reason="restore")
+    return result
