@@ -189,22 +189,56 @@ def bulk_append_timeline_rows(
 # --- the core ---------------------------------------------------------------
 
 
-def _lock_agent(agent_id: str, *, allow_archived: bool) -> AgentSnapshot:
-    # Only the bookkeeping columns: the agent's JSON blobs are not needed here.
-    agent = (
-        AgentSnapshot.objects.select_for_update()
-        .only("agent_id", "head_seq", "timeline_epoch", "archived_at")
-        .filter(pk=agent_id)
-        .first()
+@dataclass
+class _AgentHead:
+    """The bookkeeping columns of an agent row locked for an append."""
+
+    agent_id: str
+    head_seq: int
+    timeline_epoch: str
+    archived: bool
+
+
+def _agent_column(name: str) -> str:
+    return connection.ops.quote_name(AgentSnapshot._meta.get_field(name).column)
+
+
+def _lock_agent(agent_id: str, *, allow_archived: bool) -> _AgentHead:
+    """Read the agent's head under a lock held until the transaction ends.
+
+    ``SELECT ... FOR UPDATE`` where the backend has it (PostgreSQL); SQLite
+    has no row locks, and its IMMEDIATE transaction already holds the write
+    lock. Plain SQL rather than a queryset: compiling the query cost about
+    1 ms of CPU, paid once per agent by the legacy import (about 20% of its
+    time at 100 rows per agent) and once per call by the API append.
+    """
+    lock = f" {connection.ops.for_update_sql()}" if connection.features.has_select_for_update else ""
+    sql = (
+        f"SELECT {_agent_column('head_seq')}, {_agent_column('timeline_epoch')}, {_agent_column('archived_at')} "
+        f"FROM {connection.ops.quote_name(AgentSnapshot._meta.db_table)} WHERE {_agent_column('agent_id')} = %s{lock}"
     )
-    if agent is None:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [agent_id])
+        found = cursor.fetchone()
+    if found is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
-    if agent.is_archived and not allow_archived:
-        raise ArchivedConflict(f"Agent {agent.agent_id} is archived; its timeline is closed.")
-    return agent
+    head_seq, epoch, archived_at = found
+    if archived_at is not None and not allow_archived:
+        raise ArchivedConflict(f"Agent {agent_id} is archived; its timeline is closed.")
+    return _AgentHead(agent_id=agent_id, head_seq=head_seq, timeline_epoch=epoch, archived=archived_at is not None)
 
 
-def _check_expected_head(agent: AgentSnapshot, expected_head_seq: int | None) -> None:
+def _save_head(agent: _AgentHead) -> None:
+    """Move the stored head to ``agent.head_seq`` (plain SQL for the reason in ``_lock_agent``)."""
+    sql = (
+        f"UPDATE {connection.ops.quote_name(AgentSnapshot._meta.db_table)} SET {_agent_column('head_seq')} = %s "
+        f"WHERE {_agent_column('agent_id')} = %s"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [agent.head_seq, agent.agent_id])
+
+
+def _check_expected_head(agent: _AgentHead, expected_head_seq: int | None) -> None:
     if expected_head_seq is not None and expected_head_seq != agent.head_seq:
         raise SeqConflict(
             f"Expected head_seq {expected_head_seq}, but agent {agent.agent_id} is at {agent.head_seq}.",
@@ -213,7 +247,7 @@ def _check_expected_head(agent: AgentSnapshot, expected_head_seq: int | None) ->
 
 
 def _append_locked(
-    agent: AgentSnapshot,
+    agent: _AgentHead,
     rows: Iterable[CheckedRow],
     *,
     batch_size: int,
@@ -223,16 +257,16 @@ def _append_locked(
     locked in the current transaction, then move the head and announce it."""
     start_head = agent.head_seq
     for batch in _batches(rows, batch_size):
-        _insert_batch(agent_id=agent.pk, first_seq=agent.head_seq + 1, rows=batch)
+        _insert_batch(agent_id=agent.agent_id, first_seq=agent.head_seq + 1, rows=batch)
         agent.head_seq += len(batch)
         if on_batch is not None:
             on_batch(len(batch))
     if agent.head_seq == start_head:
         return
-    AgentSnapshot.objects.filter(pk=agent.pk).update(head_seq=agent.head_seq)
-    agent_pk, head, epoch = agent.pk, agent.head_seq, agent.timeline_epoch
+    _save_head(agent)
+    agent_id, head, epoch = agent.agent_id, agent.head_seq, agent.timeline_epoch
     transaction.on_commit(
-        lambda: timeline_committed.send(sender=TimelineRow, agent_id=agent_pk, head_seq=head, epoch=epoch)
+        lambda: timeline_committed.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
     )
 
 
@@ -277,12 +311,14 @@ def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) 
 # --- the API append's idempotency -------------------------------------------
 
 
-def _committed_by_item_id(agent: AgentSnapshot, items: Sequence[NewTimelineItem]) -> dict[str, TimelineRow]:
+def _committed_by_item_id(agent: _AgentHead, items: Sequence[NewTimelineItem]) -> dict[str, TimelineRow]:
     """The rows already committed under the item ids of this call (read under the agent's lock)."""
     wanted_ids = [new.item_id for new in items if new.item_id is not None]
     if not wanted_ids:
         return {}
-    stored = TimelineRow.objects.filter(agent=agent, item_id__in=wanted_ids).only("seq", "committed_at", "item_id")
+    stored = TimelineRow.objects.filter(agent_id=agent.agent_id, item_id__in=wanted_ids).only(
+        "seq", "committed_at", "item_id"
+    )
     return {row.item_id: row for row in stored}
 
 
