@@ -7,7 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from legacy import services
+from legacy import services, timelines, write
 from legacy.models import ImportRun
 from legacy.problems import LegacyImportInvalid
 from legacy.services import import_legacy
@@ -16,6 +16,7 @@ from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory
 from tests.legacy.builders import T2, row
 from tests.legacy.conftest import backups, dump_database
+from timeline import services as timeline_services
 from timeline.models import TimelineRow
 
 pytestmark = pytest.mark.django_db
@@ -390,17 +391,17 @@ class TestDryRunAndAtomicity:
         legacy_home.timeline("a1", 7)
         legacy_home.timeline("a2", 7)
         legacy_home.save()
-        monkeypatch.setattr(services, "ROW_BATCH", 3)
-        real_insert = services.insert_timeline_rows
+        monkeypatch.setattr(timelines, "ROW_BATCH", 3)
+        real_insert = timeline_services._insert_batch
         calls = []
 
-        def failing_insert(*, agent_id, rows):
+        def failing_insert(*, agent_id, first_seq, rows):
             calls.append(len(rows))
             if len(calls) == 4:
                 raise RuntimeError("killed")
-            return real_insert(agent_id=agent_id, rows=rows)
+            return real_insert(agent_id=agent_id, first_seq=first_seq, rows=rows)
 
-        monkeypatch.setattr(services, "insert_timeline_rows", failing_insert)
+        monkeypatch.setattr(timeline_services, "_insert_batch", failing_insert)
         with pytest.raises(RuntimeError):
             import_legacy(source=legacy_home.root)
         assert calls == [3, 3, 1, 3]
@@ -422,7 +423,7 @@ class TestProgress:
         assert "\r" not in plain
 
     def test_progress_callback_counts_rows_in_batches(self, legacy_home, monkeypatch):
-        monkeypatch.setattr(services, "ROW_BATCH", 4)
+        monkeypatch.setattr(timelines, "ROW_BATCH", 4)
         legacy_home.agent("a1", "/srv/app")
         legacy_home.timeline("a1", 10)
         legacy_home.save()
@@ -528,13 +529,13 @@ def test_a_file_that_changes_between_checking_and_writing_aborts_the_import(lega
     legacy_home.agent("a1", "/srv/app")
     path = legacy_home.timeline("a1", 3)
     legacy_home.save()
-    real_write_agents = services._write_agents
+    real_write_agents = write._write_agents
 
     def write_agents_then_edit_the_file(*args, **kwargs):
         real_write_agents(*args, **kwargs)
         path.write_text(path.read_text().replace('"seq": 2', '"seq": 7'))
 
-    monkeypatch.setattr(services, "_write_agents", write_agents_then_edit_the_file)
+    monkeypatch.setattr(write, "_write_agents", write_agents_then_edit_the_file)
     with pytest.raises(CommandError) as exc:
         run(legacy_home.root, "--skip-invalid")
     assert "changed during the import; nothing was imported." in str(exc.value)

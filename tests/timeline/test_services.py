@@ -1,16 +1,23 @@
 from __future__ import annotations
 
+import datetime as dt
 import threading
 
 import pytest
 from django.core.exceptions import ValidationError
-from django.db import connections
+from django.db import IntegrityError, connections, transaction
 
 from kernel.errors import ArchivedConflict, NotFound, PayloadTooLarge, SeqConflict
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory
 from timeline.models import TimelineRow
-from timeline.services import NewTimelineItem, append_timeline_items
+from timeline.services import (
+    NewTimelineItem,
+    PendingRow,
+    append_timeline_items,
+    bulk_append_timeline_rows,
+)
+from timeline.signals import timeline_committed
 
 pytestmark = pytest.mark.django_db
 
@@ -121,8 +128,6 @@ class TestAppend:
             append_timeline_items(agent_id="nobody", items=[msg()])
 
     def test_signal_fires_on_commit(self, django_capture_on_commit_callbacks):
-        from timeline.signals import timeline_committed
-
         seen = []
         timeline_committed.connect(
             lambda **kw: seen.append((kw["agent_id"], kw["head_seq"])), weak=False, dispatch_uid="t"
@@ -134,6 +139,127 @@ class TestAppend:
         finally:
             timeline_committed.disconnect(dispatch_uid="t")
         assert seen == [(agent.pk, 2)]
+
+
+T0 = dt.datetime(2024, 5, 1, 12, tzinfo=dt.UTC)
+
+
+def checked(n, item_id=None):
+    return PendingRow(
+        item={"type": "assistant_message", "text": f"row {n}"},
+        item_type="assistant_message",
+        item_id=item_id,
+        committed_at=T0 + dt.timedelta(seconds=n),
+    )
+
+
+class Heard:
+    """Collects ``timeline_committed`` while connected."""
+
+    def __init__(self):
+        self.events = []
+
+    def __call__(self, **kwargs):
+        self.events.append((kwargs["agent_id"], kwargs["head_seq"], kwargs["epoch"]))
+
+    def __enter__(self):
+        timeline_committed.connect(self, weak=False, dispatch_uid="bulk-test")
+        return self
+
+    def __exit__(self, *exc):
+        timeline_committed.disconnect(dispatch_uid="bulk-test")
+
+
+class TestBulkAppend:
+    def test_rows_follow_the_existing_rows_contiguously_and_move_the_head(self):
+        agent = AgentFactory()
+        append_timeline_items(agent_id=agent.pk, items=[msg("a"), msg("b")])
+        result = bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(1, "x1"), checked(2), checked(3, "x3")])
+        assert (result.first_seq, result.head_seq, result.created) == (3, 5, 3)
+        agent.refresh_from_db()
+        assert agent.head_seq == 5 and seqs(agent) == [1, 2, 3, 4, 5]
+        assert result.epoch == agent.timeline_epoch
+        stored = list(
+            TimelineRow.objects.filter(agent=agent, seq__gt=2)
+            .order_by("seq")
+            .values_list("seq", "committed_at", "item_type", "item", "item_id")
+        )
+        assert stored == [
+            (3, T0 + dt.timedelta(seconds=1), "assistant_message", checked(1).item, "x1"),
+            (4, T0 + dt.timedelta(seconds=2), "assistant_message", checked(2).item, None),
+            (5, T0 + dt.timedelta(seconds=3), "assistant_message", checked(3).item, "x3"),
+        ]
+        # The API append goes on from the head the bulk append left.
+        assert [r.seq for r in append_timeline_items(agent_id=agent.pk, items=[msg("c")]).rows] == [6]
+
+    def test_rows_stream_in_batches(self):
+        agent = AgentFactory()
+        batches = []
+        result = bulk_append_timeline_rows(
+            agent_id=agent.pk, rows=(checked(n) for n in range(1, 6)), batch_size=2, on_batch=batches.append
+        )
+        assert batches == [2, 2, 1] and result.created == 5
+        assert seqs(agent) == [1, 2, 3, 4, 5]
+
+    def test_no_rows_change_nothing(self, django_capture_on_commit_callbacks):
+        agent = AgentFactory()
+        with django_capture_on_commit_callbacks() as callbacks:
+            result = bulk_append_timeline_rows(agent_id=agent.pk, rows=[])
+        assert (result.first_seq, result.head_seq, result.created) == (1, 0, 0)
+        assert callbacks == [] and seqs(agent) == []
+
+    def test_archived_agent_is_refused_unless_allowed(self):
+        agent = AgentFactory()
+        archive_agent(agent=agent)
+        with pytest.raises(ArchivedConflict):
+            bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(1)])
+        assert seqs(agent) == []
+        result = bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(1)], allow_archived=True)
+        assert result.head_seq == 1 and seqs(agent) == [1]
+
+    def test_unknown_agent_and_wrong_expected_head_are_refused(self):
+        agent = AgentFactory()
+        with pytest.raises(NotFound):
+            bulk_append_timeline_rows(agent_id="nobody", rows=[checked(1)])
+        bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(1)], expected_head_seq=0)
+        with pytest.raises(SeqConflict) as exc:
+            bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(2)], expected_head_seq=0)
+        assert exc.value.extra == {"head_seq": 1} and seqs(agent) == [1]
+
+    def test_a_repeated_item_id_stores_nothing_of_the_call(self):
+        agent = AgentFactory()
+        append_timeline_items(agent_id=agent.pk, items=[msg("a", "k1")])
+        with pytest.raises(IntegrityError):
+            bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(1), checked(2, "k1")], batch_size=1)
+        agent.refresh_from_db()
+        assert agent.head_seq == 1 and seqs(agent) == [1]
+
+
+@pytest.mark.django_db(transaction=True)
+class TestBulkAppendInTheCallersTransaction:
+    def test_signal_fires_once_after_the_callers_commit(self):
+        agent = AgentFactory()
+        with Heard() as heard:
+            with transaction.atomic():
+                bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(n) for n in range(1, 6)], batch_size=2)
+                assert heard.events == []
+            assert heard.events == [(agent.pk, 5, agent.timeline_epoch)]
+        assert seqs(agent) == [1, 2, 3, 4, 5]
+
+    def test_a_rollback_of_the_caller_leaves_nothing_and_says_nothing(self):
+        agent = AgentFactory()
+        with Heard() as heard, pytest.raises(RuntimeError), transaction.atomic():
+            bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(1), checked(2)])
+            raise RuntimeError("the caller gives up")
+        assert heard.events == [] and seqs(agent) == []
+        agent.refresh_from_db()
+        assert agent.head_seq == 0
+
+    def test_on_its_own_it_commits_and_announces(self):
+        agent = AgentFactory()
+        with Heard() as heard:
+            bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(1)])
+        assert heard.events == [(agent.pk, 1, agent.timeline_epoch)]
 
 
 @pytest.mark.django_db(transaction=True)

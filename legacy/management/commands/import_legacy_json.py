@@ -6,7 +6,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from kernel.errors import ChartrError
 from legacy.problems import LegacyImportInvalid
-from legacy.services import KINDS, ImportReport, import_legacy
+from legacy.report import KINDS, ImportReport
+from legacy.services import import_legacy
 
 LABELS = {"projects": "projects", "workspaces": "workspaces", "agents": "agents", "timeline_rows": "timeline rows"}
 

@@ -1,0 +1,256 @@
+"""Writing the checked projects, workspaces and agents of an import, in batches.
+
+Identity: projects and workspaces are matched by directory, agents by id. A
+record that already exists is updated only when the legacy ``updatedAt`` is
+newer than chartr's ``updated_at``, so running twice changes nothing. Rows
+chartr holds are locked before they are compared, and written back with
+batched bulk operations.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from typing import TYPE_CHECKING
+
+from django.db import models
+
+from legacy.records import LegacyAgent, LegacyProject, LegacyWorkspace
+from legacy.report import ImportReport
+from legacy.selectors import RECORD_BATCH, chunks, locked_rows
+from registry.directories import last_segment
+from registry.models import Project, Workspace
+from snapshots.models import AgentSnapshot, new_timeline_epoch
+from snapshots.services import UPDATABLE_AGENT_FIELDS, notify_agents_changed
+
+if TYPE_CHECKING:
+    from legacy.scan import Plan
+
+AGENT_UPDATE_FIELDS = [
+    *UPDATABLE_AGENT_FIELDS,
+    "archived_at",
+    "archive_operation",
+    "updated_at",
+    "version",
+]
+
+
+def write_records(plan: Plan, report: ImportReport) -> None:
+    """Projects, then workspaces, then agents: each needs the keys of the one before."""
+    project_pk_by_dir = _write_projects(plan.projects, report)
+    workspace_pk_by_dir = _write_workspaces(plan.workspaces, project_pk_by_dir, report)
+    _write_agents(plan, workspace_pk_by_dir, project_pk_by_dir, report)
+
+
+def _carry_archive(record, archived_at: dt.datetime | None) -> None:
+    """Legacy archives carry over; each record archived by the legacy data
+    gets its own operation id, so it counts as archived on its own."""
+    if archived_at is None:
+        record.archived_at = None
+        record.archive_operation = None
+        return
+    if record.archive_operation is None:
+        record.archive_operation = uuid.uuid4()
+    record.archived_at = archived_at
+
+
+def _create_keeping_times(model: type[models.Model], records: list) -> None:
+    """bulk_create stamps auto_now/auto_now_add fields with the current time;
+    the legacy times are put back with one bulk UPDATE per batch."""
+    if not records:
+        return
+    times = [(record.created_at, record.updated_at) for record in records]
+    model.objects.bulk_create(records, batch_size=RECORD_BATCH)
+    for record, (created_at, updated_at) in zip(records, times):
+        record.created_at, record.updated_at = created_at, updated_at
+    model.objects.bulk_update(records, ["created_at", "updated_at"], batch_size=RECORD_BATCH)
+
+
+def _write_projects(projects: list[LegacyProject], report: ImportReport) -> dict[str, int]:
+    counts = report.counts["projects"]
+    existing = {
+        project.directory: project for project in locked_rows(Project, "directory", [p.directory for p in projects])
+    }
+    new, changed = [], []
+    for legacy in projects:
+        project = existing.get(legacy.directory)
+        if project is None:
+            project = Project(
+                directory=legacy.directory,
+                kind=legacy.kind,
+                display_name=legacy.display_name,
+                created_at=legacy.created_at,
+                updated_at=legacy.updated_at,
+            )
+            _carry_archive(project, legacy.archived_at)
+            new.append(project)
+        elif legacy.updated_at > project.updated_at:
+            project.kind = legacy.kind
+            project.display_name = legacy.display_name
+            project.updated_at = legacy.updated_at
+            _carry_archive(project, legacy.archived_at)
+            changed.append(project)
+        else:
+            counts.unchanged += 1
+    _create_keeping_times(Project, new)
+    Project.objects.bulk_update(
+        changed, ["kind", "display_name", "updated_at", "archived_at", "archive_operation"], batch_size=RECORD_BATCH
+    )
+    counts.created += len(new)
+    counts.updated += len(changed)
+    return {project.directory: project.pk for project in [*existing.values(), *new]}
+
+
+def _write_workspaces(
+    workspaces: list[LegacyWorkspace], project_pk_by_dir: dict[str, int], report: ImportReport
+) -> dict[str, int]:
+    counts = report.counts["workspaces"]
+    existing = {
+        workspace.directory: workspace
+        for workspace in locked_rows(Workspace, "directory", [w.directory for w in workspaces])
+    }
+    new, changed = [], []
+    for legacy in workspaces:
+        project_pk = project_pk_by_dir[legacy.project_directory]
+        workspace = existing.get(legacy.directory)
+        if workspace is None:
+            workspace = Workspace(
+                project_id=project_pk,
+                directory=legacy.directory,
+                kind=legacy.kind,
+                display_name=legacy.display_name,
+                branch=legacy.branch,
+                created_at=legacy.created_at,
+                updated_at=legacy.updated_at,
+            )
+            _carry_archive(workspace, legacy.archived_at)
+            new.append(workspace)
+            continue
+        if workspace.project_id != project_pk:
+            report.warnings.append(
+                f"{legacy.origin}: workspace {legacy.directory} belongs to another project in chartr; it stays there"
+            )
+        if legacy.updated_at > workspace.updated_at:
+            workspace.kind = legacy.kind
+            workspace.display_name = legacy.display_name
+            workspace.branch = legacy.branch
+            workspace.updated_at = legacy.updated_at
+            _carry_archive(workspace, legacy.archived_at)
+            changed.append(workspace)
+        else:
+            counts.unchanged += 1
+    _create_keeping_times(Workspace, new)
+    Workspace.objects.bulk_update(
+        changed,
+        ["kind", "display_name", "branch", "updated_at", "archived_at", "archive_operation"],
+        batch_size=RECORD_BATCH,
+    )
+    counts.created += len(new)
+    counts.updated += len(changed)
+    return {workspace.directory: workspace.pk for workspace in [*existing.values(), *new]}
+
+
+def _workspaces_for_new_agents(
+    agents: list[LegacyAgent],
+    workspace_pk_by_dir: dict[str, int],
+    project_pk_by_dir: dict[str, int],
+    report: ImportReport,
+) -> dict[str, int]:
+    """Every cwd of a new agent mapped to a workspace. A cwd no workspace has
+    gets a ``directory`` project (reusing one already at that directory) and a
+    ``checkout`` workspace: the one place a directory becomes identity."""
+    workspace_pk_by_dir = dict(workspace_pk_by_dir)
+    unknown = sorted({agent.cwd for agent in agents} - set(workspace_pk_by_dir))
+    for chunk in chunks(unknown):
+        workspace_pk_by_dir.update(Workspace.objects.filter(directory__in=chunk).values_list("directory", "pk"))
+    missing = sorted({agent.cwd for agent in agents} - set(workspace_pk_by_dir))
+    if not missing:
+        return workspace_pk_by_dir
+    first_seen: dict[str, dt.datetime] = {}
+    for agent in agents:
+        if agent.cwd in missing:
+            first_seen[agent.cwd] = min(first_seen.get(agent.cwd, agent.created_at), agent.created_at)
+    project_pk_by_dir = dict(project_pk_by_dir)
+    for chunk in chunks([d for d in missing if d not in project_pk_by_dir]):
+        project_pk_by_dir.update(Project.objects.filter(directory__in=chunk).values_list("directory", "pk"))
+    new_projects = [
+        Project(
+            directory=directory,
+            kind=Project.Kind.DIRECTORY,
+            display_name=last_segment(directory),
+            created_at=first_seen[directory],
+            updated_at=first_seen[directory],
+        )
+        for directory in missing
+        if directory not in project_pk_by_dir
+    ]
+    _create_keeping_times(Project, new_projects)
+    project_pk_by_dir.update((project.directory, project.pk) for project in new_projects)
+    new_workspaces = [
+        Workspace(
+            project_id=project_pk_by_dir[directory],
+            directory=directory,
+            kind=Workspace.Kind.CHECKOUT,
+            display_name=last_segment(directory),
+            created_at=first_seen[directory],
+            updated_at=first_seen[directory],
+        )
+        for directory in missing
+    ]
+    _create_keeping_times(Workspace, new_workspaces)
+    workspace_pk_by_dir.update((workspace.directory, workspace.pk) for workspace in new_workspaces)
+    report.counts["projects"].created += len(new_projects)
+    report.counts["workspaces"].created += len(new_workspaces)
+    return workspace_pk_by_dir
+
+
+def _write_agents(
+    plan: Plan, workspace_pk_by_dir: dict[str, int], project_pk_by_dir: dict[str, int], report: ImportReport
+) -> None:
+    counts = report.counts["agents"]
+    existing = {
+        agent.agent_id: agent for agent in locked_rows(AgentSnapshot, "agent_id", [a.agent_id for a in plan.agents])
+    }
+    new_agents = [legacy for legacy in plan.agents if legacy.agent_id not in existing]
+    workspace_pk_by_dir = _workspaces_for_new_agents(new_agents, workspace_pk_by_dir, project_pk_by_dir, report)
+    workspace_dir_by_pk = {pk: directory for directory, pk in workspace_pk_by_dir.items()}
+    other_workspaces = sorted({agent.workspace_id for agent in existing.values()} - set(workspace_dir_by_pk))
+    for chunk in chunks(other_workspaces):
+        workspace_dir_by_pk.update(Workspace.objects.filter(pk__in=chunk).values_list("pk", "directory"))
+    new, changed = [], []
+    for legacy in plan.agents:
+        agent = existing.get(legacy.agent_id)
+        if agent is None:
+            timeline = plan.timelines.get(legacy.agent_id)
+            agent = AgentSnapshot(
+                agent_id=legacy.agent_id,
+                workspace_id=workspace_pk_by_dir[legacy.cwd],
+                created_at=legacy.created_at,
+                updated_at=legacy.updated_at,
+                # head_seq stays 0: appending the file's rows moves it (legacy.timelines).
+                timeline_epoch=timeline.epoch if timeline else new_timeline_epoch(),
+                **legacy.fields,
+            )
+            _carry_archive(agent, legacy.archived_at)
+            new.append(agent)
+        elif legacy.updated_at > agent.updated_at:
+            for name, value in legacy.fields.items():
+                setattr(agent, name, value)
+            agent.updated_at = legacy.updated_at
+            agent.version += 1
+            _carry_archive(agent, legacy.archived_at)
+            changed.append(agent)
+            current_dir = workspace_dir_by_pk.get(agent.workspace_id)
+            if current_dir is not None and current_dir != legacy.cwd:
+                report.warnings.append(
+                    f"{legacy.origin}: agent {legacy.agent_id} has cwd {legacy.cwd} but is in workspace "
+                    f"{current_dir} in chartr; it stays there"
+                )
+        else:
+            counts.unchanged += 1
+    _create_keeping_times(AgentSnapshot, new)
+    AgentSnapshot.objects.bulk_update(changed, AGENT_UPDATE_FIELDS, batch_size=RECORD_BATCH)
+    counts.created += len(new)
+    counts.updated += len(changed)
+    notify_agents_changed([agent.agent_id for agent in new], "created")
+    notify_agents_changed([agent.agent_id for agent in changed], "updated")
