@@ -202,7 +202,7 @@ class ConfirmingAdminMixin:
                 unchanged += 1
         return results, unchanged
 
-    def records(self, count: int) -> str:
+    def records_noun(self, count: int) -> str:
         """``count`` records of this admin's model, e.g. "2 projects"."""
         opts = self.model._meta
         return plural(count, opts.verbose_name, opts.verbose_name_plural)
@@ -354,7 +354,7 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
             preview = self._call(self.archive_preview, obj)
             previews.append(preview)
             items.append(ConfirmationItem(str(obj), self.change_url(obj), _archive_counts([preview])))
-        noun = self.records(len(previews))
+        noun = self.records_noun(len(previews))
         running = sum(preview.running_agents for preview in previews)
         return Confirmation(
             title=f"Archive {noun}?" if previews else "Nothing to archive",
@@ -377,10 +377,12 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         )
         if results:
             self.message_user(
-                request, f"Archived {self.records(len(results))}; {_archive_counts(results)}.", messages.SUCCESS
+                request, f"Archived {self.records_noun(len(results))}; {_archive_counts(results)}.", messages.SUCCESS
             )
         if unchanged:
-            self.message_user(request, f"{self.records(unchanged)} already archived; left unchanged.", messages.WARNING)
+            self.message_user(
+                request, f"{self.records_noun(unchanged)} already archived; left unchanged.", messages.WARNING
+            )
 
     # --- unarchive --------------------------------------------------------
 
@@ -404,7 +406,7 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
                 continue
             previews.append(preview)
             items.append(ConfirmationItem(str(obj), url, f"restores {_restore_counts([preview])}"))
-        noun = self.records(len(previews))
+        noun = self.records_noun(len(previews))
         return Confirmation(
             title=f"Unarchive {noun}?" if previews else "Nothing to unarchive",
             summary=(
@@ -429,11 +431,13 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         if results:
             self.message_user(
                 request,
-                f"Unarchived {self.records(len(results))}; restored {_restore_counts(results)}.",
+                f"Unarchived {self.records_noun(len(results))}; restored {_restore_counts(results)}.",
                 messages.SUCCESS,
             )
         if unchanged:
-            self.message_user(request, f"{self.records(unchanged)} not archived; left unchanged.", messages.WARNING)
+            self.message_user(
+                request, f"{self.records_noun(unchanged)} not archived; left unchanged.", messages.WARNING
+            )
 
     # --- hard delete ------------------------------------------------------
 
