@@ -8,7 +8,7 @@ written to the admin history (LogEntry) with the acting user.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django import forms
@@ -23,7 +23,6 @@ from django.urls import path, reverse
 from django.utils.text import capfirst
 
 from kernel.errors import ChartrError
-from registry.selectors import DeletionCascade, unarchive_preview
 
 CONFIRM_FIELD = "confirm"
 
@@ -134,38 +133,97 @@ class ConfirmationItem:
     note: str = ""
 
 
+@dataclass
+class Confirmation:
+    """What a confirmation page says: built by a flow's preview half, from selectors only."""
+
+    title: str
+    confirm_label: str
+    items: list[ConfirmationItem]
+    summary: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    can_confirm: bool = True
+
+
 class ConfirmingAdminMixin:
-    """Actions and change-page buttons that go through a confirmation page."""
+    """Actions and change-page buttons that go through a confirmation page.
+
+    A flow has two halves. The preview half reads (never writes) and returns a
+    ``Confirmation``; the perform half runs once the operator confirmed, calls
+    the service for each record (``perform_each``) and reports what changed.
+    ``confirmation_flow`` picks the half from the request.
+    """
 
     confirmation_template = "admin/chartr/confirm_action.html"
 
-    def render_confirmation(
+    def confirmation_flow(
         self,
         request: HttpRequest,
-        *,
         objs: list,
-        title: str,
-        summary: list[str],
-        confirm_label: str,
+        *,
         action_name: str | None,
-        items: list[ConfirmationItem],
-        warnings: list[str] = (),
-        can_confirm: bool = True,
+        preview: Callable[[list], Confirmation],
+        perform: Callable[[HttpRequest, list], None],
+    ) -> TemplateResponse | None:
+        """The confirmation page, or (once confirmed) the write and None to go back."""
+        if self.is_confirmed(request):
+            perform(request, objs)
+            return None
+        return self.render_confirmation(request, objs=objs, action_name=action_name, confirmation=preview(objs))
+
+    def perform_each(
+        self,
+        request: HttpRequest,
+        objs: list,
+        *,
+        service: Callable[[Any], Any],
+        changed: Callable[[Any], bool],
+        log_message: Callable[[Any], str],
+    ) -> tuple[list, int]:
+        """Call ``service`` on each record in a transaction of its own, logging those it changed.
+
+        A refusal (e.g. a record deleted between the list and the confirmation)
+        is reported for its record and the others go on. Returns the results
+        of the records that changed and how many were left unchanged.
+        """
+        results, unchanged = [], 0
+        for obj in objs:
+            try:
+                with transaction.atomic():
+                    result = service(obj)
+                    if changed(result):
+                        self.log_change(request, obj, log_message(result))
+            except ChartrError as exc:
+                self.message_user(request, f"{obj}: {exc.message}", messages.ERROR)
+                continue
+            if changed(result):
+                results.append(result)
+            else:
+                unchanged += 1
+        return results, unchanged
+
+    def records_noun(self, count: int) -> str:
+        """``count`` records of this admin's model, e.g. "2 projects"."""
+        opts = self.model._meta
+        return plural(count, opts.verbose_name, opts.verbose_name_plural)
+
+    def render_confirmation(
+        self, request: HttpRequest, *, objs: list, action_name: str | None, confirmation: Confirmation
     ) -> TemplateResponse:
         opts = self.model._meta
         single = action_name is None
         context = {
             **self.admin_site.each_context(request),
-            "title": title,
+            "title": confirmation.title,
             "subtitle": None,
             "opts": opts,
             "app_label": opts.app_label,
-            "summary": summary,
-            "warnings": list(warnings),
-            "items": items,
-            "confirm_label": confirm_label,
+            "summary": confirmation.summary,
+            "warnings": list(confirmation.warnings),
+            "items": confirmation.items,
+            "confirm_label": confirmation.confirm_label,
             "confirm_field": CONFIRM_FIELD,
-            "can_confirm": can_confirm,
+            "can_confirm": confirmation.can_confirm,
             "action_name": action_name,
             "action_checkbox_name": helpers.ACTION_CHECKBOX_NAME,
             "selected_pks": [obj.pk for obj in objs],
@@ -195,25 +253,52 @@ class ConfirmingAdminMixin:
         response = flow(request, [obj], action_name=None)
         return response or HttpResponseRedirect(self.change_url(obj))
 
+    def object_url(self, suffix: str, flow: Callable, permission: Callable[[HttpRequest], bool]):
+        """The URL of a change-page button: ``<object_id>/<suffix>/`` runs ``flow`` on that record."""
+        opts = self.model._meta
+        view = self.admin_site.admin_view(
+            lambda request, object_id: self.object_view(request, object_id, flow, permission)
+        )
+        return path(f"<path:object_id>/{suffix}/", view, name=f"{opts.app_label}_{opts.model_name}_{suffix}")
+
+
+def _archive_counts(counts: list) -> str:
+    """The workspaces, agents and running agents of archive results or previews, summed."""
+    workspaces = sum(c.workspaces for c in counts)
+    agents = sum(c.agents for c in counts)
+    running = sum(c.running_agents for c in counts)
+    return f"{plural(workspaces, 'workspace')} and {plural(agents, 'agent')}, {running} of them running"
+
+
+def _restore_counts(counts: list) -> str:
+    """The workspaces and agents of unarchive results or previews, summed."""
+    workspaces = sum(c.workspaces for c in counts)
+    agents = sum(c.agents for c in counts)
+    return f"{plural(workspaces, 'workspace')} and {plural(agents, 'agent')}"
+
 
 class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
     """Archive and Unarchive as list actions and change-page buttons; superuser-only hard delete.
 
     Archived records are read-only here: the change page becomes a view page
-    whose only write is Unarchive.
+    whose only write is Unarchive. The app's admin supplies its services and
+    selectors as class attributes (with staticmethod(), so they are not
+    bound); this module imports no app.
     """
 
-    #: The keyword the services take the record by: "project", "workspace" or "agent".
+    #: The keyword the services and selectors take the record by: "project", "workspace" or "agent".
     service_arg: str = ""
     archive_service: Callable[..., Any]
     unarchive_service: Callable[..., Any]
     delete_service: Callable[..., Any]
-    #: The key of ``deletion_cascade`` counting the records themselves.
+    #: Selectors: what archive_service would take (workspaces, agents, running_agents) and
+    #: what unarchive_service would restore (workspaces, agents, blocked_by).
+    archive_preview: Callable[..., Any]
+    unarchive_preview: Callable[..., Any]
+    #: The label of ``deletion_counts`` counting the records themselves.
     cascade_key: str = ""
     change_form_template = "admin/chartr/archivable_change_form.html"
     actions = ["archive_selected", "unarchive_selected"]
-
-    # Subclasses set the services with staticmethod() so they are not bound.
 
     # --- permissions ----------------------------------------------------
 
@@ -232,34 +317,15 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
     # --- urls and change page --------------------------------------------
 
     def get_urls(self):
-        opts = self.model._meta
-        name = f"{opts.app_label}_{opts.model_name}"
-        view = self.admin_site.admin_view
         return [
-            path(
-                "<path:object_id>/archive/",
-                view(
-                    lambda request, object_id: self.object_view(request, object_id, self.archive_flow, self.can_archive)
-                ),
-                name=f"{name}_archive",
-            ),
-            path(
-                "<path:object_id>/unarchive/",
-                view(
-                    lambda request, object_id: self.object_view(
-                        request, object_id, self.unarchive_flow, self.can_archive
-                    )
-                ),
-                name=f"{name}_unarchive",
-            ),
+            self.object_url("archive", self.archive_flow, self.can_archive),
+            self.object_url("unarchive", self.unarchive_flow, self.can_archive),
             *super().get_urls(),
         ]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         extra_context = {**(extra_context or {}), "can_archive": self.can_archive(request)}
         return super().change_view(request, object_id, form_url, extra_context)
-
-    # --- archive ----------------------------------------------------------
 
     @admin.action(permissions=["change"], description="Archive selected %(verbose_name_plural)s")
     def archive_selected(self, request, queryset):
@@ -269,188 +335,120 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
     def unarchive_selected(self, request, queryset):
         return self.unarchive_flow(request, list(queryset), action_name="unarchive_selected")
 
-    def _call(self, service: Callable, obj, **kwargs):
-        return service(**{self.service_arg: obj}, **kwargs)
+    def _call(self, function: Callable, obj, **kwargs):
+        return function(**{self.service_arg: obj}, **kwargs)
+
+    # --- archive ----------------------------------------------------------
 
     def archive_flow(self, request: HttpRequest, objs: list, *, action_name: str | None):
-        opts = self.model._meta
-        if self.is_confirmed(request):
-            totals = {"records": 0, "workspaces": 0, "agents": 0, "running": 0, "skipped": 0}
-            for obj in objs:
-                try:
-                    with transaction.atomic():
-                        result = self._call(self.archive_service, obj)
-                        if result.changed:
-                            self.log_change(request, obj, f"Archived; {self._archive_counts(result)}.")
-                except ChartrError as exc:  # e.g. deleted between the list and the confirmation
-                    self.message_user(request, f"{obj}: {exc.message}", messages.ERROR)
-                    continue
-                if not result.changed:
-                    totals["skipped"] += 1
-                    continue
-                totals["records"] += 1
-                totals["workspaces"] += result.workspaces
-                totals["agents"] += result.agents
-                totals["running"] += result.running_agents
-            if totals["records"]:
-                self.message_user(
-                    request,
-                    f"Archived {plural(totals['records'], opts.verbose_name, opts.verbose_name_plural)}; "
-                    f"{self._archive_counts_from(totals)}.",
-                    messages.SUCCESS,
-                )
-            if totals["skipped"]:
-                self.message_user(
-                    request,
-                    f"{plural(totals['skipped'], opts.verbose_name, opts.verbose_name_plural)} "
-                    "already archived; left unchanged.",
-                    messages.WARNING,
-                )
-            return None
+        return self.confirmation_flow(
+            request, objs, action_name=action_name, preview=self.archive_confirmation, perform=self.perform_archive
+        )
 
-        totals = {"workspaces": 0, "agents": 0, "running": 0}
-        items, live = [], 0
+    def archive_confirmation(self, objs: list) -> Confirmation:
+        items, previews = [], []
         for obj in objs:
             if obj.archived_at is not None:
                 items.append(ConfirmationItem(str(obj), self.change_url(obj), "already archived; left unchanged"))
                 continue
-            preview = self._call(self.archive_service, obj, preview=True)
-            live += 1
-            totals["workspaces"] += preview.workspaces
-            totals["agents"] += preview.agents
-            totals["running"] += preview.running_agents
-            items.append(ConfirmationItem(str(obj), self.change_url(obj), self._archive_counts(preview)))
-        noun = plural(live, opts.verbose_name, opts.verbose_name_plural)
-        return self.render_confirmation(
-            request,
-            objs=objs,
-            title=f"Archive {noun}?" if live else "Nothing to archive",
-            summary=[f"Archiving {noun} also archives {self._archive_counts_from(totals)}."] if live else [],
-            warnings=(
-                [f"{plural(totals['running'], 'agent is', 'agents are')} running; archiving closes them."]
-                if totals["running"]
-                else []
-            ),
+            preview = self._call(self.archive_preview, obj)
+            previews.append(preview)
+            items.append(ConfirmationItem(str(obj), self.change_url(obj), _archive_counts([preview])))
+        noun = self.records_noun(len(previews))
+        running = sum(preview.running_agents for preview in previews)
+        return Confirmation(
+            title=f"Archive {noun}?" if previews else "Nothing to archive",
+            summary=[f"Archiving {noun} also archives {_archive_counts(previews)}."] if previews else [],
+            warnings=[f"{plural(running, 'agent is', 'agents are')} running; archiving closes them."]
+            if running
+            else [],
             confirm_label="Yes, archive",
-            action_name=action_name,
             items=items,
-            can_confirm=bool(live),
+            can_confirm=bool(previews),
         )
 
-    @staticmethod
-    def _archive_counts(result) -> str:
-        return (
-            f"{plural(result.workspaces, 'workspace')} and {plural(result.agents, 'agent')}, "
-            f"{result.running_agents} of them running"
+    def perform_archive(self, request: HttpRequest, objs: list) -> None:
+        results, unchanged = self.perform_each(
+            request,
+            objs,
+            service=lambda obj: self._call(self.archive_service, obj),
+            changed=lambda result: result.changed,
+            log_message=lambda result: f"Archived; {_archive_counts([result])}.",
         )
-
-    @staticmethod
-    def _archive_counts_from(totals: dict) -> str:
-        return (
-            f"{plural(totals['workspaces'], 'workspace')} and {plural(totals['agents'], 'agent')}, "
-            f"{totals['running']} of them running"
-        )
+        if results:
+            self.message_user(
+                request, f"Archived {self.records_noun(len(results))}; {_archive_counts(results)}.", messages.SUCCESS
+            )
+        if unchanged:
+            self.message_user(
+                request, f"{self.records_noun(unchanged)} already archived; left unchanged.", messages.WARNING
+            )
 
     # --- unarchive --------------------------------------------------------
 
     def unarchive_flow(self, request: HttpRequest, objs: list, *, action_name: str | None):
-        opts = self.model._meta
-        if self.is_confirmed(request):
-            restored = {"records": 0, "workspaces": 0, "agents": 0, "skipped": 0}
-            for obj in objs:
-                try:
-                    with transaction.atomic():
-                        result = self._call(self.unarchive_service, obj)
-                        if result.changed:
-                            self.log_change(
-                                request,
-                                obj,
-                                f"Unarchived; restored {plural(result.workspaces, 'workspace')} "
-                                f"and {plural(result.agents, 'agent')}.",
-                            )
-                except ChartrError as exc:
-                    self.message_user(request, f"{obj}: {exc.message}", messages.ERROR)
-                    continue
-                if not result.changed:
-                    restored["skipped"] += 1
-                    continue
-                restored["records"] += 1
-                restored["workspaces"] += result.workspaces
-                restored["agents"] += result.agents
-            if restored["records"]:
-                self.message_user(
-                    request,
-                    f"Unarchived {plural(restored['records'], opts.verbose_name, opts.verbose_name_plural)}; "
-                    f"restored {plural(restored['workspaces'], 'workspace')} "
-                    f"and {plural(restored['agents'], 'agent')}.",
-                    messages.SUCCESS,
-                )
-            if restored["skipped"]:
-                self.message_user(
-                    request,
-                    f"{plural(restored['skipped'], opts.verbose_name, opts.verbose_name_plural)} "
-                    "not archived; left unchanged.",
-                    messages.WARNING,
-                )
-            return None
+        return self.confirmation_flow(
+            request, objs, action_name=action_name, preview=self.unarchive_confirmation, perform=self.perform_unarchive
+        )
 
-        totals = {"workspaces": 0, "agents": 0}
-        items, warnings, restorable = [], [], 0
+    def unarchive_confirmation(self, objs: list) -> Confirmation:
+        items, warnings, previews = [], [], []
         for obj in objs:
-            preview = unarchive_preview(obj)
             url = self.change_url(obj)
             if obj.archived_at is None:
                 items.append(ConfirmationItem(str(obj), url, "not archived; left unchanged"))
-            elif preview.blocked_by:
+                continue
+            preview = self._call(self.unarchive_preview, obj)
+            if preview.blocked_by:
                 note = f"belongs to archived {preview.blocked_by}; unarchive that instead"
                 items.append(ConfirmationItem(str(obj), url, note))
                 warnings.append(f"{obj} {note}.")
-            else:
-                restorable += 1
-                totals["workspaces"] += preview.workspaces
-                totals["agents"] += preview.agents
-                items.append(
-                    ConfirmationItem(
-                        str(obj),
-                        url,
-                        f"restores {plural(preview.workspaces, 'workspace')} and {plural(preview.agents, 'agent')}",
-                    )
-                )
-        noun = plural(restorable, opts.verbose_name, opts.verbose_name_plural)
-        return self.render_confirmation(
-            request,
-            objs=objs,
-            title=f"Unarchive {noun}?" if restorable else "Nothing to unarchive",
+                continue
+            previews.append(preview)
+            items.append(ConfirmationItem(str(obj), url, f"restores {_restore_counts([preview])}"))
+        noun = self.records_noun(len(previews))
+        return Confirmation(
+            title=f"Unarchive {noun}?" if previews else "Nothing to unarchive",
             summary=(
-                [
-                    f"Unarchiving {noun} restores {plural(totals['workspaces'], 'workspace')} and "
-                    f"{plural(totals['agents'], 'agent')}: exactly those its archive took."
-                ]
-                if restorable
+                [f"Unarchiving {noun} restores {_restore_counts(previews)}: exactly those its archive took."]
+                if previews
                 else []
             ),
             warnings=warnings,
             confirm_label="Yes, unarchive",
-            action_name=action_name,
             items=items,
-            can_confirm=bool(restorable),
+            can_confirm=bool(previews),
         )
+
+    def perform_unarchive(self, request: HttpRequest, objs: list) -> None:
+        results, unchanged = self.perform_each(
+            request,
+            objs,
+            service=lambda obj: self._call(self.unarchive_service, obj),
+            changed=lambda result: result.changed,
+            log_message=lambda result: f"Unarchived; restored {_restore_counts([result])}.",
+        )
+        if results:
+            self.message_user(
+                request,
+                f"Unarchived {self.records_noun(len(results))}; restored {_restore_counts(results)}.",
+                messages.SUCCESS,
+            )
+        if unchanged:
+            self.message_user(
+                request, f"{self.records_noun(unchanged)} not archived; left unchanged.", messages.WARNING
+            )
 
     # --- hard delete ------------------------------------------------------
 
-    def deletion_cascade(self, objs: list) -> DeletionCascade:
+    def deletion_counts(self, objs: list) -> dict[str, int]:
+        """What deleting ``objs`` removes, by label ("projects", "timeline rows", ...), in display order."""
         raise NotImplementedError
 
     def get_deleted_objects(self, objs, request):
         """The cascade as counts: a delete confirmation must not list every timeline row."""
         objs = list(objs)
-        cascade = self.deletion_cascade(objs)
-        counts = {
-            "projects": cascade.projects,
-            "workspaces": cascade.workspaces,
-            "agents": cascade.agents,
-            "timeline rows": cascade.timeline_rows,
-        }
+        counts = self.deletion_counts(objs)
         opts = self.model._meta
         described = [f"{capfirst(opts.verbose_name)}: {obj}" for obj in objs]
         going_with = [plural(n, name[:-1], name) for name, n in counts.items() if n and name != self.cascade_key]
@@ -471,6 +469,7 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
 
 __all__ = [
     "ArchivableAdmin",
+    "Confirmation",
     "ConfirmationItem",
     "ConfirmingAdminMixin",
     "ServiceForm",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
@@ -51,14 +51,12 @@ def require_json_object(value: Any, field: str) -> dict:
 
 @dataclass(frozen=True)
 class ArchiveResult:
-    """What an archive took (or, in preview mode, would take)."""
+    """What an archive took. (What it would take is a selector's answer: ``*_archive_preview``.)"""
 
     workspaces: int = 0
     agents: int = 0
     running_agents: int = 0
     changed: bool = False
-    preview: bool = False
-    agent_ids: list[str] = field(default_factory=list, repr=False)
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,8 @@ class ProjectAdmin(ArchivableAdmin):
     cascade_key = "projects"
     archive_service = staticmethod(services.archive_project)
     unarchive_service = staticmethod(services.unarchive_project)
+    archive_preview = staticmethod(selectors.project_archive_preview)
+    unarchive_preview = staticmethod(selectors.project_unarchive_preview)
     delete_service = staticmethod(services.delete_project)
 
     def get_queryset(self, request):
@@ -108,8 +110,8 @@ class ProjectAdmin(ArchivableAdmin):
     def is_archived(self, obj):
         return obj.archived_at is not None
 
-    def deletion_cascade(self, objs):
-        return selectors.deletion_cascade(projects=objs)
+    def deletion_counts(self, objs):
+        return selectors.deletion_cascade(projects=objs).by_label()
 
 
 # --- Workspaces -------------------------------------------------------------
@@ -185,6 +187,8 @@ class WorkspaceAdmin(ArchivableAdmin):
     cascade_key = "workspaces"
     archive_service = staticmethod(services.archive_workspace)
     unarchive_service = staticmethod(services.unarchive_workspace)
+    archive_preview = staticmethod(selectors.workspace_archive_preview)
+    unarchive_preview = staticmethod(selectors.workspace_unarchive_preview)
     delete_service = staticmethod(services.delete_workspace)
 
     def get_queryset(self, request):
@@ -202,5 +206,5 @@ class WorkspaceAdmin(ArchivableAdmin):
     def is_archived(self, obj):
         return obj.archived_at is not None
 
-    def deletion_cascade(self, objs):
-        return selectors.deletion_cascade(workspaces=objs)
+    def deletion_counts(self, objs):
+        return selectors.deletion_cascade(workspaces=objs).by_label()

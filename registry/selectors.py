@@ -1,32 +1,18 @@
-"""Reads of projects and workspaces that need thought. Nothing here writes."""
+"""Reads of projects and workspaces that need thought. Nothing here writes.
+
+What lives under workspaces (agents, their timelines) is reached through
+``registry.cascade``, never imported: see there why.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.core.exceptions import ValidationError
+from django.db.models import Count, Expression, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
-from registry.directories import normalize_directory
+from registry.cascade import DeletionCascade, DeletionScope, deletion_counters, records_under_workspaces
 from registry.models import Project, Workspace
-
-
-def project_by_directory(*, directory: str) -> Project | None:
-    """Look a project up by its directory. Never creates one."""
-    try:
-        normalized = normalize_directory(directory)
-    except ValidationError:
-        return None
-    return Project.objects.filter(directory=normalized).first()
-
-
-def workspace_by_directory(*, directory: str) -> Workspace | None:
-    """Look a workspace up by its directory. Never creates one."""
-    try:
-        normalized = normalize_directory(directory)
-    except ValidationError:
-        return None
-    return Workspace.objects.filter(directory=normalized).first()
-
 
 # --- Admin reads ------------------------------------------------------------
 # Counts are correlated subqueries rather than JOIN + COUNT: a list page then
@@ -34,10 +20,8 @@ def workspace_by_directory(*, directory: str) -> Workspace | None:
 # by side cannot multiply one by the other.
 
 
-def _count_subquery(queryset, outer_field: str):
-    from django.db.models import Count, IntegerField, OuterRef, Subquery
-    from django.db.models.functions import Coalesce
-
+def count_subquery(queryset: QuerySet, outer_field: str) -> Expression:
+    """The number of rows of ``queryset`` whose ``outer_field`` is the outer row, 0 when none."""
     counted = (
         queryset.filter(**{outer_field: OuterRef("pk")})
         .order_by()
@@ -48,25 +32,33 @@ def _count_subquery(queryset, outer_field: str):
     return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
-def projects_with_live_counts(queryset=None):
+def projects_with_live_counts(queryset: QuerySet[Project] | None = None) -> QuerySet[Project]:
     """Projects annotated with ``live_workspace_count`` and ``live_agent_count``."""
-    from snapshots.models import AgentSnapshot
-
     queryset = Project.objects.all() if queryset is None else queryset
     return queryset.annotate(
-        live_workspace_count=_count_subquery(Workspace.objects.live(), "project"),
-        live_agent_count=_count_subquery(AgentSnapshot.objects.live(), "workspace__project"),
+        live_workspace_count=count_subquery(Workspace.objects.live(), "project"),
+        live_agent_count=records_under_workspaces().live_count(per="project"),
     )
 
 
-def workspaces_with_live_counts(queryset=None):
+def workspaces_with_live_counts(queryset: QuerySet[Workspace] | None = None) -> QuerySet[Workspace]:
     """Workspaces annotated with ``live_agent_count``, their project joined in."""
-    from snapshots.models import AgentSnapshot
-
     queryset = Workspace.objects.all() if queryset is None else queryset
     return queryset.select_related("project").annotate(
-        live_agent_count=_count_subquery(AgentSnapshot.objects.live(), "workspace"),
+        live_agent_count=records_under_workspaces().live_count(per="workspace"),
     )
+
+
+# --- Archive and unarchive previews -------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArchivePreview:
+    """What an archive would take: the confirmation page's counts."""
+
+    workspaces: int = 0
+    agents: int = 0
+    running_agents: int = 0
 
 
 @dataclass(frozen=True)
@@ -78,60 +70,78 @@ class UnarchivePreview:
     blocked_by: str = ""
 
 
-def unarchive_preview(obj) -> UnarchivePreview:
-    """What ``unarchive_project/workspace/agent`` would restore: exactly the rows
-    carrying the record's archive operation (see the services)."""
-    from snapshots.models import AgentSnapshot
+def project_archive_preview(*, project: Project) -> ArchivePreview:
+    """What ``archive_project`` would take now: its live workspaces and their live agents."""
+    if project.is_archived:
+        return ArchivePreview()
+    workspaces = Workspace.objects.filter(project=project).live()
+    under = records_under_workspaces().count_live(workspaces=workspaces)
+    return ArchivePreview(workspaces=workspaces.count(), agents=under.records, running_agents=under.running)
 
-    if obj.archived_at is None:
+
+def workspace_archive_preview(*, workspace: Workspace) -> ArchivePreview:
+    """What ``archive_workspace`` would take now: the workspace and its live agents."""
+    if workspace.is_archived:
+        return ArchivePreview()
+    under = records_under_workspaces().count_live(workspaces=Workspace.objects.filter(pk=workspace.pk))
+    return ArchivePreview(workspaces=1, agents=under.records, running_agents=under.running)
+
+
+def project_unarchive_preview(*, project: Project) -> UnarchivePreview:
+    """What ``unarchive_project`` would restore: exactly the rows carrying its archive operation."""
+    if not project.is_archived:
         return UnarchivePreview()
-    agents = AgentSnapshot.objects.filter(archive_operation=obj.archive_operation).count()
-    if isinstance(obj, Project):
-        workspaces = Workspace.objects.filter(archive_operation=obj.archive_operation).count()
-        return UnarchivePreview(workspaces=workspaces, agents=agents)
-    if isinstance(obj, Workspace):
-        project = Project.objects.filter(pk=obj.project_id, archived_at__isnull=False).first()
-        return UnarchivePreview(workspaces=1, agents=agents, blocked_by=str(project) if project else "")
-    workspace = Workspace.objects.filter(pk=obj.workspace_id, archived_at__isnull=False).first()
-    return UnarchivePreview(agents=agents, blocked_by=str(workspace) if workspace else "")
+    operation = project.archive_operation
+    return UnarchivePreview(
+        workspaces=Workspace.objects.filter(archive_operation=operation).count(),
+        agents=records_under_workspaces().count_archived(operation=operation),
+    )
 
 
-@dataclass(frozen=True)
-class DeletionCascade:
-    """What a hard delete takes with it."""
+def workspace_unarchive_preview(*, workspace: Workspace) -> UnarchivePreview:
+    """What ``unarchive_workspace`` would restore, or the archived project that forbids it."""
+    if not workspace.is_archived:
+        return UnarchivePreview()
+    agents = records_under_workspaces().count_archived(operation=workspace.archive_operation)
+    project = Project.objects.filter(pk=workspace.project_id, archived_at__isnull=False).first()
+    return UnarchivePreview(workspaces=1, agents=agents, blocked_by=str(project) if project else "")
 
-    projects: int = 0
-    workspaces: int = 0
-    agents: int = 0
-    timeline_rows: int = 0
+
+# --- Hard delete ----------------------------------------------------------------
 
 
 def deletion_cascade(*, projects=(), workspaces=(), agents=()) -> DeletionCascade:
     """Count what deleting these records removes: a fixed number of queries.
 
-    Pass records of one kind; their children are counted through the foreign keys.
+    Pass records of one kind; their children are counted through the foreign
+    keys, those outside the registry by the counters registered in
+    ``registry.cascade``.
     """
-    from snapshots.models import AgentSnapshot
-    from timeline.models import TimelineRow
-
     project_ids = [p.pk for p in projects]
     workspace_ids = [w.pk for w in workspaces]
-    agent_ids = [a.pk for a in agents]
     if project_ids:
-        workspace_qs = Workspace.objects.filter(project__in=project_ids)
-        agent_qs = AgentSnapshot.objects.filter(workspace__project__in=project_ids)
-        rows_qs = TimelineRow.objects.filter(agent__workspace__project__in=project_ids)
+        scope = DeletionScope(kind="projects", ids=project_ids)
+        workspace_count = Workspace.objects.filter(project__in=project_ids).count()
     elif workspace_ids:
-        workspace_qs = Workspace.objects.filter(pk__in=workspace_ids)
-        agent_qs = AgentSnapshot.objects.filter(workspace__in=workspace_ids)
-        rows_qs = TimelineRow.objects.filter(agent__workspace__in=workspace_ids)
+        scope = DeletionScope(kind="workspaces", ids=workspace_ids)
+        workspace_count = Workspace.objects.filter(pk__in=workspace_ids).count()
     else:
-        workspace_qs = Workspace.objects.none()
-        agent_qs = AgentSnapshot.objects.filter(pk__in=agent_ids)
-        rows_qs = TimelineRow.objects.filter(agent__in=agent_ids)
-    return DeletionCascade(
-        projects=len(project_ids),
-        workspaces=workspace_qs.count() if workspace_ids or project_ids else 0,
-        agents=agent_qs.count(),
-        timeline_rows=rows_qs.count(),
-    )
+        scope = DeletionScope(kind="agents", ids=[a.pk for a in agents])
+        workspace_count = 0
+    counted = {name: counter(scope) for name, counter in deletion_counters().items()}
+    return DeletionCascade(projects=len(project_ids), workspaces=workspace_count, **counted)
+
+
+__all__ = [
+    "ArchivePreview",
+    "DeletionCascade",
+    "UnarchivePreview",
+    "count_subquery",
+    "deletion_cascade",
+    "project_archive_preview",
+    "project_unarchive_preview",
+    "projects_with_live_counts",
+    "workspace_archive_preview",
+    "workspace_unarchive_preview",
+    "workspaces_with_live_counts",
+]

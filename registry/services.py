@@ -1,24 +1,21 @@
-"""Every write to projects and workspaces. Admin, API and commands call these."""
+"""Every write to projects and workspaces. Admin, API and commands call these.
+
+The agents under the workspaces are archived and restored through
+``registry.cascade`` (registered by snapshots), so the registry imports no app above it.
+"""
 
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from kernel.errors import ArchivedConflict, DuplicateDirectory
 from kernel.services import UNSET, ArchiveResult, UnarchiveResult, lock_for_update, validate_fields
+from registry.cascade import records_under_workspaces
 from registry.directories import last_segment, normalize_directory
 from registry.models import Project, Workspace
-from snapshots.models import AgentSnapshot
-from snapshots.services import archive_agent_rows, notify_agents_changed, restore_archived_agents
-
-
-@dataclass(frozen=True)
-class _CascadeResult(ArchiveResult):
-    operation: uuid.UUID | None = None
 
 
 def _ensure_directory_free(model: type[Project] | type[Workspace], directory: str, *, exclude_pk=None) -> None:
@@ -80,18 +77,20 @@ def update_project(*, project: Project, display_name: str = UNSET, git_remote: s
     return project
 
 
-def archive_project(*, project: Project, preview: bool = False) -> ArchiveResult:
+def archive_project(*, project: Project) -> ArchiveResult:
     """Archive the project, its live workspaces and their live agents, at once.
 
     The cost is a fixed number of queries: one read of the affected agents and
     one UPDATE per table, however many rows they touch. Every record the
     cascade takes is stamped with the same operation id so that
-    ``unarchive_project`` can restore exactly those.
+    ``unarchive_project`` can restore exactly those. Archiving an archived
+    project changes nothing. ``registry.selectors.project_archive_preview``
+    counts the same records without writing.
     """
     with transaction.atomic():
         project = lock_for_update(Project, project.pk)
         if project.is_archived:
-            return ArchiveResult(preview=preview)
+            return ArchiveResult()
         workspaces = Workspace.objects.filter(project=project).live()
         # Lock the live workspaces before reading their agents: create_agent
         # locks its workspace too, so an agent is either already there to be
@@ -99,52 +98,12 @@ def archive_project(*, project: Project, preview: bool = False) -> ArchiveResult
         # (and refused). Without it, PostgreSQL could leave a live agent
         # behind in an archived workspace. (SQLite serialises writers anyway.)
         list(workspaces.select_for_update().values_list("pk", flat=True))
-        agents = AgentSnapshot.objects.live().filter(workspace__in=workspaces.values("pk"))
-        result = _archive_cascade(workspaces=workspaces, agents=agents, preview=preview)
-        if preview:
-            return result
-        now = timezone.now()
-        Project.objects.filter(pk=project.pk).update(
-            archived_at=now, archive_operation=result.operation, updated_at=now
-        )
-        notify_agents_changed(result.agent_ids, "archived")
+        operation, now = uuid.uuid4(), timezone.now()
+        agents = records_under_workspaces().archive_live(workspaces=workspaces, operation=operation, now=now)
+        archived_workspaces = workspaces.update(archived_at=now, archive_operation=operation, updated_at=now)
+        Project.objects.filter(pk=project.pk).update(archived_at=now, archive_operation=operation, updated_at=now)
     return ArchiveResult(
-        workspaces=result.workspaces,
-        agents=result.agents,
-        running_agents=result.running_agents,
-        changed=True,
-        agent_ids=result.agent_ids,
-    )
-
-
-def _archive_cascade(*, workspaces, agents, preview: bool) -> _CascadeResult:
-    agent_rows = list(agents.values_list("agent_id", "lifecycle"))
-    agent_ids = [agent_id for agent_id, _ in agent_rows]
-    running = sum(1 for _, lifecycle in agent_rows if lifecycle == AgentSnapshot.Lifecycle.RUNNING)
-    if preview:
-        workspace_count = workspaces.count() if workspaces is not None else 0
-        return _CascadeResult(
-            workspaces=workspace_count,
-            agents=len(agent_ids),
-            running_agents=running,
-            preview=True,
-            agent_ids=agent_ids,
-        )
-    operation = uuid.uuid4()
-    now = timezone.now()
-    archived_agents = (
-        archive_agent_rows(AgentSnapshot.objects.filter(pk__in=agent_ids), operation, now) if agent_ids else 0
-    )
-    workspace_count = 0
-    if workspaces is not None:
-        workspace_count = workspaces.update(archived_at=now, archive_operation=operation, updated_at=now)
-    return _CascadeResult(
-        workspaces=workspace_count,
-        agents=archived_agents,
-        running_agents=running,
-        changed=True,
-        agent_ids=agent_ids,
-        operation=operation,
+        workspaces=archived_workspaces, agents=agents.records, running_agents=agents.running, changed=True
     )
 
 
@@ -155,13 +114,12 @@ def unarchive_project(*, project: Project) -> UnarchiveResult:
         if not project.is_archived:
             return UnarchiveResult()
         operation = project.archive_operation
-        restored_agents, agent_ids = restore_archived_agents(operation)
+        restored_agents = records_under_workspaces().unarchive(operation=operation)
         now = timezone.now()
         restored_workspaces = Workspace.objects.filter(archive_operation=operation).update(
             archived_at=None, archive_operation=None, updated_at=now
         )
         Project.objects.filter(pk=project.pk).update(archived_at=None, archive_operation=None, updated_at=now)
-        notify_agents_changed(agent_ids, "unarchived")
     return UnarchiveResult(workspaces=restored_workspaces, agents=restored_agents, changed=True)
 
 
@@ -214,27 +172,22 @@ def update_workspace(*, workspace: Workspace, display_name: str = UNSET, branch:
     return workspace
 
 
-def archive_workspace(*, workspace: Workspace, preview: bool = False) -> ArchiveResult:
+def archive_workspace(*, workspace: Workspace) -> ArchiveResult:
+    """Archive the workspace and its live agents; archiving an archived workspace changes nothing.
+
+    ``registry.selectors.workspace_archive_preview`` counts the same records without writing.
+    """
     with transaction.atomic():
+        # Locked before its agents are read, for the reason given in archive_project.
         workspace = lock_for_update(Workspace, workspace.pk)
         if workspace.is_archived:
-            return ArchiveResult(preview=preview)
-        agents = AgentSnapshot.objects.live().filter(workspace=workspace)
-        result = _archive_cascade(workspaces=None, agents=agents, preview=preview)
-        if preview:
-            return ArchiveResult(workspaces=1, agents=result.agents, running_agents=result.running_agents, preview=True)
-        now = timezone.now()
-        Workspace.objects.filter(pk=workspace.pk).update(
-            archived_at=now, archive_operation=result.operation, updated_at=now
+            return ArchiveResult()
+        operation, now = uuid.uuid4(), timezone.now()
+        agents = records_under_workspaces().archive_live(
+            workspaces=Workspace.objects.filter(pk=workspace.pk), operation=operation, now=now
         )
-        notify_agents_changed(result.agent_ids, "archived")
-    return ArchiveResult(
-        workspaces=1,
-        agents=result.agents,
-        running_agents=result.running_agents,
-        changed=True,
-        agent_ids=result.agent_ids,
-    )
+        Workspace.objects.filter(pk=workspace.pk).update(archived_at=now, archive_operation=operation, updated_at=now)
+    return ArchiveResult(workspaces=1, agents=agents.records, running_agents=agents.running, changed=True)
 
 
 def unarchive_workspace(*, workspace: Workspace) -> UnarchiveResult:
@@ -249,11 +202,10 @@ def unarchive_workspace(*, workspace: Workspace) -> UnarchiveResult:
                 f"Workspace {workspace.pk} belongs to archived project {workspace.project_id}; "
                 "unarchive the project instead."
             )
-        restored_agents, agent_ids = restore_archived_agents(workspace.archive_operation)
+        restored_agents = records_under_workspaces().unarchive(operation=workspace.archive_operation)
         Workspace.objects.filter(pk=workspace.pk).update(
             archived_at=None, archive_operation=None, updated_at=timezone.now()
         )
-        notify_agents_changed(agent_ids, "unarchived")
     return UnarchiveResult(workspaces=1, agents=restored_agents, changed=True)
 
 

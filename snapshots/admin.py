@@ -1,21 +1,50 @@
 """Agent snapshots in the admin: every write goes through snapshots.services.
 
-The change page also shows the agent's committed timeline, read-only.
+Apps above snapshots add read-only sections to the agent's change page with
+``register_agent_page_section`` (the timeline shows the agent's committed rows
+this way), so snapshots imports none of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
+from django.http import QueryDict
 
 from kernel.admin import ArchivableAdmin, ServiceForm
 from registry.admin import ArchivedListFilter
 from registry.models import Workspace
 from registry.selectors import deletion_cascade
-from snapshots import services
+from snapshots import selectors, services
 from snapshots.models import AgentSnapshot
-from timeline.admin import timeline_window
+
+
+@dataclass(frozen=True)
+class AgentPageSection:
+    """A read-only section below the agent's change form.
+
+    ``context(agent, query_params)`` returns the variables ``template`` is
+    rendered with; it runs only for operators who may view the agent.
+    """
+
+    template: str
+    context: Callable[[AgentSnapshot, QueryDict], dict[str, Any]]
+
+
+_agent_page_sections: dict[str, AgentPageSection] = {}
+
+
+def register_agent_page_section(
+    *, template: str, context: Callable[[AgentSnapshot, QueryDict], dict[str, Any]]
+) -> None:
+    """Add a section to every agent's change page; called from the owning app's ``AppConfig.ready()``."""
+    _agent_page_sections[template] = AgentPageSection(template=template, context=context)
+
 
 AGENT_ADD_FIELDS = [
     "workspace",
@@ -146,6 +175,8 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     cascade_key = "agents"
     archive_service = staticmethod(services.archive_agent)
     unarchive_service = staticmethod(services.unarchive_agent)
+    archive_preview = staticmethod(selectors.agent_archive_preview)
+    unarchive_preview = staticmethod(selectors.agent_unarchive_preview)
     delete_service = staticmethod(services.delete_agent)
 
     @admin.display(description="workspace", ordering="workspace__display_name")
@@ -160,11 +191,20 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     def is_archived(self, obj):
         return obj.archived_at is not None
 
-    def deletion_cascade(self, objs):
-        return deletion_cascade(agents=objs)
+    def deletion_counts(self, objs):
+        return deletion_cascade(agents=objs).by_label()
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         agent = self.get_object(request, unquote(object_id))
         if agent is not None and self.has_view_or_change_permission(request, agent):
-            extra_context = {**(extra_context or {}), "timeline": timeline_window(agent, request.GET)}
+            extra_context = {**(extra_context or {}), **self.page_sections_context(agent, request.GET)}
         return super().change_view(request, object_id, form_url, extra_context)
+
+    @staticmethod
+    def page_sections_context(agent: AgentSnapshot, params: QueryDict) -> dict[str, Any]:
+        """The registered sections' templates (as ``agent_page_sections``) and their variables."""
+        sections = list(_agent_page_sections.values())
+        context: dict[str, Any] = {"agent_page_sections": [section.template for section in sections]}
+        for section in sections:
+            context.update(section.context(agent, params))
+        return context

@@ -11,8 +11,9 @@ from registry.models import ArchivableQuerySet, Workspace
 
 # \A and \Z, not ^ and $: "$" would also accept a trailing newline (in Python and SQLite).
 AGENT_ID_PATTERN = r"\A[A-Za-z0-9._:-]{1,128}\Z"
+AGENT_ID_RE = re.compile(AGENT_ID_PATTERN)
 agent_id_validator = RegexValidator(
-    re.compile(AGENT_ID_PATTERN),
+    AGENT_ID_RE,
     "An agent id is 1 to 128 characters of letters, digits, '.', '_', ':' and '-'.",
     code="invalid",
 )

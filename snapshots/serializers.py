@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import re
-
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -15,9 +13,7 @@ from kernel.api.serializers import (
     StrictInputSerializer,
     id_field,
 )
-from snapshots.models import AGENT_ID_PATTERN, AgentSnapshot, AttentionReason, Lifecycle
-
-AGENT_ID_RE = re.compile(AGENT_ID_PATTERN)
+from snapshots.models import AGENT_ID_RE, AgentSnapshot, AttentionReason, Lifecycle
 
 
 @extend_schema_field({"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "maxLength": 128})

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from kernel.errors import ArchivedConflict, Conflict, VersionMismatch
@@ -79,7 +79,8 @@ def notify_agents_changed(agent_ids: list[str], reason: str) -> None:
         transaction.on_commit(lambda: agents_changed.send(sender=AgentSnapshot, agent_ids=agent_ids, reason=reason))
 
 
-def archive_agent_rows(agents, operation: uuid.UUID, now) -> int:
+def archive_agent_rows(agents: QuerySet[AgentSnapshot], operation: uuid.UUID, now: dt.datetime) -> int:
+    """Archive ``agents`` with ``operation``, inside the caller's transaction. One UPDATE."""
     # An archived agent is no longer doing anything, whatever it was doing.
     return agents.update(
         archived_at=now,
@@ -91,6 +92,7 @@ def archive_agent_rows(agents, operation: uuid.UUID, now) -> int:
 
 
 def restore_archived_agents(operation: uuid.UUID) -> tuple[int, list[str]]:
+    """Unarchive exactly the agents carrying ``operation``, inside the caller's transaction."""
     agents = AgentSnapshot.objects.filter(archive_operation=operation)
     agent_ids = list(agents.values_list("agent_id", flat=True))
     if not agent_ids:
@@ -188,17 +190,19 @@ def update_agent(*, agent: AgentSnapshot, expected_version: int | None = None, *
     return agent
 
 
-def archive_agent(*, agent: AgentSnapshot, preview: bool = False) -> ArchiveResult:
+def archive_agent(*, agent: AgentSnapshot) -> ArchiveResult:
+    """Archive the agent on its own; archiving an archived agent changes nothing.
+
+    ``snapshots.selectors.agent_archive_preview`` counts the same without writing.
+    """
     with transaction.atomic():
         agent = lock_for_update(AgentSnapshot, agent.pk)
         if agent.is_archived:
-            return ArchiveResult(preview=preview)
+            return ArchiveResult()
         running = int(agent.lifecycle == AgentSnapshot.Lifecycle.RUNNING)
-        if preview:
-            return ArchiveResult(agents=1, running_agents=running, preview=True, agent_ids=[agent.agent_id])
         archive_agent_rows(AgentSnapshot.objects.filter(pk=agent.pk), uuid.uuid4(), timezone.now())
         notify_agents_changed([agent.agent_id], "archived")
-    return ArchiveResult(agents=1, running_agents=running, changed=True, agent_ids=[agent.agent_id])
+    return ArchiveResult(agents=1, running_agents=running, changed=True)
 
 
 def unarchive_agent(*, agent: AgentSnapshot) -> UnarchiveResult:

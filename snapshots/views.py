@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 
-from django.db.models import F
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -17,13 +16,12 @@ from rest_framework.response import Response
 
 from kernel.api.schema import documents_errors
 from kernel.api.views import ApiViewSet, validated
-from kernel.errors import NotFound
 from registry.models import Workspace
 from snapshots import services
 from snapshots.filters import AgentFilter
 from snapshots.models import AgentSnapshot
+from snapshots.selectors import agent_for_api, agents_for_api
 from snapshots.serializers import (
-    AGENT_ID_RE,
     AgentArchiveSerializer,
     AgentCreateSerializer,
     AgentSerializer,
@@ -48,18 +46,6 @@ IF_MATCH_HEADER = OpenApiParameter(
     description='The ETag of the version this change is based on, e.g. `"7"`, or `*`. '
     "A stale version gets 412 `version_mismatch`; a malformed value gets 400 `invalid`.",
 )
-
-
-def agents():
-    return AgentSnapshot.objects.annotate(api_project_id=F("workspace__project_id"))
-
-
-def get_agent(agent_id: str) -> AgentSnapshot:
-    # Ids that cannot exist never reach the database (think NUL bytes).
-    agent = agents().filter(pk=agent_id).first() if AGENT_ID_RE.fullmatch(agent_id) else None
-    if agent is None:
-        raise NotFound(f"Agent {agent_id[:128]!r} does not exist.")
-    return agent
 
 
 def etag(agent: AgentSnapshot) -> str:
@@ -87,7 +73,7 @@ class AgentViewSet(ApiViewSet):
     keyset_ordering = ("created_at", "agent_id")
 
     def get_queryset(self):
-        return agents()
+        return agents_for_api()
 
     @extend_schema(summary="List agents", responses=AgentSerializer(many=True))
     def list(self, request):
@@ -106,14 +92,14 @@ class AgentViewSet(ApiViewSet):
             raise serializers.ValidationError({"workspace_id": ["No workspace has this id."]})
         agent = services.create_agent(workspace=workspace, **data)
         return agent_response(
-            get_agent(agent.agent_id),
+            agent_for_api(agent_id=agent.agent_id),
             status_code=status.HTTP_201_CREATED,
             Location=reverse("agent-detail", kwargs={"agent_id": agent.agent_id}),
         )
 
     @extend_schema(summary="Get an agent", responses=AgentSerializer, parameters=[ETAG_HEADER])
     def retrieve(self, request, agent_id):
-        return agent_response(get_agent(agent_id))
+        return agent_response(agent_for_api(agent_id=agent_id))
 
     @extend_schema(
         summary="Change an agent's snapshot",
@@ -125,8 +111,8 @@ class AgentViewSet(ApiViewSet):
     def partial_update(self, request, agent_id):
         version = expected_version(request)
         changes = validated(AgentUpdateSerializer, request.data, partial=True)
-        agent = services.update_agent(agent=get_agent(agent_id), expected_version=version, **changes)
-        return agent_response(get_agent(agent.agent_id))
+        agent = services.update_agent(agent=agent_for_api(agent_id=agent_id), expected_version=version, **changes)
+        return agent_response(agent_for_api(agent_id=agent.agent_id))
 
     @extend_schema(
         summary="Archive an agent",
@@ -135,8 +121,8 @@ class AgentViewSet(ApiViewSet):
         responses=AgentArchiveSerializer,
     )
     def archive(self, request, agent_id):
-        result = services.archive_agent(agent=get_agent(agent_id))
-        agent = get_agent(agent_id)
+        result = services.archive_agent(agent=agent_for_api(agent_id=agent_id))
+        agent = agent_for_api(agent_id=agent_id)
         return Response(
             {"agent": AgentSerializer(agent).data, "archived": {"agents": result.agents}},
             headers={"ETag": etag(agent)},
@@ -149,8 +135,8 @@ class AgentViewSet(ApiViewSet):
         responses=AgentUnarchiveSerializer,
     )
     def unarchive(self, request, agent_id):
-        result = services.unarchive_agent(agent=get_agent(agent_id))
-        agent = get_agent(agent_id)
+        result = services.unarchive_agent(agent=agent_for_api(agent_id=agent_id))
+        agent = agent_for_api(agent_id=agent_id)
         return Response(
             {"agent": AgentSerializer(agent).data, "restored": {"agents": result.agents}},
             headers={"ETag": etag(agent)},

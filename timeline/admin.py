@@ -1,8 +1,11 @@
 """Timeline rows in the admin: read-only for everyone, superusers included.
 
 Committed history is never changed after the fact, so there is no add, change
-or delete here. ``timeline_window`` feeds the timeline shown on the agent's
-change page.
+or delete here. ``agent_timeline_section`` (through ``timeline_window``) feeds
+the timeline shown on the agent's change page, and ``count_rows_deleted_with``
+the row count on a project's, workspace's or agent's delete confirmation;
+``TimelineConfig.ready()`` registers both with the apps below, which do not
+import the timeline.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ from types import SimpleNamespace
 from typing import Any
 
 from django.contrib import admin
+from django.http import QueryDict
 
+from registry.cascade import DeletionScope
+from snapshots.models import AgentSnapshot
 from timeline.models import TimelineRow
 from timeline.selectors import read_timeline
 
@@ -154,6 +160,24 @@ def timeline_window(agent, params, *, page_size: int = TIMELINE_PAGE_SIZE) -> Ti
         is_newest_page=before is None and after is None,
         page_size=page_size,
     )
+
+
+#: The template the agent's change page includes, with ``agent_timeline_section``'s variables.
+AGENT_TIMELINE_TEMPLATE = "admin/timeline/timeline.html"
+
+
+def agent_timeline_section(agent: AgentSnapshot, params: QueryDict) -> dict[str, Any]:
+    """The variables of the agent page's timeline section (``snapshots.admin.register_agent_page_section``)."""
+    return {"timeline": timeline_window(agent, params)}
+
+
+#: The path from a timeline row to the records a hard delete starts from.
+_ROW_LOOKUP = {"projects": "agent__workspace__project__in", "workspaces": "agent__workspace__in", "agents": "agent__in"}
+
+
+def count_rows_deleted_with(scope: DeletionScope) -> int:
+    """The timeline rows a hard delete of ``scope`` removes (``registry.cascade.DeletionCounter``)."""
+    return TimelineRow.objects.filter(**{_ROW_LOOKUP[scope.kind]: scope.ids}).count()
 
 
 @admin.register(TimelineRow)

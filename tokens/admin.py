@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from django.contrib import admin, messages
-from django.db import transaction
 from django.template.response import TemplateResponse
-from django.urls import path
 
-from kernel.admin import ConfirmationItem, ConfirmingAdminMixin, ServiceForm, ServiceModelAdmin, plural
+from kernel.admin import (
+    Confirmation,
+    ConfirmationItem,
+    ConfirmingAdminMixin,
+    ServiceForm,
+    ServiceModelAdmin,
+    plural,
+)
 from tokens.models import ApiToken
 from tokens.services import create_api_token, revoke_api_token
 
@@ -96,17 +101,7 @@ class ApiTokenAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         return response
 
     def get_urls(self):
-        view = self.admin_site.admin_view
-        return [
-            path(
-                "<path:object_id>/revoke/",
-                view(
-                    lambda request, object_id: self.object_view(request, object_id, self.revoke_flow, self.can_revoke)
-                ),
-                name="tokens_apitoken_revoke",
-            ),
-            *super().get_urls(),
-        ]
+        return [self.object_url("revoke", self.revoke_flow, self.can_revoke), *super().get_urls()]
 
     def can_revoke(self, request) -> bool:
         return super().has_change_permission(request)
@@ -120,25 +115,13 @@ class ApiTokenAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         return self.revoke_flow(request, list(queryset), action_name="revoke_selected")
 
     def revoke_flow(self, request, tokens: list[ApiToken], *, action_name: str | None):
-        if self.is_confirmed(request):
-            revoked = 0
-            for token in tokens:
-                with transaction.atomic():
-                    if revoke_api_token(token=token):
-                        self.log_change(request, token, "Revoked.")
-                        revoked += 1
-            self.message_user(request, f"Revoked {plural(revoked, 'API token')}.", messages.SUCCESS)
-            if revoked < len(tokens):
-                self.message_user(
-                    request,
-                    f"{plural(len(tokens) - revoked, 'token was', 'tokens were')} already revoked.",
-                    messages.WARNING,
-                )
-            return None
+        return self.confirmation_flow(
+            request, tokens, action_name=action_name, preview=self.revoke_confirmation, perform=self.perform_revoke
+        )
+
+    def revoke_confirmation(self, tokens: list[ApiToken]) -> Confirmation:
         active = [token for token in tokens if token.revoked_at is None]
-        return self.render_confirmation(
-            request,
-            objs=tokens,
+        return Confirmation(
             title=f"Revoke {plural(len(active), 'API token')}?" if active else "Nothing to revoke",
             summary=(
                 [f"Clients using {'this token' if len(active) == 1 else 'these tokens'} get 401 from then on."]
@@ -146,7 +129,6 @@ class ApiTokenAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
                 else []
             ),
             confirm_label="Yes, revoke",
-            action_name=action_name,
             items=[
                 ConfirmationItem(
                     str(token),
@@ -157,3 +139,17 @@ class ApiTokenAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
             ],
             can_confirm=bool(active),
         )
+
+    def perform_revoke(self, request, tokens: list[ApiToken]) -> None:
+        revoked, unchanged = self.perform_each(
+            request,
+            tokens,
+            service=lambda token: revoke_api_token(token=token),
+            changed=bool,
+            log_message=lambda _: "Revoked.",
+        )
+        self.message_user(request, f"Revoked {plural(len(revoked), 'API token')}.", messages.SUCCESS)
+        if unchanged:
+            self.message_user(
+                request, f"{plural(unchanged, 'token was', 'tokens were')} already revoked.", messages.WARNING
+            )

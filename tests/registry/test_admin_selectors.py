@@ -5,6 +5,7 @@ from django.utils import timezone
 
 from registry import selectors
 from registry.services import archive_project, archive_workspace
+from snapshots.selectors import agent_unarchive_preview
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 from timeline.models import TimelineRow
@@ -32,14 +33,14 @@ def test_unarchive_preview_counts_exactly_the_operation():
     AgentFactory(workspace=workspace)
     solo = AgentFactory(workspace=workspace)
     archive_agent(agent=solo)  # archived on its own first: not the project's to restore
-    assert selectors.unarchive_preview(project) == selectors.UnarchivePreview()
+    assert selectors.project_unarchive_preview(project=project) == selectors.UnarchivePreview()
     archive_project(project=project)
     project.refresh_from_db()
     workspace.refresh_from_db()
     solo.refresh_from_db()
-    assert selectors.unarchive_preview(project) == selectors.UnarchivePreview(workspaces=1, agents=1)
-    assert selectors.unarchive_preview(workspace).blocked_by == str(project)
-    assert selectors.unarchive_preview(solo) == selectors.UnarchivePreview(agents=1, blocked_by=str(workspace))
+    assert selectors.project_unarchive_preview(project=project) == selectors.UnarchivePreview(workspaces=1, agents=1)
+    assert selectors.workspace_unarchive_preview(workspace=workspace).blocked_by == str(project)
+    assert agent_unarchive_preview(agent=solo) == selectors.UnarchivePreview(agents=1, blocked_by=str(workspace))
 
 
 def test_deletion_cascade_for_each_kind():

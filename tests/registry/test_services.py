@@ -6,7 +6,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from kernel.errors import ArchivedConflict, DuplicateDirectory, NotFound
-from registry import services
+from registry import selectors, services
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent
@@ -114,8 +114,9 @@ class TestArchiveCascade:
 
     def test_preview_counts_without_writing(self):
         project, ws_a, *_ = self._tree()
-        preview = services.archive_project(project=project, preview=True)
-        assert (preview.workspaces, preview.agents, preview.running_agents, preview.preview) == (2, 3, 1, True)
+        preview = selectors.project_archive_preview(project=project)
+        assert preview == selectors.ArchivePreview(workspaces=2, agents=3, running_agents=1)
+        assert selectors.workspace_archive_preview(workspace=ws_a) == selectors.ArchivePreview(1, 2, 1)
         refresh(project, ws_a)
         assert project.archived_at is None and ws_a.archived_at is None
 

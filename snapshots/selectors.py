@@ -1,0 +1,41 @@
+"""Reads of agent snapshots that need thought. Nothing here writes."""
+
+from __future__ import annotations
+
+from django.db.models import F, QuerySet
+
+from kernel.errors import NotFound
+from registry.models import Workspace
+from registry.selectors import ArchivePreview, UnarchivePreview
+from snapshots.models import AGENT_ID_RE, AgentSnapshot
+
+
+def agents_for_api() -> QuerySet[AgentSnapshot]:
+    """Agents as the API shows them: with their project's id, read in the same query."""
+    return AgentSnapshot.objects.annotate(api_project_id=F("workspace__project_id"))
+
+
+def agent_for_api(*, agent_id: str) -> AgentSnapshot:
+    """One agent as the API shows it; NotFound when there is none."""
+    # Ids that cannot exist never reach the database (think NUL bytes).
+    agent = agents_for_api().filter(pk=agent_id).first() if AGENT_ID_RE.fullmatch(agent_id) else None
+    if agent is None:
+        raise NotFound(f"Agent {agent_id[:128]!r} does not exist.")
+    return agent
+
+
+def agent_archive_preview(*, agent: AgentSnapshot) -> ArchivePreview:
+    """What ``archive_agent`` would take: the agent itself, closed if it was running."""
+    if agent.is_archived:
+        return ArchivePreview()
+    return ArchivePreview(agents=1, running_agents=int(agent.lifecycle == AgentSnapshot.Lifecycle.RUNNING))
+
+
+def agent_unarchive_preview(*, agent: AgentSnapshot) -> UnarchivePreview:
+    """What ``unarchive_agent`` would restore: the agents carrying its archive operation,
+    or the archived workspace that forbids it."""
+    if not agent.is_archived:
+        return UnarchivePreview()
+    agents = AgentSnapshot.objects.filter(archive_operation=agent.archive_operation).count()
+    workspace = Workspace.objects.filter(pk=agent.workspace_id, archived_at__isnull=False).first()
+    return UnarchivePreview(agents=agents, blocked_by=str(workspace) if workspace else "")
