@@ -23,6 +23,7 @@ from tests.process.live_support import (
     append,
     redis_available,
 )
+from tests.support.processes import start_together
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(180)]
 
@@ -184,8 +185,7 @@ def test_cross_process_over_postgres_listen_notify(servers, postgres_database):
     first = servers("a", database=postgres_database, env=env)
     second = servers("b", database=postgres_database, env=env)
     token = first.setup(["agent-x"])["token"]
-    first.start()
-    second.start()
+    start_together(first, second)
     _cross_process_roundtrip(first, second, token)
 
 
@@ -197,8 +197,7 @@ def test_cross_process_over_redis_with_shared_sqlite(servers, scratch_db, tmp_pa
     first = servers("a", database=database, env=env)
     second = servers("b", database=database, env=env)
     token = first.setup(["agent-x"])["token"]
-    first.start()
-    second.start()
+    start_together(first, second)
     _cross_process_roundtrip(first, second, token)
 
 
@@ -209,8 +208,7 @@ def test_rows_appended_elsewhere_arrive_through_the_poll_without_any_transport(s
     first = servers("a", database=database, env=env)
     second = servers("b", database=database, env=env)
     token = first.setup(["agent-x"])["token"]
-    first.start()
-    second.start()
+    start_together(first, second)
     with httpx.Client() as client:
         reader = EventReader(client, stream_url(second, "agent-x"), token=token)
         try:

@@ -235,11 +235,16 @@ class Server:
             return ""
 
     # lifecycle
-    def start(self, timeout: float | None = None) -> Server:
+    def launch(self) -> Server:
+        """Start the process and return at once; ``wait_ready`` waits for it."""
+        self.port = None
+        self.process = Process(self.command, self.env, self.log_path)
+        return self
+
+    def wait_ready(self, timeout: float | None = None) -> Server:
         timeout = timeout or self.start_timeout
         deadline = time.monotonic() + timeout
-        self.port = None
-        self.process = process = Process(self.command, self.env, self.log_path)
+        process = self.process
 
         def listening_port() -> int | None:
             match = LISTENING.search(process.output)
@@ -265,6 +270,9 @@ class Server:
             raise AssertionError(f"server did not start ({exc}):\n{process.output}") from None
         return self
 
+    def start(self, timeout: float | None = None) -> Server:
+        return self.launch().wait_ready(timeout)
+
     def stop(self, timeout: float = 15) -> int | None:
         return self.process.stop(timeout) if self.process else None
 
@@ -281,6 +289,19 @@ class Server:
 
     def __exit__(self, *exc_info) -> None:
         self.stop()
+
+
+def start_together(*servers: Server) -> None:
+    """Start several servers at once (their start-ups overlap) and wait until each is ready."""
+    for server in servers:
+        server.launch()
+    try:
+        for server in servers:
+            server.wait_ready()
+    except BaseException:
+        for server in servers:
+            server.stop()
+        raise
 
 
 def start_server(env: dict[str, str], log_path: Path, *, command: str | list[str] = "entrypoint", timeout: float = 60):
