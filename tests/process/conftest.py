@@ -19,7 +19,7 @@ HERE = Path(__file__).resolve().parent
 
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if HERE in Path(item.fspath).resolve().parents:
+        if HERE in Path(item.path).resolve().parents:
             item.add_marker(pytest.mark.process)
 
 
