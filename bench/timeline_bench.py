@@ -27,19 +27,18 @@ import asyncio
 import json
 import math
 import os
-import re
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+# The server launcher and scratch databases are the test suite's own (tests/support/processes.py).
+sys.path.insert(0, str(REPO_ROOT))
+from tests.support.processes import ScratchDatabase, Server, run_engine  # noqa: E402
 
 READ_LIMIT = 100
 BATCH_SIZE = 100
@@ -179,8 +178,7 @@ class Environment:
     env: dict[str, str]
     backend: str  # "sqlite" or "postgresql"
     sqlite_path: Path | None
-    postgres_admin_url: str | None
-    postgres_db: str | None
+    database: ScratchDatabase
 
 
 def prepare_environment(root: Path) -> Environment:
@@ -196,36 +194,21 @@ def prepare_environment(root: Path) -> Environment:
         "CHARTR_LOG_LEVEL": "WARNING",
     }
     os.environ.pop("CHARTR_SECRET_KEY", None)
-    database_url = os.environ.get("DATABASE_URL", "")
-    backend, admin_url, scratch = "sqlite", None, None
-    if database_url.startswith(("postgres://", "postgresql://")):
-        import psycopg
-
-        parts = urlsplit(database_url)
-        base_name = parts.path.lstrip("/") or "chartr"
-        scratch = f"{base_name}_bench_{os.getpid()}"
-        admin_url = urlunsplit(parts._replace(path="/postgres"))
-        with psycopg.connect(admin_url, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{scratch}"')
-            conn.execute(f'CREATE DATABASE "{scratch}"')
-        env["DATABASE_URL"] = urlunsplit(parts._replace(path=f"/{scratch}"))
-        backend = "postgresql"
-    else:
-        os.environ.pop("DATABASE_URL", None)
+    # A SQLite file in the data dir, or a uniquely named PostgreSQL database
+    # on DATABASE_URL's server, dropped at the end.
+    backend = run_engine()
+    database = ScratchDatabase(backend, root, purpose="bench").create()
+    os.environ.pop("DATABASE_URL", None)
+    env.update(database.env())
     os.environ.update(env)
-    sqlite_path = root / "data" / "chartr.sqlite3" if backend == "sqlite" else None
+    sqlite_path = database.path if backend == "sqlite" else None
     server_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     server_env.update(env)
-    return Environment(root, server_env, backend, sqlite_path, admin_url, scratch)
+    return Environment(root, server_env, backend, sqlite_path, database)
 
 
 def drop_scratch_database(environment: Environment) -> None:
-    if environment.postgres_db is None:
-        return
-    import psycopg
-
-    with psycopg.connect(environment.postgres_admin_url, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{environment.postgres_db}" WITH (FORCE)')
+    environment.database.drop()
 
 
 def setup_django() -> None:
@@ -432,77 +415,6 @@ def read_seq(direction: str, rows: int) -> int | None:
 
 
 # --- the server process ---------------------------------------------------
-
-
-class Server:
-    """gunicorn with one uvicorn worker on 127.0.0.1 and a port the kernel picks."""
-
-    def __init__(self, environment: Environment, log_path: Path):
-        self.environment = environment
-        self.log_path = log_path
-        self.process: subprocess.Popen | None = None
-        self.base_url = ""
-
-    def start(self, timeout: float = 60.0) -> None:
-        self.log_file = open(self.log_path, "wb")
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "chartr.asgi:application",
-                "--worker-class",
-                "uvicorn_worker.UvicornWorker",
-                "--workers",
-                "1",
-                "--bind",
-                "127.0.0.1:0",
-                "--log-level",
-                "info",
-                "--graceful-timeout",
-                "5",
-            ],
-            cwd=REPO_ROOT,
-            env=self.environment.env,
-            stdout=self.log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"server exited with {self.process.returncode}:\n{self.log_path.read_text()}")
-            found = re.search(r"Listening at: (http://127\.0\.0\.1:\d+)", self.log_path.read_text())
-            if found and "Booting worker" in self.log_path.read_text():
-                self.base_url = found.group(1)
-                break
-            time.sleep(0.1)
-        else:
-            raise RuntimeError(f"server did not start within {timeout}s:\n{self.log_path.read_text()}")
-        self._wait_until_answering(deadline)
-
-    def _wait_until_answering(self, deadline: float) -> None:
-        import httpx
-
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(f"{self.base_url}/api/v1/", timeout=2)
-                return
-            except httpx.TransportError:
-                time.sleep(0.1)
-        raise RuntimeError(f"server did not answer:\n{self.log_path.read_text()}")
-
-    def stop(self) -> None:
-        if self.process is None:
-            return
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(timeout=5)
-        self.log_file.close()
 
 
 # --- the cases ------------------------------------------------------------
@@ -823,8 +735,8 @@ def main(argv: list[str] | None = None) -> int:
         bench_selector_reads(report, raw, profile, reads)
         connection.close()
 
-        server = Server(environment, root / "server.log")
-        server.start()
+        # gunicorn with one uvicorn worker on 127.0.0.1 and a port the kernel picks.
+        server = Server(environment.env, root / "server.log", command="gunicorn").start()
         with api_client(server, token) as client:
             bench_api_appends(report, raw, profile, client)
             bench_api_reads(report, raw, profile, client, reads)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.process.harness import REPO
+from tests.support.processes import REPO
 
 DEPLOY_DOC = REPO / "docs" / "deploy.md"
 PROBE = (

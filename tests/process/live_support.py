@@ -1,28 +1,23 @@
 """Real server processes and an SSE reader for the live-stream process tests.
 
 Every server is gunicorn with the uvicorn worker (the production setup),
-bound to port 0 on 127.0.0.1, with its own temp data/config dirs. Every loop
+bound to port 0 on 127.0.0.1, with its own temp data/config dirs, started
+through the shared harness in ``tests/support/processes.py``. Every loop
 here is bounded in time and every process started is stopped.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import re
-import secrets
-import signal
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
-POSTGRES_ADMIN_URL = os.environ.get("CHARTR_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-REDIS_URL = os.environ.get("CHARTR_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+from tests.support.processes import REDIS_URL, ScratchDatabase, Server, isolated_env, manage, python, redis_available
+
+__all__ = ["REDIS_URL", "EventReader", "ServerProcess", "append", "redis_available"]
 
 SETUP_SCRIPT = """
 import json, sys
@@ -40,175 +35,44 @@ print("SETUP " + json.dumps({"token": token, "agents": agents}))
 """
 
 
-def postgres_available() -> bool:
-    try:
-        import psycopg
+class ServerProcess(Server):
+    """A gunicorn server for one test: its data/config dirs under ``root``, shared by the test's other servers."""
 
-        with psycopg.connect(POSTGRES_ADMIN_URL, connect_timeout=3):
-            return True
-    except Exception:
-        return False
-
-
-def redis_available() -> bool:
-    try:
-        import redis
-
-        return bool(redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2, socket_timeout=2).ping())
-    except Exception:
-        return False
-
-
-class PostgresDatabase:
-    """A throwaway database ``chartr_live_proc_<random>``, dropped on close."""
-
-    def __init__(self):
-        import psycopg
-
-        self.name = f"chartr_live_proc_{secrets.token_hex(4)}"
-        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(f'CREATE DATABASE "{self.name}"')
-        base = POSTGRES_ADMIN_URL.rsplit("/", 1)[0].replace("postgresql://", "postgres://", 1)
-        self.url = f"{base}/{self.name}"
-
-    def drop(self) -> None:
-        import psycopg
-
-        with psycopg.connect(POSTGRES_ADMIN_URL, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-
-
-class ServerProcess:
-    def __init__(self, root: Path, *, database_url: str | None = None, env: dict | None = None, name: str = "srv"):
+    def __init__(
+        self,
+        root: Path,
+        *,
+        database: ScratchDatabase | None = None,
+        env: dict | None = None,
+        name: str = "srv",
+    ):
         self.root = root
         self.name = name
-        self.database_url = database_url
-        self.extra_env = env or {}
-        self.process: subprocess.Popen | None = None
-        self.port: int | None = None
-        self.log_path = root / f"{name}.log"
-
-    def env(self) -> dict:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CHARTR_", "DATABASE_URL", "DJANGO_"))}
-        env.update(
-            CHARTR_DATA_DIR=str(self.root / "data"),
-            XDG_CONFIG_HOME=str(self.root / "config"),
-            CHARTR_SSE_KEEPALIVE_SECONDS="1",
-            CHARTR_LOG_LEVEL="WARNING",
-            CHARTR_ACCESS_LOG="0",
-            PYTHONUNBUFFERED="1",
-        )
-        if self.database_url:
-            env["DATABASE_URL"] = self.database_url
-        env.update(self.extra_env)
-        return env
+        self.database = database
+        settings = {
+            "CHARTR_SSE_KEEPALIVE_SECONDS": "1",
+            "CHARTR_LOG_LEVEL": "WARNING",
+            "CHARTR_ACCESS_LOG": "0",
+            **(database.env() if database else {}),
+            **(env or {}),
+        }
+        super().__init__(isolated_env(root, **settings), root / f"{name}.log", command="gunicorn", start_timeout=45)
 
     def manage(self, *args: str, timeout: float = 120) -> str:
-        result = subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=ROOT,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-        if result.returncode != 0:
-            raise RuntimeError(f"manage.py {args[0]} failed:\n{result.stdout}\n{result.stderr}")
-        return result.stdout
+        return manage(*args, env=self.env, timeout=timeout, check=True).stdout
 
     def setup(self, agents: list[str]) -> dict:
-        """Migrate and create a token and the agents; returns {"token", "agents"}."""
-        self.manage("migrate", "--noinput", "-v", "0")
+        """Migrate (unless the database came migrated) and create a token and the agents; returns {"token", "agents"}."""
+        if self.database is None or not self.database.migrated:
+            self.manage("migrate", "--noinput", "-v", "0")
         return self.run_python(SETUP_SCRIPT, {"agents": agents})
 
     def run_python(self, script: str, arg: dict) -> dict:
-        result = subprocess.run(
-            [sys.executable, "-c", "import django; django.setup()\n" + script, json.dumps(arg)],
-            cwd=ROOT,
-            env={**self.env(), "DJANGO_SETTINGS_MODULE": "chartr.settings"},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        result = python(script, json.dumps(arg), env=self.env)
         for line in result.stdout.splitlines():
             if line.startswith(("SETUP ", "RESULT ")):
                 return json.loads(line.split(" ", 1)[1])
         raise RuntimeError(f"script failed:\n{result.stdout}\n{result.stderr}")
-
-    def start(self, *, timeout: float = 45) -> ServerProcess:
-        log_start = len(self.log())
-        log = open(self.log_path, "ab")
-        self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "chartr.asgi:application",
-                "-k",
-                "uvicorn_worker.UvicornWorker",
-                "-b",
-                "127.0.0.1:0",
-                "-w",
-                "1",
-                "--no-control-socket",
-                "--graceful-timeout",
-                "2",
-                "--log-level",
-                "info",
-            ],
-            cwd=ROOT,
-            env=self.env(),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.close()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"server exited:\n{self.log()}")
-            if self.port is None:
-                match = re.search(r"Listening at: http://127\.0\.0\.1:(\d+)", self.log()[log_start:])
-                if match:
-                    self.port = int(match.group(1))
-            if self.port is not None:
-                try:
-                    # Any answer from Django (here a 401) means the worker is serving.
-                    if httpx.get(self.url("/api/v1/agents/x/timeline/stream"), timeout=2).status_code == 401:
-                        return self
-                except httpx.HTTPError:
-                    pass
-            time.sleep(0.1)
-        self.stop()
-        raise RuntimeError(f"server did not start in {timeout}s:\n{self.log()}")
-
-    def restart(self) -> ServerProcess:
-        self.port = None
-        return self.start()
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def log(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except FileNotFoundError:
-            return ""
-
-    def kill(self) -> None:
-        """SIGKILL the whole server (arbiter and worker), as a crash would."""
-        if self.process and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
-
-    def stop(self) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.kill()
 
 
 @dataclass

@@ -11,26 +11,17 @@ so the screenshot also shows that the admin is styled.
 
 from __future__ import annotations
 
-import os
 import secrets
 import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
-from django.db import connection
 
 from tests.conftest import skip_or_fail
+from tests.support.processes import REPO, Server, isolated_env, manage
 
 pytestmark = [pytest.mark.browser, pytest.mark.process]
 
-REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM_ARGS = [
@@ -46,110 +37,17 @@ SERVER_START_TIMEOUT = 60
 PASSWORD = "browser-" + secrets.token_hex(8)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def manage(env: dict, *args: str, timeout: int = 180) -> None:
-    result = subprocess.run(
-        [sys.executable, str(REPO / "manage.py"), *args],
-        env=env,
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert result.returncode == 0, f"manage.py {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
-
-
-class ScratchPostgres:
-    """A throwaway database on the PostgreSQL server the suite runs against, when it runs against one."""
-
-    def __init__(self):
-        settings = connection.settings_dict
-        self.name = f"chartr_browser_{secrets.token_hex(4)}"
-        self.params = {
-            "host": settings.get("HOST") or "127.0.0.1",
-            "port": settings.get("PORT") or 5432,
-            "user": settings.get("USER") or "postgres",
-            "password": settings.get("PASSWORD") or None,
-        }
-
-    def _execute(self, sql: str) -> None:
-        import psycopg
-
-        with psycopg.connect(dbname="postgres", autocommit=True, **self.params) as conn:
-            conn.execute(sql)
-
-    def create(self) -> str:
-        self._execute(f'CREATE DATABASE "{self.name}"')
-        p = self.params
-        auth = p["user"] + (f":{p['password']}" if p["password"] else "")
-        return f"postgres://{auth}@{p['host']}:{p['port']}/{self.name}"
-
-    def drop(self) -> None:
-        self._execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-
-
 @pytest.fixture
-def server(tmp_path):
-    """A migrated chartr with a superuser, served by a real process on a free port."""
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "CHARTR_SECRET_KEY")}
-    env.update(
-        CHARTR_DATA_DIR=str(tmp_path / "data"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        CHARTR_STATIC_ROOT=str(tmp_path / "static"),
-        CHARTR_DEBUG="0",
-        DJANGO_SUPERUSER_PASSWORD=PASSWORD,
-        PYTHONUNBUFFERED="1",
+def server(tmp_path, scratch_db):
+    """A migrated chartr with a superuser, served by the entrypoint (static files collected, DEBUG off)."""
+    database = scratch_db(migrated=True, purpose="browser")
+    env = isolated_env(
+        tmp_path, CHARTR_DEBUG="0", CHARTR_WORKERS="1", DJANGO_SUPERUSER_PASSWORD=PASSWORD, **database.env()
     )
-    scratch = None
-    if connection.vendor == "postgresql":
-        scratch = ScratchPostgres()
-        env["DATABASE_URL"] = scratch.create()
-    process = None
-    log_path = tmp_path / "server.log"
-    try:
-        manage(env, "migrate", "--noinput")
-        manage(env, "collectstatic", "--noinput")
-        manage(env, "createsuperuser", "--noinput", "--username", "admin", "--email", "admin@example.com")
-        port = free_port()
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                [sys.executable, str(REPO / "manage.py"), "runserver", "--noreload", f"127.0.0.1:{port}"],
-                env=env,
-                cwd=REPO,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        base_url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + SERVER_START_TIMEOUT
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the server exited with {process.returncode}:\n{log_path.read_text()}")
-            try:
-                with urllib.request.urlopen(f"{base_url}/admin/login/", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the server did not answer within {SERVER_START_TIMEOUT}s:\n{log_path.read_text()}")
-            time.sleep(0.2)
-        yield base_url
-    finally:
-        if process is not None and process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(timeout=10)
-        if scratch is not None:
-            scratch.drop()
+    manage("createsuperuser", "--noinput", "--username", "admin", "--email", "admin@example.com", env=env, check=True)
+    # The entrypoint finds the migrations applied and a superuser present, collects the static files, serves.
+    with Server(env, tmp_path / "server.log", start_timeout=SERVER_START_TIMEOUT) as server:
+        yield server.base_url
 
 
 @pytest.fixture

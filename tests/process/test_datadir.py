@@ -14,15 +14,11 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
 from datadir.lock import store_lock, store_lock_path
-
-REPO = Path(__file__).resolve().parents[2]
-PG_SCRATCH = "chartr_datasnap_proc"
-PG_VERIFY = "chartr_datasnap_verify"
+from tests.support.processes import REPO, ScratchDatabase, isolated_env, manage, run_engine
 
 pytestmark = pytest.mark.process
 
@@ -42,39 +38,20 @@ def check_timelines(rows) -> list[str]:
     return problems
 
 
-def postgres_url() -> str | None:
-    url = os.environ.get("DATABASE_URL", "")
-    return url if url.startswith(("postgres://", "postgresql://")) else None
-
-
-def with_dbname(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
-def pg_admin(url: str, *statements: str) -> None:
-    import psycopg
-
-    with psycopg.connect(with_dbname(url, "postgres"), autocommit=True) as conn:
-        for statement in statements:
-            conn.execute(statement)
-
-
-def pg_query(url: str, sql: str) -> list[tuple]:
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        return conn.execute(sql).fetchall()
-
-
 @dataclass
 class Store:
     """A data dir (and database) that real processes share."""
 
-    engine: str
-    root: Path
-    database_url: str | None = None
+    database: ScratchDatabase
     children: list[subprocess.Popen] = field(default_factory=list)
+
+    @property
+    def engine(self) -> str:
+        return self.database.engine
+
+    @property
+    def root(self) -> Path:
+        return self.database.root
 
     @property
     def data_dir(self) -> Path:
@@ -82,26 +59,12 @@ class Store:
 
     @property
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("CHARTR_", "XDG_", "DATABASE_URL"))}
-        env.update(
-            CHARTR_DATA_DIR=str(self.data_dir),
-            XDG_CONFIG_HOME=str(self.root / "config"),
-            DJANGO_SETTINGS_MODULE="chartr.settings",
-            CHARTR_SNAPSHOTS_KEEP="14",
+        return isolated_env(
+            self.root, DJANGO_SETTINGS_MODULE="chartr.settings", CHARTR_SNAPSHOTS_KEEP="14", **self.database.env()
         )
-        if self.database_url:
-            env["DATABASE_URL"] = self.database_url
-        return env
 
     def manage(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "manage.py", *args],
-            cwd=REPO,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        return manage(*args, env=self.env, timeout=timeout)
 
     def spawn(self, *args: str) -> subprocess.Popen:
         child = subprocess.Popen(
@@ -111,13 +74,7 @@ class Store:
         return child
 
     def query(self, sql: str) -> list[tuple]:
-        if self.engine == "sqlite":
-            conn = sqlite3.connect(self.data_dir / "chartr.sqlite3", timeout=20)
-            try:
-                return conn.execute(sql).fetchall()
-            finally:
-                conn.close()
-        return pg_query(self.database_url, sql)
+        return self.database.query(sql)
 
     def snapshot_names(self) -> list[str]:
         root = self.data_dir / "snapshots"
@@ -133,50 +90,26 @@ class Store:
                     stream.close()
 
 
-@pytest.fixture(scope="session")
-def migrated_sqlite(tmp_path_factory) -> Path:
-    """Migrate once; each test starts from a copy of this database."""
-    template = Store("sqlite", tmp_path_factory.mktemp("datadir-template"))
-    result = template.manage("migrate", "--noinput")
-    assert result.returncode == 0, result.stderr
-    return template.data_dir / "chartr.sqlite3"
-
-
 @pytest.fixture
-def sqlite_store(tmp_path, migrated_sqlite) -> Store:
-    store = Store("sqlite", tmp_path)
-    store.data_dir.mkdir(mode=0o700)
-    source = sqlite3.connect(migrated_sqlite)
-    target = sqlite3.connect(store.data_dir / "chartr.sqlite3")
-    source.backup(target)
-    source.close()
-    target.close()
+def sqlite_store(scratch_db) -> Store:
+    """A copy of a migrated SQLite database in a fresh data dir."""
+    store = Store(scratch_db("sqlite", migrated=True))
     yield store
     store.stop_children()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def any_store(request, tmp_path, migrated_sqlite):
+def any_store(request, scratch_db):
     if request.param == "sqlite":
         yield request.getfixturevalue("sqlite_store")
         return
-    url = postgres_url()
-    if not url:
+    if run_engine() != "postgresql":
         pytest.skip("the PostgreSQL process tests run when DATABASE_URL is postgres")
-    scratch = with_dbname(url, PG_SCRATCH)
-    pg_admin(url, f"DROP DATABASE IF EXISTS {PG_SCRATCH} WITH (FORCE)", f"CREATE DATABASE {PG_SCRATCH}")
-    store = Store("postgresql", tmp_path, database_url=scratch)
+    store = Store(scratch_db("postgresql", migrated=True, purpose="datasnap"))
     try:
-        result = store.manage("migrate", "--noinput")
-        assert result.returncode == 0, result.stderr
         yield store
     finally:
         store.stop_children()
-        pg_admin(
-            url,
-            f"DROP DATABASE IF EXISTS {PG_SCRATCH} WITH (FORCE)",
-            f"DROP DATABASE IF EXISTS {PG_VERIFY} WITH (FORCE)",
-        )
 
 
 def wait_for_line(child: subprocess.Popen, wanted: str, timeout: float) -> None:
@@ -213,17 +146,15 @@ def snapshot_timelines(store: Store, name: str) -> tuple[list[tuple], dict]:
             return conn.execute(INVARIANTS).fetchall(), counts
         finally:
             conn.close()
-    url = postgres_url()
-    pg_admin(url, f"DROP DATABASE IF EXISTS {PG_VERIFY} WITH (FORCE)", f"CREATE DATABASE {PG_VERIFY}")
-    verify = with_dbname(url, PG_VERIFY)
-    subprocess.run(
-        ["pg_restore", "--no-owner", f"--dbname={verify}", str(path / "db" / "chartr.pgdump")],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    counts = {t: pg_query(verify, f'SELECT count(*) FROM "{t}"')[0][0] for t in manifest["database"]["tables"]}
-    return pg_query(verify, INVARIANTS), counts
+    with ScratchDatabase("postgresql", store.root, purpose="datasnap_verify") as verify:
+        subprocess.run(
+            ["pg_restore", "--no-owner", f"--dbname={verify.url}", str(path / "db" / "chartr.pgdump")],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        counts = {t: verify.query(f'SELECT count(*) FROM "{t}"')[0][0] for t in manifest["database"]["tables"]}
+        return verify.query(INVARIANTS), counts
 
 
 def test_snapshot_and_restore_while_appends_run_stay_consistent(any_store):

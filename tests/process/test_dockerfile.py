@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import skip_or_fail
-from tests.process.harness import REPO, start_server
+from tests.support.processes import REPO, start_server
 
 DOCKERFILE = REPO / "Dockerfile"
 VOLUMES = ("/data", "/config")
@@ -176,7 +176,7 @@ def test_entrypoint_with_the_image_env_writes_only_to_data_config_and_tmp(tmp_pa
         probe = subprocess.run([sys.executable, *healthcheck[1:]], env=probe_env, cwd=REPO, timeout=30)
         assert probe.returncode == 0
     finally:
-        assert server.process.stop() == 0, server.process.output
+        assert server.stop() == 0, server.output
     failed_probe = subprocess.run(
         [sys.executable, *healthcheck[1:]], env=probe_env, cwd=REPO, capture_output=True, text=True, timeout=30
     )

@@ -9,7 +9,7 @@ import subprocess
 import httpx
 import pytest
 
-from tests.process.harness import ENTRYPOINT, isolated_env, manage, start_server
+from tests.support.processes import ENTRYPOINT, isolated_env, manage, start_server
 
 pytestmark = pytest.mark.process
 
@@ -18,7 +18,7 @@ PROJECT_DIRECTORY = "/srv/persistence-check"
 
 
 def admin_login(server, password: str) -> httpx.Response:
-    with httpx.Client(base_url=server.url, timeout=10) as client:
+    with httpx.Client(base_url=server.base_url, timeout=10) as client:
         page = client.get("/admin/login/")
         assert page.status_code == 200
         return client.post(
@@ -39,7 +39,7 @@ def api_token(env: dict[str, str]) -> str:
 
 
 def api(server, token: str) -> httpx.Client:
-    return httpx.Client(base_url=server.url, timeout=10, headers={"Authorization": f"Bearer {token}"})
+    return httpx.Client(base_url=server.base_url, timeout=10, headers={"Authorization": f"Bearer {token}"})
 
 
 def test_serves_with_gunicorn_and_keeps_state_across_a_restart(tmp_path):
@@ -49,7 +49,7 @@ def test_serves_with_gunicorn_and_keeps_state_across_a_restart(tmp_path):
     server = start_server(env, tmp_path / "first.log")
     try:
         assert server.get("/readyz").json() == {"status": "ready"}
-        assert "uvicorn_worker.UvicornWorker" in server.process.output
+        assert "uvicorn_worker.UvicornWorker" in server.output
 
         # DEBUG is off, and whitenoise serves the collected, hashed admin CSS.
         assert "Using the URLconf" not in server.get("/no-such-page").text
@@ -62,7 +62,7 @@ def test_serves_with_gunicorn_and_keeps_state_across_a_restart(tmp_path):
         assert css.status_code == 200 and "max-age=315360000" in css.headers["cache-control"]
         assert "body" in css.text
 
-        password = CREATED.search(server.process.output)[1]
+        password = CREATED.search(server.output)[1]
         password_file = config / "initial-admin-password"
         assert password_file.read_text().strip() == password
         assert stat.S_IMODE(password_file.stat().st_mode) == 0o600
@@ -74,16 +74,16 @@ def test_serves_with_gunicorn_and_keeps_state_across_a_restart(tmp_path):
         project = created.json()
         secret_key = (config / "secret_key").read_text()
     finally:
-        assert server.process.stop() == 0, server.process.output
-    assert "Shutting down: Master" in server.process.output
+        assert server.stop() == 0, server.output
+    assert "Shutting down: Master" in server.output
 
-    assert "Collected static files" in server.process.output
+    assert "Collected static files" in server.output
 
     server = start_server(env, tmp_path / "second.log")
     try:
-        assert "Static files unchanged since the last collect." in server.process.output
-        assert "Created superuser" not in server.process.output
-        assert "No migrations to apply" in server.process.output
+        assert "Static files unchanged since the last collect." in server.output
+        assert "Created superuser" not in server.output
+        assert "No migrations to apply" in server.output
         assert (config / "secret_key").read_text() == secret_key
         assert password_file.read_text().strip() == password
         # The printed password still logs in: the account was left alone.
@@ -95,7 +95,7 @@ def test_serves_with_gunicorn_and_keeps_state_across_a_restart(tmp_path):
         assert [p["id"] for p in by_directory.json()["results"]] == [project["id"]]
         assert server.get(hashed[1]).status_code == 200
     finally:
-        assert server.process.stop() == 0, server.process.output
+        assert server.stop() == 0, server.output
     assert not any((tmp_path / "home").iterdir()), "the server wrote into $HOME"
 
 

@@ -8,7 +8,6 @@ PostgreSQL LISTEN/NOTIFY, and Redis pub/sub over a shared SQLite file.
 
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
@@ -20,44 +19,29 @@ from tests.conftest import skip_or_fail
 from tests.process.live_support import (
     REDIS_URL,
     EventReader,
-    PostgresDatabase,
     ServerProcess,
     append,
-    postgres_available,
     redis_available,
 )
+from tests.support.processes import start_together
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(180)]
 
 
 @pytest.fixture
-def run_database():
-    """A fresh PostgreSQL database when this run is on PostgreSQL; None (SQLite in the data dir) otherwise."""
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
-        yield None
-        return
-    if not postgres_available():
-        skip_or_fail("PostgreSQL is not reachable at 127.0.0.1:5432")
-    database = PostgresDatabase()
-    try:
-        yield database.url
-    finally:
-        database.drop()
+def run_database(scratch_db):
+    """A migrated copy of a template on this run's database (SQLite in the data dir, or PostgreSQL)."""
+    return scratch_db(migrated=True)
 
 
 @pytest.fixture
-def postgres_database():
-    if not postgres_available():
-        skip_or_fail("PostgreSQL is not reachable at 127.0.0.1:5432")
-    database = PostgresDatabase()
-    try:
-        yield database.url
-    finally:
-        database.drop()
+def postgres_database(scratch_db):
+    return scratch_db("postgresql", migrated=True)
 
 
 @pytest.fixture
-def servers(tmp_path):
+def servers(tmp_path, scratch_db):
+    # scratch_db first: its databases are dropped after these servers stop.
     started: list[ServerProcess] = []
 
     def make(name: str = "srv", **kwargs) -> ServerProcess:
@@ -75,7 +59,7 @@ def stream_url(server: ServerProcess, agent_id: str, query: str = "") -> str:
 
 
 def test_reconnect_with_last_event_id_receives_every_seq_exactly_once(servers, run_database):
-    server = servers(database_url=run_database)
+    server = servers(database=run_database)
     setup = server.setup(["agent-r"])
     token = setup["token"]
     server.start()
@@ -135,7 +119,7 @@ def test_reconnect_with_last_event_id_receives_every_seq_exactly_once(servers, r
 
 
 def test_stream_sends_keepalive_and_live_rows_without_reconnecting(servers, run_database):
-    server = servers(database_url=run_database)
+    server = servers(database=run_database)
     token = server.setup(["agent-k"])["token"]
     server.start()
     with httpx.Client() as client:
@@ -198,36 +182,33 @@ def _cross_process_roundtrip(first: ServerProcess, second: ServerProcess, token:
 
 def test_cross_process_over_postgres_listen_notify(servers, postgres_database):
     env = {"CHARTR_LIVE_POLL_SECONDS": "30"}
-    first = servers("a", database_url=postgres_database, env=env)
-    second = servers("b", database_url=postgres_database, env=env)
+    first = servers("a", database=postgres_database, env=env)
+    second = servers("b", database=postgres_database, env=env)
     token = first.setup(["agent-x"])["token"]
-    first.start()
-    second.start()
+    start_together(first, second)
     _cross_process_roundtrip(first, second, token)
 
 
-def test_cross_process_over_redis_with_shared_sqlite(servers, tmp_path):
+def test_cross_process_over_redis_with_shared_sqlite(servers, scratch_db, tmp_path):
     if not redis_available():
         skip_or_fail(f"Redis is not reachable at {REDIS_URL}")
-    database_url = f"sqlite:///{tmp_path / 'shared.sqlite3'}"
+    database = scratch_db("sqlite", migrated=True, path=tmp_path / "shared.sqlite3")
     env = {"CHARTR_LIVE_POLL_SECONDS": "30", "CHARTR_REDIS_URL": REDIS_URL}
-    first = servers("a", database_url=database_url, env=env)
-    second = servers("b", database_url=database_url, env=env)
+    first = servers("a", database=database, env=env)
+    second = servers("b", database=database, env=env)
     token = first.setup(["agent-x"])["token"]
-    first.start()
-    second.start()
+    start_together(first, second)
     _cross_process_roundtrip(first, second, token)
 
 
-def test_rows_appended_elsewhere_arrive_through_the_poll_without_any_transport(servers, tmp_path):
+def test_rows_appended_elsewhere_arrive_through_the_poll_without_any_transport(servers, scratch_db, tmp_path):
     """Two processes on one SQLite file and no Redis: no notification crosses, the poll delivers."""
-    database_url = f"sqlite:///{tmp_path / 'shared.sqlite3'}"
+    database = scratch_db("sqlite", migrated=True, path=tmp_path / "shared.sqlite3")
     env = {"CHARTR_LIVE_POLL_SECONDS": "0.5", "CHARTR_LIVE_TRANSPORT": "local"}
-    first = servers("a", database_url=database_url, env=env)
-    second = servers("b", database_url=database_url, env=env)
+    first = servers("a", database=database, env=env)
+    second = servers("b", database=database, env=env)
     token = first.setup(["agent-x"])["token"]
-    first.start()
-    second.start()
+    start_together(first, second)
     with httpx.Client() as client:
         reader = EventReader(client, stream_url(second, "agent-x"), token=token)
         try:
@@ -242,7 +223,7 @@ def test_rows_appended_elsewhere_arrive_through_the_poll_without_any_transport(s
 
 
 def test_sigkill_during_appends_loses_no_acknowledged_row(servers, run_database):
-    server = servers(database_url=run_database)
+    server = servers(database=run_database)
     token = server.setup(["agent-d"])["token"]
     server.start()
     acknowledged: dict[str, int] = {}
@@ -311,7 +292,7 @@ print("RESULT " + json.dumps({"ok": True}))
 
 
 def test_archiving_the_workspace_sends_an_agent_event_with_archived_at(servers, run_database):
-    server = servers(database_url=run_database)
+    server = servers(database=run_database)
     token = server.setup(["agent-a"])["token"]
     server.start()
     with httpx.Client() as client:

@@ -8,10 +8,9 @@ import sys
 import time
 
 import pytest
-from django.db import connection
 
 from chartr.migration_lock import ADVISORY_LOCK_KEY, sqlite_lock_path
-from tests.process.harness import Process, isolated_env, manage, wait_for
+from tests.support.processes import Process, isolated_env, manage, run_engine, wait_for
 
 WAITING = "Another process is applying migrations; waiting"
 
@@ -63,24 +62,16 @@ def test_migrate_safely_waits_while_another_process_holds_the_sqlite_lock(tmp_pa
 
 
 @pytest.mark.postgres
-@pytest.mark.django_db(transaction=True)
-def test_migrate_safely_waits_for_the_advisory_lock_on_postgres(tmp_path):
-    if connection.vendor != "postgresql":
+def test_migrate_safely_waits_for_the_advisory_lock_on_postgres(tmp_path, scratch_db):
+    if run_engine() != "postgresql":
         pytest.skip("PostgreSQL advisory lock; runs in the PostgreSQL pass (DATABASE_URL=postgres://...)")
-    fresh_db = f"{connection.settings_dict['NAME']}_migrate_lock"
-    s = connection.settings_dict
-    url = f"postgres://{s['USER']}@{s['HOST'] or '127.0.0.1'}:{s['PORT'] or 5432}/{fresh_db}"
-    if s.get("PASSWORD"):
-        url = url.replace(f"{s['USER']}@", f"{s['USER']}:{s['PASSWORD']}@")
-    with connection.cursor() as cursor:
-        cursor.execute(f'DROP DATABASE IF EXISTS "{fresh_db}"')
-        cursor.execute(f'CREATE DATABASE "{fresh_db}"')
-    holder = connection.copy()
-    holder.settings_dict["NAME"] = fresh_db
+    import psycopg
+
+    fresh = scratch_db("postgresql", purpose="migrate_lock")
+    holder = psycopg.connect(fresh.url, autocommit=True)
     try:
-        with holder.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_lock(%s)", [ADVISORY_LOCK_KEY])
-        env = isolated_env(tmp_path, DATABASE_URL=url)
+        holder.execute("SELECT pg_advisory_lock(%s)", [ADVISORY_LOCK_KEY])
+        env = isolated_env(tmp_path, **fresh.env())
         waiter = migrate_safely(env, tmp_path / "waiter.log")
         second = None
         try:
@@ -96,5 +87,3 @@ def test_migrate_safely_waits_for_the_advisory_lock_on_postgres(tmp_path):
         assert manage("migrate", "--check", env=env).returncode == 0
     finally:
         holder.close()
-        with connection.cursor() as cursor:
-            cursor.execute(f'DROP DATABASE IF EXISTS "{fresh_db}" WITH (FORCE)')

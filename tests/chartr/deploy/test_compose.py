@@ -6,7 +6,7 @@ import re
 
 import yaml
 
-from tests.process.harness import REPO
+from tests.support.processes import REPO
 
 COMPOSE = REPO / "compose.yaml"
 

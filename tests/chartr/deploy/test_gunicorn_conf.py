@@ -7,7 +7,7 @@ import runpy
 
 import pytest
 
-from tests.process.harness import REPO
+from tests.support.processes import REPO
 
 KNOBS = (
     "CHARTR_BIND", "CHARTR_WORKERS", "CHARTR_THREADS", "CHARTR_WORKER_CLASS", "CHARTR_TIMEOUT",
