@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
 import time
 
 import httpx
@@ -146,3 +147,27 @@ def test_a_body_within_the_limit_still_reaches_the_api(server):
         timeout=10,
     )
     assert response.status_code == 201, response.text
+
+
+def test_a_write_that_cannot_get_the_sqlite_lock_in_time_is_a_503_busy(tmp_path):
+    env = isolated_env(tmp_path, CHARTR_WORKERS="1", CHARTR_SQLITE_TIMEOUT="1")
+    server = start_server(env, tmp_path / "server.log")
+    try:
+        token = manage("create_api_token", "busy", env=env).stdout.split()[-1]
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(base_url=server.url, headers=headers, timeout=30) as client:
+            holder = sqlite3.connect(tmp_path / "data" / "chartr.sqlite3", isolation_level=None)
+            holder.execute("BEGIN IMMEDIATE")
+            try:
+                refused = client.post("/api/v1/projects", json={"directory": "/srv/busy", "kind": "git"})
+            finally:
+                holder.execute("ROLLBACK")
+                holder.close()
+            assert refused.status_code == 503, refused.text
+            assert refused.headers["Retry-After"] == "1"
+            assert refused.json()["error"]["code"] == "busy"
+            retried = client.post("/api/v1/projects", json={"directory": "/srv/busy", "kind": "git"})
+            assert retried.status_code == 201, retried.text
+    finally:
+        server.process.stop()
+    assert "Traceback" not in server.process.output
