@@ -32,6 +32,8 @@ wsgi_application = get_wsgi_application()
 
 from django.conf import settings  # noqa: E402  (after setup)
 
+from chartr.serving import BodyLimit, JsonServerErrors, fresh_context, is_api_path  # noqa: E402
+
 #: Paths served by Django's async handler; everything else goes to the pool.
 ASYNC_PATHS = re.compile(r"^/api/v1/agents/[^/]+/timeline/stream/?$")
 
@@ -60,8 +62,18 @@ class _PooledWsgiInstance(WsgiToAsgiInstance):
         await sync_to_async(self._run_in_thread, thread_sensitive=False, executor=_sync_pool)(body)
 
 
-async def application(scope, receive, send):
+async def route(scope, receive, send):
     if scope["type"] == "http" and not ASYNC_PATHS.match(scope["path"]):
         await _PooledWsgiInstance(_wsgi_with_close)(scope, receive, send)
     else:
         await native_application(scope, receive, send)
+
+
+def body_limit_for(path: str) -> int:
+    """The API's documented limit under /api/; Django's own form limit for the admin."""
+    return settings.CHARTR_MAX_BODY_BYTES if is_api_path(path) else settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+
+
+# Outermost first: a fresh context per request, the JSON 500 for any failure
+# before a response started, then the body limit, before anything reads the body.
+application = fresh_context(JsonServerErrors(BodyLimit(route, limit_for=body_limit_for)))

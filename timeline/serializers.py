@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from kernel.api.serializers import INT64_MAX, OffsetDateTimeField, StrictCharField
+from kernel.api.serializers import (
+    INT64_MAX,
+    OffsetDateTimeField,
+    QueryIntegerField,
+    StrictCharField,
+    StrictInputSerializer,
+    StrictIntegerField,
+)
 from timeline.selectors import DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 from timeline.services import MAX_ITEMS_PER_APPEND
 
@@ -14,7 +21,7 @@ MAX_SEQ = INT64_MAX
 render_timestamp = OffsetDateTimeField().to_representation
 
 
-class NewItemSerializer(serializers.Serializer):
+class NewItemSerializer(StrictInputSerializer):
     item = serializers.JSONField(help_text="A JSON object with a string `type`.")
     item_id = StrictCharField(
         required=False,
@@ -25,9 +32,9 @@ class NewItemSerializer(serializers.Serializer):
     )
 
 
-class AppendRequestSerializer(serializers.Serializer):
+class AppendRequestSerializer(StrictInputSerializer):
     items = NewItemSerializer(many=True, min_length=1, max_length=MAX_ITEMS_PER_APPEND)
-    expected_head_seq = serializers.IntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_SEQ)
+    expected_head_seq = StrictIntegerField(required=False, allow_null=True, min_value=0, max_value=MAX_SEQ)
 
 
 class CommittedRowRefSerializer(serializers.Serializer):
@@ -42,10 +49,10 @@ class AppendResponseSerializer(serializers.Serializer):
     epoch = serializers.CharField()
 
 
-class ReadQuerySerializer(serializers.Serializer):
+class ReadQuerySerializer(StrictInputSerializer):
     direction = serializers.ChoiceField(choices=["tail", "before", "after"], default="tail")
-    seq = serializers.IntegerField(required=False, min_value=0, max_value=MAX_SEQ)
-    limit = serializers.IntegerField(required=False, default=DEFAULT_READ_LIMIT, min_value=1, max_value=MAX_READ_LIMIT)
+    seq = QueryIntegerField(required=False, min_value=0, max_value=MAX_SEQ)
+    limit = QueryIntegerField(required=False, default=DEFAULT_READ_LIMIT, min_value=1, max_value=MAX_READ_LIMIT)
     epoch = serializers.CharField(required=False, max_length=64)
     projection = serializers.ChoiceField(choices=["canonical", "projected"], default="canonical")
 

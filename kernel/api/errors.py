@@ -11,6 +11,7 @@ import logging
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import OperationalError, connection
 from django.http import Http404, JsonResponse
 from django.views import defaults as django_defaults
 from rest_framework import exceptions, status
@@ -44,6 +45,10 @@ def error_response(status_code: int, code: str, message: str, *, fields=None, ex
     return Response({"error": body}, status=status_code, headers=headers)
 
 
+def _key(key) -> str:
+    return f"[{key}]" if isinstance(key, int) else str(key)
+
+
 def _flatten(detail) -> dict[str, list[str]]:
     """DRF/Django error details as ``{field: [messages]}``; non-field errors under ``non_field_errors``."""
     if isinstance(detail, dict):
@@ -51,13 +56,15 @@ def _flatten(detail) -> dict[str, list[str]]:
         for key, value in detail.items():
             if isinstance(value, dict):
                 for sub_key, messages in _flatten(value).items():
-                    out[f"{key}.{sub_key}"] = messages
+                    # DRF reports a list's element errors by index: items[0].field.
+                    joiner = "" if sub_key.startswith("[") else "."
+                    out[f"{_key(key)}{joiner}{sub_key}"] = messages
             elif isinstance(value, list) and value and isinstance(value[0], dict):
                 for index, element in enumerate(value):
                     for sub_key, messages in _flatten(element).items():
                         out[f"{key}[{index}].{sub_key}"] = messages
             else:
-                out[str(key)] = [str(m) for m in (value if isinstance(value, list) else [value])]
+                out[_key(key)] = [str(m) for m in (value if isinstance(value, list) else [value])]
         return out
     if isinstance(detail, list):
         return {"non_field_errors": [str(m) for m in detail]}
@@ -72,9 +79,30 @@ def _first_message(fields: dict[str, list[str]]) -> str:
     return "Invalid input."
 
 
+#: Seconds a client is asked to wait before retrying a write that found the database busy.
+BUSY_RETRY_AFTER_SECONDS = 1
+
+
+def is_lock_wait_timeout(exc: Exception) -> bool:
+    """Whether the database gave up waiting for another writer's lock.
+
+    Each of chartr's database backends (chartr/db_backends) knows its own
+    signs of it; a backend without the method never reports one.
+    """
+    check = getattr(connection, "is_lock_wait_timeout", None)
+    return isinstance(exc, OperationalError) and check is not None and check(exc)
+
+
 def exception_handler(exc, context):
     # Whatever ran in an enclosing atomic block (ATOMIC_REQUESTS) must not commit.
     set_rollback()
+    if is_lock_wait_timeout(exc):
+        return error_response(
+            503,
+            "busy",
+            "The database is busy with another write; retry shortly.",
+            headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)},
+        )
     if isinstance(exc, ChartrError):
         return error_response(exc.status, exc.code, exc.message, extra=exc.extra or None)
     if isinstance(exc, DjangoValidationError):

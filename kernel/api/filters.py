@@ -16,9 +16,18 @@ from kernel.api.serializers import INT64_MAX
 from registry.directories import normalize_directory
 
 
+class DigitsIntegerField(forms.IntegerField):
+    """ASCII digits only: Python's ``int()`` would also read ``1_0`` as 10."""
+
+    def to_python(self, value):
+        if value not in self.empty_values and not (isinstance(value, str) and value.isascii() and value.isdigit()):
+            raise forms.ValidationError(self.error_messages["invalid"], code="invalid")
+        return super().to_python(value)
+
+
 @extend_schema_field({"type": "integer", "minimum": 1, "maximum": INT64_MAX})
 class IdFilter(django_filters.Filter):
-    field_class = forms.IntegerField
+    field_class = DigitsIntegerField
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("min_value", 1)

@@ -36,6 +36,23 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON.")
 
 
+class DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _object_without_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object, refusing a key given twice: last-one-wins would let
+    ``{"guard": 0, "guard": null}`` switch a safety check off unnoticed."""
+    document = {}
+    for key, value in pairs:
+        if key in document:
+            raise DuplicateKey(key)
+        document[key] = value
+    return document
+
+
 def text_problem(value: str) -> str | None:
     """Why ``value`` cannot be stored as text, or None if it can."""
     if "\x00" in value:
@@ -93,7 +110,14 @@ class StrictJSONParser(parsers.BaseParser):
         except UnicodeDecodeError:
             raise exceptions.ParseError("The request body is not valid UTF-8.") from None
         try:
-            document = json.loads(text, parse_float=_finite_float, parse_constant=_reject_constant)
+            document = json.loads(
+                text,
+                parse_float=_finite_float,
+                parse_constant=_reject_constant,
+                object_pairs_hook=_object_without_duplicate_keys,
+            )
+        except DuplicateKey as exc:
+            raise exceptions.ValidationError({exc.key: ["Duplicate key: each key may appear once."]}) from None
         except RecursionError:
             raise exceptions.ParseError(f"JSON is nested more than {MAX_JSON_DEPTH} levels deep.") from None
         except json.JSONDecodeError as exc:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from django.urls import reverse
 from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
@@ -30,10 +32,28 @@ def row_id(raw, label: str) -> int:
 class ApiViewSet(viewsets.GenericViewSet):
     # No docstring: drf-spectacular would publish it as every operation's description.
 
+    #: Actions that take no request body (``request=None`` in their schema).
+    actions_without_body: frozenset[str] = frozenset({"archive", "unarchive"})
+
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         if self.action is not None:  # an unsupported method gets its 405 first
             self.refuse_unknown_query_parameters(request)
+            if self.action in self.actions_without_body:
+                self.refuse_a_body(request)
+
+    @staticmethod
+    def refuse_a_body(request) -> None:
+        # An action without parameters still refuses keys, so a client that
+        # thinks it passed an option learns that it did not.
+        data = request.data
+        if isinstance(data, Mapping):
+            if data:
+                raise serializers.ValidationError(
+                    {str(key)[:100]: ["Unknown field: this action takes no body."] for key in data}
+                )
+        elif data is not None:
+            raise serializers.ValidationError({"non_field_errors": ["This action takes no body, or an empty object."]})
 
     def known_query_parameters(self) -> set[str]:
         if self.action != "list":

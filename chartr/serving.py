@@ -1,0 +1,152 @@
+"""ASGI wrappers around both of chartr's handlers (see chartr/asgi.py).
+
+Each answers one question before Django sees a request:
+
+- ``fresh_context``: which context variables a request starts with. None:
+  uvicorn re-arms a keep-alive connection's reader from inside the request
+  task, so the next request's task would inherit the previous request's
+  context, asgiref's per-request executors included. A stream following a
+  REST call on one connection then failed with "CurrentThreadExecutor already
+  quit or is broken".
+- ``BodyLimit``: whether the body may be read at all. A declared
+  ``Content-Length`` over the limit is refused before a byte is read, and a
+  chunked body is cut off at the limit, so nothing larger than the limit is
+  ever buffered in memory or spooled to disk, whoever sends it.
+- ``JsonServerErrors``: what a client sees when a handler fails before it
+  started answering: the JSON error envelope under /api/, never the server's
+  plain-text "Internal Server Error".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+logger = logging.getLogger("chartr.serving")
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+def fresh_context(app: ASGIApp) -> ASGIApp:
+    """Run every request in a new, empty ``contextvars.Context``."""
+
+    async def run_in_fresh_context(scope: Scope, receive: Receive, send: Send) -> None:
+        await asyncio.create_task(app(scope, receive, send), context=contextvars.Context())
+
+    return run_in_fresh_context
+
+
+def is_api_path(path: str) -> bool:
+    return path.startswith("/api/")
+
+
+async def send_error(send: Send, scope: Scope, status: int, code: str, message: str, *, close: bool = False) -> None:
+    """A complete error response: the JSON envelope under /api/, plain text elsewhere."""
+    if is_api_path(scope.get("path", "")):
+        body = json.dumps({"error": {"code": code, "message": message}}).encode()
+        content_type = b"application/json"
+    else:
+        body = message.encode()
+        content_type = b"text/plain; charset=utf-8"
+    headers = [(b"content-type", content_type), (b"content-length", str(len(body)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+def declared_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit_for(path)`` bytes with 413, before reading them."""
+
+    def __init__(self, app: ASGIApp, *, limit_for: Callable[[str], int]):
+        self.app = app
+        self.limit_for = limit_for
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit_for(scope["path"])
+        declared = declared_length(scope)
+        if declared is not None and declared > limit:
+            await self._refuse(send, scope, limit)
+            return
+        received = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise _BodyTooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except _BodyTooLarge:
+            if started:
+                raise
+            await self._refuse(send, scope, limit)
+
+    @staticmethod
+    async def _refuse(send: Send, scope: Scope, limit: int) -> None:
+        # The unread rest of the body would otherwise be taken for the next
+        # request on this connection: close it once the answer is sent.
+        await send_error(
+            send, scope, 413, "payload_too_large", f"The request body is larger than {limit} bytes.", close=True
+        )
+
+
+class JsonServerErrors:
+    """Answer a failure that escapes the handlers before a response started with a 500 envelope."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:
+            if started:
+                raise
+            logger.exception("Unhandled error serving %s %s", scope.get("method"), scope.get("path"))
+            await send_error(send, scope, 500, "server_error", "The server failed to handle this request.")

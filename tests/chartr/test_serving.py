@@ -1,0 +1,93 @@
+"""The ASGI wrappers in chartr/serving.py, driven directly with ASGI messages."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+
+from chartr.serving import BodyLimit, JsonServerErrors, fresh_context
+
+leaked = contextvars.ContextVar("leaked", default=None)
+
+
+def call(app, *, path="/api/v1/projects", body_chunks=(b"",), headers=()):
+    sent = []
+    chunks = list(body_chunks)
+
+    async def receive():
+        body = chunks.pop(0) if chunks else b""
+        return {"type": "http.request", "body": body, "more_body": bool(chunks)}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": path, "headers": list(headers)}
+    asyncio.run(app(scope, receive, send))
+    return sent
+
+
+def status_and_body(sent):
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], dict(start["headers"]), body
+
+
+async def failing_app(scope, receive, send):
+    raise RuntimeError("boom")
+
+
+async def echo_app(scope, receive, send):
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    await send({"type": "http.response.start", "status": 200, "headers": []})
+    await send({"type": "http.response.body", "body": body})
+
+
+def test_a_failure_before_the_response_is_a_json_500_under_the_api():
+    status, headers, body = status_and_body(call(JsonServerErrors(failing_app)))
+    assert status == 500
+    assert headers[b"content-type"] == b"application/json"
+    assert json.loads(body) == {
+        "error": {"code": "server_error", "message": "The server failed to handle this request."}
+    }
+
+
+def test_a_declared_length_over_the_limit_is_refused_without_reading():
+    reads = []
+
+    async def never_read(scope, receive, send):
+        reads.append(True)
+
+    sent = call(BodyLimit(never_read, limit_for=lambda path: 10), headers=[(b"content-length", b"11")])
+    status, headers, body = status_and_body(sent)
+    assert (status, json.loads(body)["error"]["code"]) == (413, "payload_too_large")
+    assert headers[b"connection"] == b"close"
+    assert reads == []
+
+
+def test_an_undeclared_body_is_cut_off_at_the_limit_and_a_small_one_passes():
+    limited = BodyLimit(echo_app, limit_for=lambda path: 10)
+    assert status_and_body(call(limited, body_chunks=[b"123456", b"78901"]))[0] == 413
+    assert status_and_body(call(limited, body_chunks=[b"12345", b"67890"])) == (200, {}, b"1234567890")
+
+
+def test_each_request_starts_with_an_empty_context():
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append(leaked.get())
+        leaked.set("from an earlier request")
+
+    async def two_requests_in_one_task():
+        wrapped = fresh_context(app)
+        leaked.set("connection-level value")
+        await wrapped({"type": "http"}, None, None)
+        await wrapped({"type": "http"}, None, None)
+
+    asyncio.run(two_requests_in_one_task())
+    assert seen == [None, None]
