@@ -12,6 +12,10 @@ import secrets
 import tempfile
 from pathlib import Path
 
+from kernel.files import ensure_private_dir
+
+__all__ = ["ensure_private_dir", "resolve_config_dir", "resolve_data_dir", "load_or_create_secret_key"]
+
 SECRET_KEY_FILENAME = "secret_key"
 ENV_FILENAME = "chartr.env"
 
@@ -32,14 +36,6 @@ def resolve_config_dir(environ: os._Environ | dict = os.environ) -> Path:
     if environ.get("XDG_CONFIG_HOME"):
         return Path(environ["XDG_CONFIG_HOME"]).expanduser() / "chartr"
     return _home() / ".config" / "chartr"
-
-
-def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) owner-only; tighten it if it already exists."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if path.stat().st_mode & 0o077:
-        os.chmod(path, 0o700)
-    return path
 
 
 def load_or_create_secret_key(config_dir: Path) -> str:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from chartr.paths import ensure_private_dir
 from datadir.errors import StoreBusy
+from kernel.files import ensure_private_dir
 
 LOCKS_DIRNAME = ".locks"
 STORE_LOCK_NAME = "store"

@@ -27,8 +27,8 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from chartr.paths import ensure_private_dir
 from datadir.lock import LOCKS_DIRNAME
+from kernel.files import ensure_private_dir
 
 SNAPSHOTS_DIRNAME = "snapshots"
 #: Top-level entries of the data dir that are never part of a snapshot.

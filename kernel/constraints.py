@@ -6,11 +6,10 @@ from django.db.models import Q
 from django.db.models.functions import Length
 from django.db.models.lookups import LessThanOrEqual
 
-from registry.directories import MAX_DIRECTORY_LENGTH
 
-
-def normalized_directory_check(field: str, name: str):
-    """A CheckConstraint holding the shape ``normalize_directory`` produces.
+def normalized_directory_check(field: str, name: str, *, max_length: int):
+    """A CheckConstraint holding the shape of a normalized absolute path (as
+    ``registry.directories.normalize_directory`` produces it) of at most ``max_length``.
 
     NUL bytes are not in it: PostgreSQL cannot store them in text at all and
     SQLite parameters reject them in DDL; the service refuses them first.
@@ -28,7 +27,7 @@ def normalized_directory_check(field: str, name: str):
         & ~Q(**{f"{field}__endswith": "/.."})
     )
     return CheckConstraint(
-        condition=(is_root | shaped) & LessThanOrEqual(Length(field), MAX_DIRECTORY_LENGTH),
+        condition=(is_root | shaped) & LessThanOrEqual(Length(field), max_length),
         name=name,
     )
 

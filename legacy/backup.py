@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from chartr.paths import ensure_private_dir
+from kernel.files import ensure_private_dir
 
 #: The parts of a legacy home an import reads, so the parts worth keeping.
 BACKED_UP = ("projects", "agents", "timelines")

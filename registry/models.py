@@ -43,7 +43,7 @@ class Project(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [
-            normalized_directory_check("directory", "project_directory_normalized"),
+            normalized_directory_check("directory", "project_directory_normalized", max_length=MAX_DIRECTORY_LENGTH),
             choices_check("kind", ProjectKind.choices, "project_kind_valid"),
             models.CheckConstraint(
                 condition=models.Q(archived_at__isnull=True) | models.Q(archive_operation__isnull=False),
@@ -81,7 +81,7 @@ class Workspace(models.Model):
     class Meta:
         ordering = ["id"]
         constraints = [
-            normalized_directory_check("directory", "workspace_directory_normalized"),
+            normalized_directory_check("directory", "workspace_directory_normalized", max_length=MAX_DIRECTORY_LENGTH),
             choices_check("kind", WorkspaceKind.choices, "workspace_kind_valid"),
             models.CheckConstraint(
                 condition=models.Q(archived_at__isnull=True) | models.Q(archive_operation__isnull=False),

@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import django_filters
 from django import forms
-from django.core.exceptions import ValidationError as DjangoValidationError
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
 from kernel.api.serializers import INT64_MAX
-from registry.directories import normalize_directory
 
 
 class DigitsIntegerField(forms.IntegerField):
@@ -76,31 +73,3 @@ class ArchivedFilterSet(django_filters.FilterSet):
         if value == "all":
             return queryset
         return queryset.filter(archived_at__isnull=True)
-
-
-class DirectoryFormField(forms.CharField):
-    def clean(self, value):
-        value = super().clean(value)
-        if value in (None, ""):
-            return value
-        try:
-            return normalize_directory(value)
-        except DjangoValidationError as exc:
-            raise forms.ValidationError(exc.messages) from None
-
-
-@extend_schema_field(OpenApiTypes.STR)
-class DirectoryFilter(django_filters.CharFilter):
-    """Exact match after the same normalization as on create. A path that cannot be normalized is a 400."""
-
-    field_class = DirectoryFormField
-
-    def __init__(self, *args, **kwargs):
-        kwargs.setdefault("strip", False)
-        kwargs.setdefault("field_name", "directory")
-        kwargs.setdefault(
-            "help_text",
-            "Exact directory, normalized as on create (so `/a//b/` finds `/a/b`). "
-            "Returns at most one row and never creates one. A relative path or one with '.'/'..' is a 400.",
-        )
-        super().__init__(*args, **kwargs)

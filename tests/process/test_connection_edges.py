@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from tests.process.harness import isolated_env, manage, start_server
+from tests.support.processes import isolated_env, manage, start_server
 
 pytestmark = pytest.mark.process
 
@@ -29,7 +29,7 @@ def server(tmp_path_factory):
         token = manage("create_api_token", "edges", env=env).stdout.split()[-1]
         assert token.startswith("chartr_"), token
         headers = {"Authorization": f"Bearer {token}"}
-        with httpx.Client(base_url=server.url, headers=headers, timeout=10) as client:
+        with httpx.Client(base_url=server.base_url, headers=headers, timeout=10) as client:
             project = client.post("/api/v1/projects", json={"directory": "/srv/edges", "kind": "git"}).json()
             workspace = client.post(
                 "/api/v1/workspaces", json={"project_id": project["id"], "directory": "/srv/edges", "kind": "checkout"}
@@ -42,14 +42,14 @@ def server(tmp_path_factory):
         server.tmp = tmp
         yield server
     finally:
-        server.process.stop()
+        server.stop()
 
 
 def test_a_stream_after_a_rest_call_on_one_pooled_connection_always_opens(server):
     statuses: list[int] = []
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     headers = {"Authorization": f"Bearer {server.token}"}
-    with httpx.Client(base_url=server.url, headers=headers, timeout=10, limits=limits) as client:
+    with httpx.Client(base_url=server.base_url, headers=headers, timeout=10, limits=limits) as client:
         for _ in range(300):
             assert client.get(f"/api/v1/agents/{AGENT}").status_code == 200
             with client.stream("GET", f"/api/v1/agents/{AGENT}/timeline/stream") as stream:
@@ -130,7 +130,7 @@ def test_a_chunked_body_is_cut_off_at_the_limit(server):
             yield b"x" * (limit // 2)
 
     response = httpx.post(
-        f"{server.url}/api/v1/projects",
+        f"{server.base_url}/api/v1/projects",
         content=chunks(),
         headers={"Authorization": f"Bearer {server.token}", "Content-Type": "application/json"},
         timeout=10,
@@ -141,7 +141,7 @@ def test_a_chunked_body_is_cut_off_at_the_limit(server):
 
 def test_a_body_within_the_limit_still_reaches_the_api(server):
     response = httpx.post(
-        f"{server.url}/api/v1/projects",
+        f"{server.base_url}/api/v1/projects",
         json={"directory": "/srv/" + "d" * 200, "kind": "git"},
         headers={"Authorization": f"Bearer {server.token}"},
         timeout=10,
@@ -155,7 +155,7 @@ def test_a_write_that_cannot_get_the_sqlite_lock_in_time_is_a_503_busy(tmp_path)
     try:
         token = manage("create_api_token", "busy", env=env).stdout.split()[-1]
         headers = {"Authorization": f"Bearer {token}"}
-        with httpx.Client(base_url=server.url, headers=headers, timeout=30) as client:
+        with httpx.Client(base_url=server.base_url, headers=headers, timeout=30) as client:
             holder = sqlite3.connect(tmp_path / "data" / "chartr.sqlite3", isolation_level=None)
             holder.execute("BEGIN IMMEDIATE")
             try:
@@ -169,5 +169,5 @@ def test_a_write_that_cannot_get_the_sqlite_lock_in_time_is_a_503_busy(tmp_path)
             retried = client.post("/api/v1/projects", json={"directory": "/srv/busy", "kind": "git"})
             assert retried.status_code == 201, retried.text
     finally:
-        server.process.stop()
+        server.stop()
     assert "Traceback" not in server.process.output
