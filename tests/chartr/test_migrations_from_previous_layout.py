@@ -27,7 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 
 from tests.conftest import skip_or_fail
-from tests.process.harness import REPO, isolated_env
+from tests.support.processes import REPO, isolated_env
 
 pytestmark = [pytest.mark.process, pytest.mark.timeout(300)]
 

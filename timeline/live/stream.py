@@ -43,13 +43,15 @@ class TimelineStream:
         subscription = self.hub.subscribe(self.agent_id)
         self.generation = subscription.joined_generation
         try:
-            # Tell EventSource to reconnect quickly; also flushes the headers.
-            yield f"retry: {settings.CHARTR_SSE_RETRY_MS}\n\n".encode()
             # A fresh process connects its LISTEN/SUBSCRIBE on the first stream;
             # the stream reports ready (its first event) once it can hear the others.
             await self.hub.wait_listening(timeout=3)
+            # The reconnect delay rides on the first event: sent alone, its
+            # blank line is an empty message event to some SSE clients.
+            retry = f"retry: {settings.CHARTR_SSE_RETRY_MS}\n".encode()
             async for frame in self._start(subscription):
-                yield frame
+                yield retry + frame
+                retry = b""
             while not self.ended:
                 news = await subscription.get(timeout=settings.CHARTR_SSE_KEEPALIVE_SECONDS)
                 if news is None:

@@ -45,9 +45,10 @@ def parse(frame: bytes) -> tuple[str, dict | None, str | None]:
     text = frame.decode()
     if text.startswith(":"):
         return "comment", None, None
-    if text.startswith("retry:"):
+    lines = [line for line in text.strip().split("\n") if not line.startswith("retry:")]
+    if not lines:
         return "retry", None, None
-    fields = dict(line.split(": ", 1) for line in text.strip().split("\n"))
+    fields = dict(line.split(": ", 1) for line in lines)
     return fields["event"], json.loads(fields["data"]), fields.get("id")
 
 

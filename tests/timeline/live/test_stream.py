@@ -175,3 +175,20 @@ def test_archive_and_delete_send_agent_events():
         assert hub.subscriber_count() == 0
 
     run(scenario)
+
+
+@db
+def test_the_reconnect_delay_rides_on_the_first_event_not_an_empty_one():
+    agent = AgentFactory()
+    append(agent.pk, "a")
+
+    async def scenario(hub: Hub):
+        events = TimelineStream(hub, agent.pk, after_seq=None, epoch=None).events()
+        first = await events.__anext__()
+        await events.aclose()
+        lines = first.decode().split("\n")
+        assert lines[0] == "retry: 1000"
+        assert "event: agent" in lines and lines[-2:] == ["", ""]
+        assert first.count(b"\n\n") == 1, first
+
+    run(scenario)
