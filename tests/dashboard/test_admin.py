@@ -1,13 +1,11 @@
-"""API tokens, import runs and the dashboard."""
+"""The admin dashboard."""
 
 from __future__ import annotations
 
 import datetime as dt
-import re
 
 import pytest
 from django.db import connection
-from django.test import RequestFactory
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
@@ -15,20 +13,8 @@ from django.utils import timezone
 from registry.services import archive_project
 from snapshots.services import update_agent
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
-from tokens.authentication import BearerTokenAuthentication
 
 pytestmark = pytest.mark.django_db
-
-
-def authenticate(raw: str):
-    request = RequestFactory().get("/api/v1/", HTTP_AUTHORIZATION=f"Bearer {raw}")
-    return BearerTokenAuthentication().authenticate(request)
-
-
-def created_raw_token(response) -> str:
-    match = re.search(r'id="raw-token" readonly value="([^"]+)"', response.content.decode())
-    assert match, "the raw token is shown on the page"
-    return match.group(1)
 
 
 class TestDashboard:

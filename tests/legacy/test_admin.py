@@ -1,29 +1,14 @@
-"""API tokens, import runs and the dashboard."""
+"""Legacy import runs in the admin: read-only records."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
-from django.test import RequestFactory
 from django.urls import reverse
 from django.utils import timezone
 
 from legacy.models import ImportRun
-from tokens.authentication import BearerTokenAuthentication
 
 pytestmark = pytest.mark.django_db
-
-
-def authenticate(raw: str):
-    request = RequestFactory().get("/api/v1/", HTTP_AUTHORIZATION=f"Bearer {raw}")
-    return BearerTokenAuthentication().authenticate(request)
-
-
-def created_raw_token(response) -> str:
-    match = re.search(r'id="raw-token" readonly value="([^"]+)"', response.content.decode())
-    assert match, "the raw token is shown on the page"
-    return match.group(1)
 
 
 class TestImportRuns:

@@ -1,4 +1,4 @@
-"""API tokens, import runs and the dashboard."""
+"""API tokens in the admin: created once, shown once, revoked."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ from timeline.live.hub import get_hub
 from timeline.live.provisional import publish_provisional
 from timeline.live.stream import TimelineStream
 from timeline.selectors import get_agent_for_timeline
-from timeline.serializers import MAX_SEQ
+from timeline.serializers import MAX_SEQ, NewItemSerializer
 from tokens.authentication import BearerTokenAuthentication
 from tokens.permissions import HasApiToken
 
@@ -104,8 +104,9 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
     return response
 
 
-class ProvisionalItemSerializer(serializers.Serializer):
-    item = serializers.JSONField(help_text="A timeline item: a JSON object with a string `type`.")
+class ProvisionalItemSerializer(NewItemSerializer):
+    """The same item an append takes (unknown and duplicate keys refused alike), not stored."""
+
     item_id = StrictCharField(
         required=False,
         allow_null=True,

@@ -84,3 +84,9 @@ def test_an_action_without_a_body_refuses_one_with_keys(api):
     assert project.archived_at is None
     assert api.post(f"/api/v1/projects/{project.pk}/archive", {}, format="json").status_code == 200
     assert api.post(f"/api/v1/projects/{project.pk}/unarchive").status_code == 200
+
+
+def test_a_provisional_update_refuses_unknown_keys_too(api):
+    agent = AgentFactory()
+    body = '{"item": {"type": "user_message", "text": "hi"}, "itemId": "x1"}'
+    assert_error(post_raw(api, f"{timeline(agent)}/provisional", body), 400, "invalid", fields=["itemId"])
