@@ -3,6 +3,7 @@ from __future__ import annotations
 import re
 import secrets
 
+from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
@@ -17,6 +18,16 @@ agent_id_validator = RegexValidator(
     "An agent id is 1 to 128 characters of letters, digits, '.', '_', ':' and '-'.",
     code="invalid",
 )
+
+
+#: Path segments a URL resolves away: no client could address /agents/.. at all.
+DOT_SEGMENT_IDS = (".", "..")
+DOT_SEGMENT_MESSAGE = "An agent id cannot be '.' or '..': no URL can reach such an agent."
+
+
+def validate_not_dot_segment(value: str) -> None:
+    if value in DOT_SEGMENT_IDS:
+        raise ValidationError(DOT_SEGMENT_MESSAGE, code="invalid")
 
 
 def new_timeline_epoch() -> str:
@@ -41,7 +52,9 @@ class AgentSnapshot(models.Model):
     Lifecycle = Lifecycle
     AttentionReason = AttentionReason
 
-    agent_id = models.CharField(primary_key=True, max_length=128, validators=[agent_id_validator])
+    agent_id = models.CharField(
+        primary_key=True, max_length=128, validators=[agent_id_validator, validate_not_dot_segment]
+    )
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="agents")
     provider = models.CharField(max_length=64)
     title = models.CharField(max_length=512, blank=True, default="")
@@ -73,6 +86,7 @@ class AgentSnapshot(models.Model):
         ordering = ["created_at", "agent_id"]
         constraints = [
             models.CheckConstraint(condition=models.Q(agent_id__regex=AGENT_ID_PATTERN), name="agent_id_valid"),
+            models.CheckConstraint(condition=~models.Q(agent_id__in=DOT_SEGMENT_IDS), name="agent_id_not_dot_segment"),
             choices_check("lifecycle", Lifecycle.choices, "agent_lifecycle_valid"),
             choices_check("attention_reason", AttentionReason.choices, "agent_attention_reason_valid", nullable=True),
             models.CheckConstraint(

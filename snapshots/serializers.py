@@ -13,7 +13,14 @@ from kernel.api.serializers import (
     StrictInputSerializer,
     id_field,
 )
-from snapshots.models import AGENT_ID_RE, AgentSnapshot, AttentionReason, Lifecycle
+from snapshots.models import (
+    AGENT_ID_RE,
+    DOT_SEGMENT_IDS,
+    DOT_SEGMENT_MESSAGE,
+    AgentSnapshot,
+    AttentionReason,
+    Lifecycle,
+)
 
 
 @extend_schema_field({"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "maxLength": 128})
@@ -27,6 +34,8 @@ class AgentIdField(StrictCharField):
             raise serializers.ValidationError(
                 "An agent id is 1 to 128 characters of letters, digits, '.', '_', ':' and '-'."
             )
+        if value in DOT_SEGMENT_IDS:
+            raise serializers.ValidationError(DOT_SEGMENT_MESSAGE)
         return value
 
 

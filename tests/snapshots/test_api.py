@@ -3,6 +3,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
+from django.db import IntegrityError, transaction
 
 from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
@@ -265,3 +266,21 @@ def test_list_does_not_query_per_row(api, django_assert_max_num_queries):
     with django_assert_max_num_queries(3):
         response = api.get("/api/v1/agents")
     assert len(response.json()["results"]) == 20
+
+
+@pytest.mark.parametrize("agent_id", [".", ".."])
+def test_dot_segment_agent_ids_are_refused_everywhere(api, agent_id):
+    workspace = WorkspaceFactory()
+    response = api.post(
+        "/api/v1/agents", {"agent_id": agent_id, "workspace_id": workspace.pk, "provider": "x"}, format="json"
+    )
+    assert_error(response, 400, "invalid", fields=["agent_id"])
+    assert "'.' or '..'" in response.json()["error"]["fields"]["agent_id"][0]
+    with pytest.raises(IntegrityError), transaction.atomic():
+        AgentSnapshot.objects.bulk_create([AgentSnapshot(agent_id=agent_id, workspace=workspace, provider="x")])
+    assert (
+        api.post(
+            "/api/v1/agents", {"agent_id": "...", "workspace_id": workspace.pk, "provider": "x"}, format="json"
+        ).status_code
+        == 201
+    )
