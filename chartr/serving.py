@@ -63,6 +63,19 @@ async def send_error(send: Send, scope: Scope, status: int, code: str, message: 
     await send({"type": "http.response.body", "body": body})
 
 
+class _TrackedSend:
+    """``send``, remembering whether the response has started (after that, an
+    error can no longer be answered with a fresh response)."""
+
+    def __init__(self, send: Send):
+        self.send = send
+        self.started = False
+
+    async def __call__(self, message: Message) -> None:
+        self.started = self.started or message["type"] == "http.response.start"
+        await self.send(message)
+
+
 class _BodyTooLarge(Exception):
     pass
 
@@ -94,7 +107,7 @@ class BodyLimit:
             await self._refuse(send, scope, limit)
             return
         received = 0
-        started = False
+        tracked_send = _TrackedSend(send)
 
         async def counting_receive() -> Message:
             nonlocal received
@@ -105,15 +118,10 @@ class BodyLimit:
                     raise _BodyTooLarge
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
         try:
-            await self.app(scope, counting_receive, tracking_send)
+            await self.app(scope, counting_receive, tracked_send)
         except _BodyTooLarge:
-            if started:
+            if tracked_send.started:
                 raise
             await self._refuse(send, scope, limit)
 
@@ -136,17 +144,11 @@ class JsonServerErrors:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
-
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
+        tracked_send = _TrackedSend(send)
         try:
-            await self.app(scope, receive, tracking_send)
+            await self.app(scope, receive, tracked_send)
         except Exception:
-            if started:
+            if tracked_send.started:
                 raise
             logger.exception("Unhandled error serving %s %s", scope.get("method"), scope.get("path"))
             await send_error(send, scope, 500, "server_error", "The server failed to handle this request.")
