@@ -108,6 +108,8 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LANGUAGE_CODE = "en-us"
+# Seconds and the zone on every admin date-time (chartr/formats/en/formats.py).
+FORMAT_MODULE_PATH = ["chartr.formats"]
 TIME_ZONE = env.str("CHARTR_TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True

@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 
 from chartr import health
 from kernel.api.views import DocsView, SchemaView
@@ -15,6 +16,8 @@ api_v1 = [
 ]
 
 urlpatterns = [
+    # Operators arrive at the root; the admin is what they came for.
+    path("", RedirectView.as_view(pattern_name="admin:index", permanent=False), name="root"),
     path("admin/", include("datadir.urls")),
     path("admin/", admin.site.urls),
     path("api/v1/", include(api_v1)),

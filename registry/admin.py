@@ -5,25 +5,10 @@ from __future__ import annotations
 from django import forms
 from django.contrib import admin
 
-from kernel.admin import ArchivableAdmin, ServiceForm
+from kernel.admin import ArchivableAdmin, ArchivedListFilter, ServiceForm
 from registry import selectors, services
 from registry.directories import MAX_DIRECTORY_LENGTH
 from registry.models import Project, Workspace
-
-
-class ArchivedListFilter(admin.SimpleListFilter):
-    title = "archived"
-    parameter_name = "archived"
-
-    def lookups(self, request, model_admin):
-        return [("no", "Live"), ("yes", "Archived")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "no":
-            return queryset.filter(archived_at__isnull=True)
-        if self.value() == "yes":
-            return queryset.filter(archived_at__isnull=False)
-        return queryset
 
 
 def directory_field(**kwargs) -> forms.CharField:
@@ -81,7 +66,15 @@ class ProjectAdmin(ArchivableAdmin):
         ("Status", {"fields": ["live_workspaces", "live_agents", "created_at", "updated_at", "archived_at"]}),
     ]
     readonly_fields = ["directory", "kind", "live_workspaces", "live_agents", "created_at", "updated_at", "archived_at"]
-    list_display = ["display_name", "directory", "kind", "live_workspaces", "live_agents", "created_at", "is_archived"]
+    list_display = [
+        "display_name",
+        "directory",
+        "kind",
+        "live_workspaces",
+        "live_agents",
+        "created_at",
+        "archived_state",
+    ]
     list_filter = [ArchivedListFilter, "kind"]
     search_fields = ["directory", "display_name"]
     date_hierarchy = "created_at"
@@ -105,10 +98,6 @@ class ProjectAdmin(ArchivableAdmin):
     @admin.display(description="live agents", ordering="live_agent_count")
     def live_agents(self, obj):
         return obj.live_agent_count
-
-    @admin.display(description="archived", boolean=True, ordering="archived_at")
-    def is_archived(self, obj):
-        return obj.archived_at is not None
 
     def deletion_counts(self, objs):
         return selectors.deletion_cascade(projects=objs).by_label()
@@ -176,7 +165,7 @@ class WorkspaceAdmin(ArchivableAdmin):
         "branch",
         "live_agents",
         "created_at",
-        "is_archived",
+        "archived_state",
     ]
     list_filter = [ArchivedListFilter, "kind", "project"]
     search_fields = ["directory", "display_name", "project__directory", "project__display_name"]
@@ -201,10 +190,6 @@ class WorkspaceAdmin(ArchivableAdmin):
     @admin.display(description="live agents", ordering="live_agent_count")
     def live_agents(self, obj):
         return obj.live_agent_count
-
-    @admin.display(description="archived", boolean=True, ordering="archived_at")
-    def is_archived(self, obj):
-        return obj.archived_at is not None
 
     def deletion_counts(self, objs):
         return selectors.deletion_cascade(workspaces=objs).by_label()

@@ -16,8 +16,7 @@ from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.http import QueryDict
 
-from kernel.admin import ArchivableAdmin, ServiceForm
-from registry.admin import ArchivedListFilter
+from kernel.admin import ArchivableAdmin, ArchivedListFilter, ServiceForm
 from registry.models import Workspace
 from registry.selectors import deletion_cascade
 from snapshots import selectors, services
@@ -151,12 +150,11 @@ class AgentSnapshotAdmin(ArchivableAdmin):
         "agent_id",
         "title",
         "workspace_name",
-        "provider",
         "lifecycle",
         "attention",
         "last_activity_at",
-        "created_at",
-        "is_archived",
+        "timeline_rows",
+        "archived_state",
     ]
     list_select_related = ["workspace__project"]
     list_filter = [
@@ -187,9 +185,9 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     def attention(self, obj):
         return obj.attention_reason or "-"
 
-    @admin.display(description="archived", boolean=True, ordering="archived_at")
-    def is_archived(self, obj):
-        return obj.archived_at is not None
+    @admin.display(description="timeline rows", ordering="head_seq")
+    def timeline_rows(self, obj):
+        return obj.head_seq
 
     def deletion_counts(self, objs):
         return deletion_cascade(agents=objs).by_label()

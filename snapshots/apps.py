@@ -3,7 +3,7 @@ from django.apps import AppConfig
 
 class SnapshotsConfig(AppConfig):
     name = "snapshots"
-    verbose_name = "Agent snapshots"
+    verbose_name = "Agents"
 
     def ready(self) -> None:
         # Agents live under workspaces: the registry archives, restores and

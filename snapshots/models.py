@@ -83,6 +83,9 @@ class AgentSnapshot(models.Model):
     objects = ArchivableQuerySet.as_manager()
 
     class Meta:
+        # The admin says "agents": "agent snapshots" read like a kind of the separate data snapshots.
+        verbose_name = "agent"
+        verbose_name_plural = "agents"
         ordering = ["created_at", "agent_id"]
         constraints = [
             models.CheckConstraint(condition=models.Q(agent_id__regex=AGENT_ID_PATTERN), name="agent_id_valid"),

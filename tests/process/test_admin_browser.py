@@ -113,12 +113,12 @@ def test_operator_archives_a_project_in_a_real_browser(browser_page, server):
     page.click("text=Browser project")
     page.click("#archive-button")
     expect(page.locator(".confirmation-summary")).to_contain_text(
-        "Archiving 1 project also archives 1 workspace and 1 agent, 1 of them running."
+        "also archives its 1 workspace and 1 agent, which is running."
     )
-    expect(page.locator(".messagelist .warning")).to_contain_text("1 agent is running; archiving closes them.")
+    expect(page.locator(".messagelist .warning")).to_contain_text("1 agent is running; archiving closes it.")
     page.click("#confirm-button")
     expect(page.locator(".messagelist .success")).to_contain_text(
-        "Archived 1 project; 1 workspace and 1 agent, 1 of them running."
+        "Archived 1 project; also archived its 1 workspace and 1 agent, which is running."
     )
     expect(page.locator("#unarchive-button")).to_be_visible()
 
@@ -139,3 +139,23 @@ def test_operator_archives_a_project_in_a_real_browser(browser_page, server):
     screenshot = ARTIFACTS / "dashboard.png"
     page.screenshot(path=str(screenshot), full_page=True)
     assert screenshot.stat().st_size > 10_000
+
+    # on a 1,280 x 800 screen: no horizontal scroll, and no column header broken inside a word
+    page.set_viewport_size({"width": 1280, "height": 800})
+    for path in ("/admin/", *(f"/admin/{model}/?archived=all" for model in LIST_MODELS)):
+        assert_fits_a_laptop_screen(page, server + path)
+
+
+LIST_MODELS = ("registry/project", "registry/workspace", "snapshots/agentsnapshot")
+
+
+def assert_fits_a_laptop_screen(page, url: str) -> None:
+    page.goto(url)
+    scroll_width = page.evaluate("document.documentElement.scrollWidth")
+    assert scroll_width <= 1280, f"{url} scrolls sideways: {scroll_width} px wide"
+    # An inline element laid out on two lines has two client rects.
+    broken = page.evaluate(
+        """[...document.querySelectorAll('#result_list thead th .text > *')]
+             .filter(el => el.getClientRects().length > 1).map(el => el.textContent.trim())"""
+    )
+    assert broken == [], f"{url}: headers wrap: {broken}"

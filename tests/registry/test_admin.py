@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 from django.urls import reverse
+from django.utils import timezone
 
 from registry.models import Project, Workspace
 from registry.services import archive_project, archive_workspace
@@ -173,7 +174,8 @@ class TestArchiveFromChangePage:
         response = admin_client.get(url("project_archive", project_tree.pk))
         assert response.status_code == 200
         text = response.content.decode()
-        assert "2 workspaces and 3 agents, 2 of them running" in text
+        assert "also archives its 2 workspaces and 3 agents, 2 of them running." in text
+        assert "Archiving project “tree (/srv/tree)” also archives" in text
         assert 'id="confirm-button"' in text
         project_tree.refresh_from_db()
         assert project_tree.archived_at is None
@@ -186,13 +188,17 @@ class TestArchiveFromChangePage:
         response = admin_client.post(url("project_archive", project_tree.pk), {"confirm": "yes"})
         assert response.status_code == 302
         assert response["Location"] == url("project_change", project_tree.pk)
-        assert messages_of(response) == ["Archived 1 project; 2 workspaces and 3 agents, 2 of them running."]
+        assert messages_of(response) == [
+            "Archived 1 project; also archived its 2 workspaces and 3 agents, 2 of them running."
+        ]
         project_tree.refresh_from_db()
         assert project_tree.archived_at is not None
         assert Workspace.objects.live().count() == 0
         assert AgentSnapshot.objects.live().count() == 0
         entry = log_entries(project_tree, CHANGE).get()
-        assert entry.user == admin_user and entry.change_message.startswith("Archived; 2 workspaces and 3 agents")
+        assert entry.user == admin_user and entry.change_message.startswith(
+            "Archived; also archived its 2 workspaces and 3 agents"
+        )
 
     def test_post_without_confirmation_only_shows_the_page(self, admin_client, project_tree):
         response = admin_client.post(url("project_archive", project_tree.pk), {})
@@ -209,9 +215,9 @@ class TestArchiveFromChangePage:
     def test_unarchive_restores_exactly_what_the_archive_took(self, admin_client, admin_user, project_tree):
         admin_client.post(url("project_archive", project_tree.pk), {"confirm": "yes"}, follow=True)
         page = admin_client.get(url("project_unarchive", project_tree.pk))
-        assert "restores 2 workspaces and 3 agents" in page.content.decode()
+        assert "also restores its 2 workspaces and 3 agents." in page.content.decode()
         response = admin_client.post(url("project_unarchive", project_tree.pk), {"confirm": "yes"})
-        assert messages_of(response) == ["Unarchived 1 project; restored 2 workspaces and 3 agents."]
+        assert messages_of(response) == ["Unarchived 1 project; also restored its 2 workspaces and 3 agents."]
         project_tree.refresh_from_db()
         assert project_tree.archived_at is None
         # the workspace archived on its own before stays archived
@@ -244,12 +250,14 @@ class TestArchiveActions:
         page = admin_client.post(changelist, data)
         assert page.status_code == 200
         text = page.content.decode()
-        assert "Archiving 2 projects also archives 3 workspaces and 3 agents, 2 of them running." in text
+        assert "Archiving 2 projects also archives their 3 workspaces and 3 agents, 2 of them running." in text
         assert Project.objects.live().count() == 2
 
         response = admin_client.post(changelist, {**data, "confirm": "yes"})
         assert response.status_code == 302
-        assert messages_of(response) == ["Archived 2 projects; 3 workspaces and 3 agents, 2 of them running."]
+        assert messages_of(response) == [
+            "Archived 2 projects; also archived 3 workspaces and 3 agents, 2 of them running."
+        ]
         assert Project.objects.live().count() == 0
         assert LogEntry.objects.filter(action_flag=CHANGE).count() == 2
 
@@ -271,14 +279,15 @@ class TestArchiveActions:
     def test_unarchive_action(self, admin_client, project_tree):
         archive_project(project=project_tree)
         data = {"action": "unarchive_selected", "_selected_action": [project_tree.pk], "confirm": "yes"}
-        response = admin_client.post(url("project_changelist"), data)
-        assert messages_of(response) == ["Unarchived 1 project; restored 2 workspaces and 3 agents."]
+        # The list shows live records unless asked; the action acts on the list the operator sees.
+        response = admin_client.post(url("project_changelist") + "?archived=yes", data)
+        assert messages_of(response) == ["Unarchived 1 project; also restored its 2 workspaces and 3 agents."]
 
     def test_workspace_archive_action_counts_its_agents(self, admin_client, project_tree):
         workspace = Workspace.objects.get(directory="/srv/tree/one")
         data = {"action": "archive_selected", "_selected_action": [workspace.pk], "confirm": "yes"}
         response = admin_client.post(url("workspace_changelist"), data)
-        assert messages_of(response) == ["Archived 1 workspace; 1 workspace and 2 agents, 1 of them running."]
+        assert messages_of(response) == ["Archived 1 workspace; also archived its 2 agents, 1 of them running."]
 
     def test_archive_needs_change_permission(self, staff_client, project_tree):
         client = staff_client("registry.view_project")
@@ -373,6 +382,8 @@ class TestListPages:
 
         assert shown(archived="yes") == {"/srv/old"}
         assert shown(archived="no") == {"/srv/tree", "/srv/dir-kind"}
+        assert shown() == {"/srv/tree", "/srv/dir-kind"}, "the list opens on live records"
+        assert shown(archived="all") == {"/srv/tree", "/srv/dir-kind", "/srv/old"}
         assert shown(kind__exact="directory") == {"/srv/dir-kind"}
         assert shown(q="tree") == {"/srv/tree"}
 
@@ -380,3 +391,37 @@ class TestListPages:
             url("workspace_changelist"), {"project__id__exact": project_tree.pk, "archived": "yes"}
         )
         assert {w.directory for w in workspaces.context["cl"].result_list} == {"/srv/tree/solo"}
+
+
+class TestListLooks:
+    def test_the_archived_filter_offers_live_archived_and_all_with_live_selected(self, admin_client):
+        response = admin_client.get(url("workspace_changelist"))
+        (archived_filter,) = [spec for spec in response.context["cl"].filter_specs if spec.title == "archived"]
+        choices = list(archived_filter.choices(response.context["cl"]))
+        assert [(c["display"], c["selected"]) for c in choices] == [("Live", True), ("Archived", False), ("All", False)]
+
+    def test_archived_rows_carry_a_dated_label_not_a_check_mark(self, admin_client):
+        project = ProjectFactory(directory="/srv/old")
+        archive_project(project=project)
+        project.refresh_from_db()
+        text = admin_client.get(url("project_changelist"), {"archived": "all"}).content.decode()
+        assert f'<span class="archived-label">archived {project.archived_at:%Y-%m-%d}</span>' in text
+        assert "icon-yes.svg" not in text and "icon-no.svg" not in text
+
+    def test_archived_banner_has_seconds_a_zone_and_one_period(self, admin_client, settings):
+        project = ProjectFactory(directory="/srv/old")
+        archive_project(project=project)
+        project.refresh_from_db()
+        text = admin_client.get(url("project_change", project.pk)).content.decode()
+        stamp = project.archived_at.astimezone(timezone.get_current_timezone()).strftime("%Y-%m-%d %H:%M:%S")
+        assert f"Archived {stamp} UTC. Archived records are read-only" in text
+        assert ".." not in text.split('class="errornote archived-note">')[1].split("</p>")[0]
+
+    def test_every_admin_page_loads_chartrs_stylesheet(self, admin_client):
+        for page in (reverse("admin:index"), url("project_changelist"), url("workspace_add")):
+            assert "chartr/admin.css" in admin_client.get(page).content.decode(), page
+
+
+def test_root_redirects_to_the_admin(client):
+    response = client.get("/")
+    assert response.status_code == 302 and response["Location"] == reverse("admin:index")

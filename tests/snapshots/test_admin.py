@@ -125,7 +125,7 @@ class TestAgentEdit:
         assert 'name="title"' not in page and 'id="unarchive-button"' in page
         assert admin_client.post(url("change", agent.pk), change_data(agent, title="x")).status_code == 403
         response = admin_client.post(url("unarchive", agent.pk), {"confirm": "yes"})
-        assert messages_of(response) == ["Unarchived 1 agent snapshot; restored 0 workspaces and 1 agent."]
+        assert messages_of(response) == ["Unarchived 1 agent."]
         agent.refresh_from_db()
         assert agent.archived_at is None
 
@@ -134,10 +134,10 @@ class TestAgentArchive:
     def test_button_confirmation_counts_running(self, admin_client):
         agent = AgentFactory(lifecycle="running")
         page = admin_client.get(url("archive", agent.pk)).content.decode()
-        assert "0 workspaces and 1 agent, 1 of them running" in page
-        assert "1 agent is running; archiving closes them." in page
+        assert "Archiving agent “" in page and "archives nothing else." in page
+        assert "1 agent is running; archiving closes it." in page
         response = admin_client.post(url("archive", agent.pk), {"confirm": "yes"})
-        assert messages_of(response) == ["Archived 1 agent snapshot; 0 workspaces and 1 agent, 1 of them running."]
+        assert messages_of(response) == ["Archived 1 agent."]
         agent.refresh_from_db()
         assert agent.archived_at is not None and agent.lifecycle == "closed"
 
@@ -146,7 +146,7 @@ class TestAgentArchive:
         first, second = AgentFactory(workspace=workspace), AgentFactory(workspace=workspace)
         archive_workspace(workspace=workspace)
         data = {"action": "unarchive_selected", "_selected_action": [first.pk, second.pk], "confirm": "yes"}
-        response = admin_client.post(reverse("admin:snapshots_agentsnapshot_changelist"), data)
+        response = admin_client.post(reverse("admin:snapshots_agentsnapshot_changelist") + "?archived=yes", data)
         assert len([m for m in messages_of(response) if "unarchive the workspace instead" in m]) == 2
         assert AgentSnapshot.objects.live().count() == 0
 
@@ -165,3 +165,11 @@ class TestAgentArchive:
         assert shown(q="parser") == {"quiet"}
         assert shown(q="special") == {"quiet"}
         assert shown(workspace__project__id__exact=workspace.project_id) == {"quiet"}
+
+
+def test_the_admin_calls_them_agents(admin_client):
+    """Next to "Data snapshots", "agent snapshots" read like a kind of snapshot; the admin says "Agents"."""
+    index = admin_client.get(reverse("admin:index")).content.decode()
+    assert ">Agents</a>" in index and "Agent snapshots" not in index
+    changelist = admin_client.get(reverse("admin:snapshots_agentsnapshot_changelist")).content.decode()
+    assert "Select agent to change" in changelist

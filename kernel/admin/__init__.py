@@ -1,0 +1,26 @@
+"""Glue between the Django admin and the services.
+
+The admin never saves a model itself: every create, edit, archive, unarchive
+and delete calls the same service the API calls, and every one of them is
+written to the admin history (LogEntry) with the acting user.
+
+- ``forms``: ``ServiceForm`` and ``ServiceModelAdmin``, the write-through-a-service form and admin;
+- ``confirm``: confirmation pages, a preview half and a perform half;
+- ``archive``: ``ArchivableAdmin`` and the live/archived list filter.
+"""
+
+from kernel.admin.archive import ArchivableAdmin, ArchivedListFilter
+from kernel.admin.confirm import CONFIRM_FIELD, Confirmation, ConfirmationItem, ConfirmingAdminMixin, plural
+from kernel.admin.forms import ServiceForm, ServiceModelAdmin
+
+__all__ = [
+    "CONFIRM_FIELD",
+    "ArchivableAdmin",
+    "ArchivedListFilter",
+    "Confirmation",
+    "ConfirmationItem",
+    "ConfirmingAdminMixin",
+    "ServiceForm",
+    "ServiceModelAdmin",
+    "plural",
+]

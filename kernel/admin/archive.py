@@ -1,0 +1,293 @@
+"""Archive and unarchive in the admin: the live/archived list filter, the flows and their wording."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db import transaction
+from django.http import HttpRequest
+from django.template.defaultfilters import date as format_date
+from django.utils.html import format_html
+from django.utils.text import capfirst
+
+from kernel.admin.confirm import Confirmation, ConfirmationItem, ConfirmingAdminMixin, plural
+from kernel.admin.forms import ServiceModelAdmin
+
+# --- Lists ----------------------------------------------------------------
+
+
+class ArchivedListFilter(admin.SimpleListFilter):
+    """Live records by default: an operator asks for the archived ones (or all) on purpose."""
+
+    title = "archived"
+    parameter_name = "archived"
+    LIVE, ARCHIVED, ALL = "no", "yes", "all"
+
+    def lookups(self, request, model_admin):
+        return [(self.LIVE, "Live"), (self.ARCHIVED, "Archived"), (self.ALL, "All")]
+
+    def choices(self, changelist):
+        # Django's own "All" entry means "no parameter", which here is "Live".
+        current = self.value() or self.LIVE
+        for value, label in self.lookup_choices:
+            yield {
+                "selected": current == value,
+                "query_string": changelist.get_query_string({self.parameter_name: value}),
+                "display": label,
+            }
+
+    def queryset(self, request, queryset):
+        value = self.value() or self.LIVE
+        if value == self.LIVE:
+            return queryset.filter(archived_at__isnull=True)
+        if value == self.ARCHIVED:
+            return queryset.filter(archived_at__isnull=False)
+        return queryset
+
+
+#: What an archive of each kind of record takes with it, in the order the sentences name them.
+_CASCADED_KINDS = {"projects": ("workspaces", "agents"), "workspaces": ("agents",), "agents": ()}
+
+
+def _cascade_parts(counts: list, cascade_key: str, *, with_running: bool = True) -> str:
+    """The records an archive (or unarchive) of ``cascade_key`` records takes along, summed over ``counts``.
+
+    "2 workspaces and 3 agents, 1 of them running", or "" when it takes nothing
+    else. The records themselves are never counted again.
+    """
+    kinds = _CASCADED_KINDS[cascade_key]
+    totals = {kind: sum(getattr(c, kind) for c in counts) for kind in kinds}
+    named = [plural(n, kind[:-1]) for kind, n in totals.items() if n]
+    if not named:
+        return ""
+    text = " and ".join(named)
+    running = sum(c.running_agents for c in counts) if with_running and "agents" in kinds else 0
+    if running:
+        text += ", which is running" if totals["agents"] == 1 else f", {running} of them running"
+    return text
+
+
+def _them(count: int) -> str:
+    return "it" if count == 1 else "them"
+
+
+def _sentence(head: str, tail: str) -> str:
+    """The head, then what else it did when there was anything: "Archived 2 projects; also archived ..."."""
+    return f"{head}; {tail}." if tail else f"{head}."
+
+
+class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
+    """Archive and Unarchive as list actions and change-page buttons; superuser-only hard delete.
+
+    Archived records are read-only here: the change page becomes a view page
+    whose only write is Unarchive. The app's admin supplies its services and
+    selectors as class attributes (with staticmethod(), so they are not
+    bound); this module imports no app.
+    """
+
+    #: The keyword the services and selectors take the record by: "project", "workspace" or "agent".
+    service_arg: str = ""
+    archive_service: Callable[..., Any]
+    unarchive_service: Callable[..., Any]
+    delete_service: Callable[..., Any]
+    #: Selectors: what archive_service would take (workspaces, agents, running_agents) and
+    #: what unarchive_service would restore (workspaces, agents, blocked_by).
+    archive_preview: Callable[..., Any]
+    unarchive_preview: Callable[..., Any]
+    #: The label of ``deletion_counts`` counting the records themselves.
+    cascade_key: str = ""
+    change_form_template = "admin/chartr/archivable_change_form.html"
+    actions = ["archive_selected", "unarchive_selected"]
+
+    # --- lists ----------------------------------------------------------
+
+    @admin.display(description="state", ordering="archived_at")
+    def archived_state(self, obj):
+        """A muted "archived <date>" label on archived rows; live rows stay blank."""
+        if obj.archived_at is None:
+            return ""
+        return format_html('<span class="archived-label">archived {}</span>', format_date(obj.archived_at, "Y-m-d"))
+
+    # --- permissions ----------------------------------------------------
+
+    def has_change_permission(self, request, obj=None):
+        if obj is not None and obj.archived_at is not None:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def can_archive(self, request: HttpRequest) -> bool:
+        """Archive and unarchive need the model's change permission (archived records included)."""
+        return super().has_change_permission(request)
+
+    def has_delete_permission(self, request, obj=None):
+        return bool(request.user.is_superuser) and super().has_delete_permission(request, obj)
+
+    # --- urls and change page --------------------------------------------
+
+    def get_urls(self):
+        return [
+            self.object_url("archive", self.archive_flow, self.can_archive),
+            self.object_url("unarchive", self.unarchive_flow, self.can_archive),
+            *super().get_urls(),
+        ]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra_context = {**(extra_context or {}), "can_archive": self.can_archive(request)}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    @admin.action(permissions=["change"], description="Archive selected %(verbose_name_plural)s")
+    def archive_selected(self, request, queryset):
+        return self.archive_flow(request, list(queryset), action_name="archive_selected")
+
+    @admin.action(permissions=["change"], description="Unarchive selected %(verbose_name_plural)s")
+    def unarchive_selected(self, request, queryset):
+        return self.unarchive_flow(request, list(queryset), action_name="unarchive_selected")
+
+    def _call(self, function: Callable, obj, **kwargs):
+        return function(**{self.service_arg: obj}, **kwargs)
+
+    # --- wording ----------------------------------------------------------
+
+    def _takes_along(self, verb: str, counts: list) -> str:
+        """What one record (or several) takes along: "also archives its 2 agents", or "" for nothing."""
+        parts = _cascade_parts(counts, self.cascade_key, with_running=verb.startswith("archive"))
+        owner = "its " if len(counts) == 1 else ""
+        return f"also {verb} {owner}{parts}" if parts else ""
+
+    def _cascade_sentence(self, gerund: str, verb: str, targets: list, counts: list) -> str:
+        """The summary line: "Archiving workspace “X” also archives its 2 agents.", or "... nothing else."."""
+        opts = self.model._meta
+        subject = f"{opts.verbose_name} “{targets[0]}”" if len(targets) == 1 else self.records_noun(len(targets))
+        parts = _cascade_parts(counts, self.cascade_key, with_running=verb.startswith("archive"))
+        if not parts:
+            return f"{gerund} {subject} {verb} nothing else."
+        owner = "its" if len(targets) == 1 else "their"
+        return f"{gerund} {subject} also {verb} {owner} {parts}."
+
+    # --- archive ----------------------------------------------------------
+
+    def archive_flow(self, request: HttpRequest, objs: list, *, action_name: str | None):
+        return self.confirmation_flow(
+            request, objs, action_name=action_name, preview=self.archive_confirmation, perform=self.perform_archive
+        )
+
+    def archive_confirmation(self, objs: list) -> Confirmation:
+        items, previews, targets = [], [], []
+        for obj in objs:
+            if obj.archived_at is not None:
+                items.append(ConfirmationItem(str(obj), self.change_url(obj), "already archived; left unchanged"))
+                continue
+            preview = self._call(self.archive_preview, obj)
+            previews.append(preview)
+            targets.append(obj)
+            items.append(
+                ConfirmationItem(
+                    str(obj), self.change_url(obj), self._takes_along("archives", [preview]) or "archives nothing else"
+                )
+            )
+        running = sum(preview.running_agents for preview in previews)
+        return Confirmation(
+            title=f"Archive {self.records_noun(len(previews))}?" if previews else "Nothing to archive",
+            summary=[self._cascade_sentence("Archiving", "archives", targets, previews)] if previews else [],
+            warnings=[f"{plural(running, 'agent is', 'agents are')} running; archiving closes {_them(running)}."]
+            if running
+            else [],
+            confirm_label="Yes, archive",
+            items=items,
+            can_confirm=bool(previews),
+        )
+
+    def perform_archive(self, request: HttpRequest, objs: list) -> None:
+        results, unchanged = self.perform_each(
+            request,
+            objs,
+            service=lambda obj: self._call(self.archive_service, obj),
+            changed=lambda result: result.changed,
+            log_message=lambda result: _sentence("Archived", self._takes_along("archived", [result])),
+        )
+        if results:
+            done = f"Archived {self.records_noun(len(results))}"
+            self.message_user(request, _sentence(done, self._takes_along("archived", results)), messages.SUCCESS)
+        if unchanged:
+            self.message_user(
+                request, f"{self.records_noun(unchanged)} already archived; left unchanged.", messages.WARNING
+            )
+
+    # --- unarchive --------------------------------------------------------
+
+    def unarchive_flow(self, request: HttpRequest, objs: list, *, action_name: str | None):
+        return self.confirmation_flow(
+            request, objs, action_name=action_name, preview=self.unarchive_confirmation, perform=self.perform_unarchive
+        )
+
+    def unarchive_confirmation(self, objs: list) -> Confirmation:
+        items, warnings, previews, targets = [], [], [], []
+        for obj in objs:
+            url = self.change_url(obj)
+            if obj.archived_at is None:
+                items.append(ConfirmationItem(str(obj), url, "not archived; left unchanged"))
+                continue
+            preview = self._call(self.unarchive_preview, obj)
+            if preview.blocked_by:
+                note = f"belongs to archived {preview.blocked_by}; unarchive that instead"
+                items.append(ConfirmationItem(str(obj), url, note))
+                warnings.append(f"{obj} {note}.")
+                continue
+            previews.append(preview)
+            targets.append(obj)
+            items.append(
+                ConfirmationItem(str(obj), url, self._takes_along("restores", [preview]) or "restores nothing else")
+            )
+        return Confirmation(
+            title=f"Unarchive {self.records_noun(len(previews))}?" if previews else "Nothing to unarchive",
+            summary=[self._cascade_sentence("Unarchiving", "restores", targets, previews)] if previews else [],
+            warnings=warnings,
+            confirm_label="Yes, unarchive",
+            items=items,
+            can_confirm=bool(previews),
+        )
+
+    def perform_unarchive(self, request: HttpRequest, objs: list) -> None:
+        results, unchanged = self.perform_each(
+            request,
+            objs,
+            service=lambda obj: self._call(self.unarchive_service, obj),
+            changed=lambda result: result.changed,
+            log_message=lambda result: _sentence("Unarchived", self._takes_along("restored", [result])),
+        )
+        if results:
+            done = f"Unarchived {self.records_noun(len(results))}"
+            self.message_user(request, _sentence(done, self._takes_along("restored", results)), messages.SUCCESS)
+        if unchanged:
+            self.message_user(
+                request, f"{self.records_noun(unchanged)} not archived; left unchanged.", messages.WARNING
+            )
+
+    # --- hard delete ------------------------------------------------------
+
+    def deletion_counts(self, objs: list) -> dict[str, int]:
+        """What deleting ``objs`` removes, by label ("projects", "timeline rows", ...), in display order."""
+        raise NotImplementedError
+
+    def get_deleted_objects(self, objs, request):
+        """The cascade as counts: a delete confirmation must not list every timeline row."""
+        objs = list(objs)
+        counts = self.deletion_counts(objs)
+        opts = self.model._meta
+        described = [f"{capfirst(opts.verbose_name)}: {obj}" for obj in objs]
+        going_with = [plural(n, name[:-1], name) for name, n in counts.items() if n and name != self.cascade_key]
+        if going_with:
+            described.append([f"and with them: {', '.join(going_with)}"])
+        model_count = {name: n for name, n in counts.items() if n}
+        return described, model_count, set(), []
+
+    def delete_model(self, request, obj):
+        self._call(self.delete_service, obj)
+
+    def delete_queryset(self, request, queryset):
+        # All or nothing: Django's delete_selected action opens no transaction of its own.
+        with transaction.atomic():
+            for obj in queryset:
+                self._call(self.delete_service, obj)
