@@ -166,6 +166,11 @@ CHARTR_MAX_BODY_BYTES = env.int("CHARTR_MAX_BODY_BYTES", default=1024 * 1024)
 CHARTR_MAX_ITEM_BYTES = env.int("CHARTR_MAX_ITEM_BYTES", default=1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(CHARTR_MAX_BODY_BYTES, 2_621_440)
 
+# --- Agents -----------------------------------------------------------------
+# A running or initializing agent with no append, update or heartbeat for this
+# long is stale: its daemon is presumably gone (docs/snapshots-api in README).
+CHARTR_STALE_AFTER_SECONDS = env.int("CHARTR_STALE_AFTER_SECONDS", default=300)
+
 # --- API --------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["tokens.authentication.BearerTokenAuthentication"],

@@ -8,6 +8,7 @@ from django.db.models import Count, F, Q
 
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
+from snapshots.selectors import stale_agents
 
 #: How many agents each dashboard list shows.
 DASHBOARD_LIST_SIZE = 20
@@ -31,6 +32,8 @@ class Dashboard:
     agents_by_lifecycle: list[tuple[str, int]]
     archived_agents: int
     needing_attention: list[AgentSnapshot] = field(default_factory=list)
+    #: Agents claiming to run whose daemon has gone silent, longest silent first.
+    stale_running: list[AgentSnapshot] = field(default_factory=list)
     recently_active: list[AgentSnapshot] = field(default_factory=list)
 
     @property
@@ -47,7 +50,7 @@ def _live_archived(model) -> LiveArchivedCount:
 
 
 def dashboard(*, list_size: int = DASHBOARD_LIST_SIZE) -> Dashboard:
-    """Everything the admin index shows, in five queries whatever the fleet's size."""
+    """Everything the admin index shows, in six queries whatever the fleet's size."""
     live = Q(archived_at__isnull=True)
     lifecycles = [value for value, _ in AgentSnapshot.Lifecycle.choices]
     agent_counts = AgentSnapshot.objects.aggregate(
@@ -65,5 +68,6 @@ def dashboard(*, list_size: int = DASHBOARD_LIST_SIZE) -> Dashboard:
                 :list_size
             ]
         ),
+        stale_running=list(stale_agents().select_related("workspace__project")[:list_size]),
         recently_active=list(agents.filter(last_activity_at__isnull=False).order_by("-last_activity_at")[:list_size]),
     )

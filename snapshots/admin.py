@@ -21,6 +21,7 @@ from registry.models import Workspace
 from registry.selectors import deletion_cascade
 from snapshots import selectors, services
 from snapshots.models import AgentSnapshot
+from snapshots.selectors import stale_condition, with_staleness
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,21 @@ class AgentChangeForm(ServiceForm):
         return services.update_agent(agent=self.instance, expected_version=self.cleaned_data["version"], **changes)
 
 
+class StaleListFilter(admin.SimpleListFilter):
+    title = "stale"
+    parameter_name = "stale"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Stale"), ("no", "Not stale")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(stale_condition())
+        if self.value() == "no":
+            return queryset.exclude(stale_condition())
+        return queryset
+
+
 @admin.register(AgentSnapshot)
 class AgentSnapshotAdmin(ArchivableAdmin):
     form = AgentChangeForm
@@ -135,6 +151,7 @@ class AgentSnapshotAdmin(ArchivableAdmin):
                 "fields": [
                     "last_activity_at",
                     "last_user_message_at",
+                    "last_seen_at",
                     "created_at",
                     "updated_at",
                     "archived_at",
@@ -145,12 +162,22 @@ class AgentSnapshotAdmin(ArchivableAdmin):
         ),
         ("Data", {"fields": ["labels", "config", "runtime_info", "persistence"], "classes": ["collapse"]}),
     ]
-    readonly_fields = ["agent_id", "workspace", "created_at", "updated_at", "archived_at", "head_seq", "timeline_epoch"]
+    readonly_fields = [
+        "agent_id",
+        "workspace",
+        "created_at",
+        "updated_at",
+        "last_seen_at",
+        "archived_at",
+        "head_seq",
+        "timeline_epoch",
+    ]
     list_display = [
         "agent_id",
         "title",
         "workspace_name",
         "lifecycle",
+        "stale",
         "attention",
         "last_activity_at",
         "timeline_rows",
@@ -159,6 +186,7 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     list_select_related = ["workspace__project"]
     list_filter = [
         ArchivedListFilter,
+        StaleListFilter,
         "lifecycle",
         "requires_attention",
         "provider",
@@ -184,6 +212,13 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     @admin.display(description="attention", ordering="requires_attention")
     def attention(self, obj):
         return obj.attention_reason or "-"
+
+    def get_queryset(self, request):
+        return with_staleness(super().get_queryset(request))
+
+    @admin.display(description="stale", ordering="is_stale")
+    def stale(self, obj):
+        return "stale" if obj.is_stale else ""
 
     @admin.display(description="timeline rows", ordering="head_seq")
     def timeline_rows(self, obj):

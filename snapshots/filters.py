@@ -12,7 +12,11 @@ class AgentFilter(ArchivedFilterSet):
     lifecycle = django_filters.ChoiceFilter(choices=Lifecycle.choices)
     requires_attention = StrictBooleanFilter(field_name="requires_attention")
     provider = django_filters.CharFilter(field_name="provider", max_length=64)
+    stale = StrictBooleanFilter(
+        field_name="is_stale",
+        help_text="`true`: running or initializing agents silent for `CHARTR_STALE_AFTER_SECONDS`; `false`: the others.",
+    )
 
     class Meta:
         model = AgentSnapshot
-        fields = ["workspace_id", "project_id", "lifecycle", "requires_attention", "provider", "archived"]
+        fields = ["workspace_id", "project_id", "lifecycle", "requires_attention", "provider", "stale", "archived"]

@@ -42,6 +42,10 @@ class Lifecycle(models.TextChoices):
     CLOSED = "closed", "closed"
 
 
+#: Lifecycles in which an agent claims a daemon is driving it, so silence means trouble.
+ACTIVE_LIFECYCLES = (Lifecycle.RUNNING, Lifecycle.INITIALIZING)
+
+
 class AttentionReason(models.TextChoices):
     FINISHED = "finished", "finished"
     ERROR = "error", "error"
@@ -72,6 +76,10 @@ class AgentSnapshot(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
     last_activity_at = models.DateTimeField(null=True, blank=True)
     last_user_message_at = models.DateTimeField(null=True, blank=True)
+    # The agent's last sign of life: its creation, an update, a heartbeat or an
+    # append. NULL for agents chartr has never heard from (the legacy import):
+    # a running one of those is stale at once, its old daemon being gone.
+    last_seen_at = models.DateTimeField(null=True, blank=True, editable=False)
     archived_at = models.DateTimeField(null=True, blank=True)
     archive_operation = models.UUIDField(null=True, blank=True, editable=False)
     version = models.PositiveIntegerField(default=1)
@@ -115,6 +123,12 @@ class AgentSnapshot(models.Model):
                 name="agent_needs_attention_idx",
             ),
             models.Index(fields=["-last_activity_at"], name="agent_last_activity_idx"),
+            # ?stale=true, the dashboard and mark_stale_agents: active agents by last sign of life.
+            models.Index(
+                fields=["last_seen_at"],
+                condition=models.Q(lifecycle__in=ACTIVE_LIFECYCLES, archived_at__isnull=True),
+                name="agent_active_seen_idx",
+            ),
         ]
 
     def __str__(self) -> str:

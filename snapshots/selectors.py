@@ -2,17 +2,49 @@
 
 from __future__ import annotations
 
-from django.db.models import F, QuerySet
+import datetime as dt
+
+from django.conf import settings
+from django.db.models import BooleanField, Case, F, Q, QuerySet, Value, When
+from django.utils import timezone
 
 from kernel.errors import NotFound
 from registry.models import Workspace
 from registry.selectors import ArchivePreview, UnarchivePreview
-from snapshots.models import AGENT_ID_RE, AgentSnapshot
+from snapshots.models import ACTIVE_LIFECYCLES, AGENT_ID_RE, AgentSnapshot
+
+
+def stale_condition(*, now: dt.datetime | None = None) -> Q:
+    """Live agents claiming to run that have given no sign of life for ``CHARTR_STALE_AFTER_SECONDS``.
+
+    Computed from the database at read time, so no background job is needed
+    to see it; ``mark_stale_agents`` only acts on it.
+    """
+    cutoff = (now or timezone.now()) - dt.timedelta(seconds=settings.CHARTR_STALE_AFTER_SECONDS)
+    return Q(lifecycle__in=ACTIVE_LIFECYCLES, archived_at__isnull=True) & (
+        Q(last_seen_at__isnull=True) | Q(last_seen_at__lt=cutoff)
+    )
+
+
+def with_staleness(agents: QuerySet[AgentSnapshot], *, now: dt.datetime | None = None) -> QuerySet[AgentSnapshot]:
+    """``agents`` annotated with ``is_stale``."""
+    return agents.annotate(
+        is_stale=Case(
+            When(stale_condition(now=now), then=Value(True)), default=Value(False), output_field=BooleanField()
+        )
+    )
+
+
+def stale_agents(*, now: dt.datetime | None = None) -> QuerySet[AgentSnapshot]:
+    """The stale agents, longest silent first (never heard from before all)."""
+    return AgentSnapshot.objects.filter(stale_condition(now=now)).order_by(
+        F("last_seen_at").asc(nulls_first=True), "agent_id"
+    )
 
 
 def agents_for_api() -> QuerySet[AgentSnapshot]:
-    """Agents as the API shows them: with their project's id, read in the same query."""
-    return AgentSnapshot.objects.annotate(api_project_id=F("workspace__project_id"))
+    """Agents as the API shows them: with their project's id and staleness, read in the same query."""
+    return with_staleness(AgentSnapshot.objects.annotate(api_project_id=F("workspace__project_id")))
 
 
 def agent_for_api(*, agent_id: str) -> AgentSnapshot:

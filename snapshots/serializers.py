@@ -53,6 +53,11 @@ def json_object_field(**kwargs) -> serializers.DictField:
 
 class AgentSerializer(ApiModelSerializer):
     workspace_id = serializers.IntegerField(read_only=True)
+    stale = serializers.BooleanField(
+        source="is_stale",
+        read_only=True,
+        help_text="Running or initializing, and no append, update or heartbeat for `CHARTR_STALE_AFTER_SECONDS`.",
+    )
     project_id = serializers.SerializerMethodField()
     labels = labels_field(read_only=True)
     config = json_object_field(read_only=True)
@@ -69,6 +74,7 @@ class AgentSerializer(ApiModelSerializer):
             "title",
             "labels",
             "lifecycle",
+            "stale",
             "last_mode_id",
             "config",
             "runtime_info",
@@ -81,6 +87,7 @@ class AgentSerializer(ApiModelSerializer):
             "updated_at",
             "last_activity_at",
             "last_user_message_at",
+            "last_seen_at",
             "archived_at",
             "archive_operation",
             "version",

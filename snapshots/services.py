@@ -11,7 +11,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from kernel.errors import ArchivedConflict, Conflict, VersionMismatch
+from kernel.errors import ArchivedConflict, Conflict, NotFound, VersionMismatch
 from kernel.services import (
     UNSET,
     ArchiveResult,
@@ -22,6 +22,7 @@ from kernel.services import (
 )
 from registry.models import Workspace
 from snapshots.models import AgentSnapshot
+from snapshots.selectors import stale_condition
 from snapshots.signals import agents_changed
 
 #: Fields a client may change with update_agent. Identity, workspace and the
@@ -139,6 +140,7 @@ def create_agent(
         internal=internal,
         last_activity_at=last_activity_at,
         last_user_message_at=last_user_message_at,
+        last_seen_at=timezone.now(),
     )
     _apply_attention(agent, explicit_at=attention_at is not None)
     _validate_agent(agent)
@@ -185,9 +187,46 @@ def update_agent(*, agent: AgentSnapshot, expected_version: int | None = None, *
         _apply_attention(agent, explicit_at="attention_at" in changes)
         _validate_agent(agent)
         agent.version += 1
+        agent.last_seen_at = timezone.now()
         agent.save()
         notify_agents_changed([agent.agent_id], "updated")
     return agent
+
+
+def record_heartbeat(*, agent_id: str) -> None:
+    """Note that the agent's daemon is alive, without touching its snapshot's version or its timeline.
+
+    A heartbeat is not a change: no ETag moves and no ``agent`` event is sent.
+    """
+    with transaction.atomic():
+        seen = AgentSnapshot.objects.filter(pk=agent_id, archived_at__isnull=True).update(last_seen_at=timezone.now())
+        if seen:
+            return
+        if AgentSnapshot.objects.filter(pk=agent_id).exists():
+            raise ArchivedConflict(f"Agent {agent_id} is archived; unarchive it before it reports in again.")
+        raise NotFound(f"Agent {agent_id} does not exist.")
+
+
+def mark_stale_agents(*, now: dt.datetime | None = None) -> list[str]:
+    """Set every stale agent to lifecycle ``error``, needing attention for reason ``error``.
+
+    Each gets an ``agent`` event, as any update does. Returns their ids; an
+    agent that reports in meanwhile is no longer stale and is left alone.
+    """
+    now = now or timezone.now()
+    with transaction.atomic():
+        stale = AgentSnapshot.objects.select_for_update().filter(stale_condition(now=now))
+        agent_ids = sorted(stale.values_list("agent_id", flat=True))
+        AgentSnapshot.objects.filter(pk__in=agent_ids).update(
+            lifecycle=AgentSnapshot.Lifecycle.ERROR,
+            requires_attention=True,
+            attention_reason=AgentSnapshot.AttentionReason.ERROR,
+            attention_at=now,
+            updated_at=now,
+            version=F("version") + 1,
+        )
+        notify_agents_changed(agent_ids, "stale")
+    return agent_ids
 
 
 def archive_agent(*, agent: AgentSnapshot) -> ArchiveResult:

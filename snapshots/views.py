@@ -71,6 +71,7 @@ class AgentViewSet(ApiViewSet):
     serializer_class = AgentSerializer
     filterset_class = AgentFilter
     keyset_ordering = ("created_at", "agent_id")
+    actions_without_body = ApiViewSet.actions_without_body | {"heartbeat"}
 
     def get_queryset(self):
         return agents_for_api()
@@ -113,6 +114,17 @@ class AgentViewSet(ApiViewSet):
         changes = validated(AgentUpdateSerializer, request.data, partial=True)
         agent = services.update_agent(agent=agent_for_api(agent_id=agent_id), expected_version=version, **changes)
         return agent_response(agent_for_api(agent_id=agent.agent_id))
+
+    @extend_schema(
+        summary="Record that an agent's daemon is alive",
+        description="Clears `stale` without touching the agent's version (ETag) or its timeline. "
+        "Appends and updates count as signs of life too.",
+        request=None,
+        responses={204: None},
+    )
+    def heartbeat(self, request, agent_id):
+        services.record_heartbeat(agent_id=agent_for_api(agent_id=agent_id).agent_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
     @extend_schema(
         summary="Archive an agent",

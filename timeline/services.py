@@ -229,13 +229,19 @@ def _lock_agent(agent_id: str, *, allow_archived: bool) -> _AgentHead:
 
 
 def _save_head(agent: _AgentHead) -> None:
-    """Move the stored head to ``agent.head_seq`` (plain SQL for the reason in ``_lock_agent``)."""
+    """Move the stored head to ``agent.head_seq`` (plain SQL for the reason in ``_lock_agent``).
+
+    An append is a sign of life too: ``last_seen_at`` moves with the head, so
+    an appending agent is never stale.
+    """
     sql = (
-        f"UPDATE {connection.ops.quote_name(AgentSnapshot._meta.db_table)} SET {_agent_column('head_seq')} = %s "
+        f"UPDATE {connection.ops.quote_name(AgentSnapshot._meta.db_table)} "
+        f"SET {_agent_column('head_seq')} = %s, {_agent_column('last_seen_at')} = %s "
         f"WHERE {_agent_column('agent_id')} = %s"
     )
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
     with connection.cursor() as cursor:
-        cursor.execute(sql, [agent.head_seq, agent.agent_id])
+        cursor.execute(sql, [agent.head_seq, now, agent.agent_id])
 
 
 def _check_expected_head(agent: _AgentHead, expected_head_seq: int | None) -> None:

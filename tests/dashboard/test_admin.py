@@ -11,6 +11,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from registry.services import archive_project
+from snapshots.models import AgentSnapshot
 from snapshots.services import update_agent
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 
@@ -92,4 +93,28 @@ class TestDashboard:
                 attention_reason="finished",
                 last_activity_at=timezone.now(),
             )
+            AgentSnapshot.objects.filter(pk=AgentFactory(lifecycle="running").pk).update(last_seen_at=None)
+        assert len(admin_client.get(reverse("admin:index")).context["dashboard"].stale_running) == 10
         assert index_queries() == small
+
+    def test_lists_stale_running_agents_longest_silent_first(self, admin_client, settings):
+        settings.CHARTR_STALE_AFTER_SECONDS = 60
+        now = timezone.now()
+        for agent_id, silent in [("recent", 30), ("silent-5m", 300), ("silent-1h", 3600)]:
+            agent = AgentFactory(agent_id=agent_id, lifecycle="running")
+            AgentSnapshot.objects.filter(pk=agent.pk).update(last_seen_at=now - dt.timedelta(seconds=silent))
+        imported = AgentFactory(agent_id="imported", lifecycle="running")
+        AgentSnapshot.objects.filter(pk=imported.pk).update(last_seen_at=None)
+        response = admin_client.get(reverse("admin:index"))
+        assert [a.agent_id for a in response.context["dashboard"].stale_running] == [
+            "imported",
+            "silent-1h",
+            "silent-5m",
+        ]
+        section = response.content.decode().split('id="dash-stale"')[1].split('id="dash-recent"')[0]
+        assert "never (imported)" in section and "recent" not in section
+
+    def test_no_stale_agents_says_so(self, admin_client):
+        AgentFactory(lifecycle="running")
+        text = admin_client.get(reverse("admin:index")).content.decode()
+        assert "No running agent has gone silent." in text

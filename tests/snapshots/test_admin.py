@@ -173,3 +173,16 @@ def test_the_admin_calls_them_agents(admin_client):
     assert ">Agents</a>" in index and "Agent snapshots" not in index
     changelist = admin_client.get(reverse("admin:snapshots_agentsnapshot_changelist")).content.decode()
     assert "Select agent to change" in changelist
+
+
+def test_the_agent_list_shows_and_filters_stale_agents(admin_client, settings):
+    settings.CHARTR_STALE_AFTER_SECONDS = 60
+    AgentFactory(agent_id="fresh", lifecycle="running")
+    AgentSnapshot.objects.filter(pk=AgentFactory(agent_id="gone", lifecycle="running").pk).update(last_seen_at=None)
+    changelist = reverse("admin:snapshots_agentsnapshot_changelist")
+    shown = admin_client.get(changelist, {"stale": "yes"}).context["cl"].result_list
+    assert [agent.agent_id for agent in shown] == ["gone"]
+    assert [agent.agent_id for agent in admin_client.get(changelist, {"stale": "no"}).context["cl"].result_list] == [
+        "fresh"
+    ]
+    assert '<td class="field-stale">stale</td>' in admin_client.get(changelist).content.decode()

@@ -31,6 +31,8 @@ AGENT_FIELDS = {
     "updated_at",
     "last_activity_at",
     "last_user_message_at",
+    "last_seen_at",
+    "stale",
     "archived_at",
     "archive_operation",
     "version",
