@@ -25,9 +25,14 @@ from snapshots.signals import agents_changed
 __all__ = ["RestoreResult", "SnapshotResult", "restore_snapshot", "summarize_changes", "take_snapshot"]
 
 
-def take_snapshot(*, wait: bool = True, reason: str = "manual", note: str = "") -> SnapshotResult:
+def take_snapshot(
+    *, wait: bool = True, reason: str = "manual", note: str = "", if_changed: bool = False
+) -> SnapshotResult | None:
     """Snapshot the database and the data dir's files into ``<data dir>/snapshots/<name>/``,
     then drop the oldest snapshots beyond CHARTR_SNAPSHOTS_KEEP.
+
+    With ``if_changed``, returns None without taking anything when nothing has
+    changed since the newest snapshot (datadir.services.marker says how that is told).
 
     Raises SnapshotsDisabled when CHARTR_SNAPSHOTS_KEEP is 0, StoreBusy when
     ``wait`` is false and another snapshot or restore is running.
@@ -36,7 +41,7 @@ def take_snapshot(*, wait: bool = True, reason: str = "manual", note: str = "") 
         raise SnapshotsDisabled("Data snapshots are disabled (CHARTR_SNAPSHOTS_KEEP=0); nothing was done.")
     with store_lock(wait=wait):
         store.remove_leftovers(store.snapshots_root(create=True))
-        return take_locked(reason=reason, note=note)
+        return take_locked(reason=reason, note=note, if_changed=if_changed)
 
 
 def restore_snapshot(*, name: str | None = None, wait: bool = True, dry_run: bool = False) -> RestoreResult:

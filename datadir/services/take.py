@@ -17,6 +17,7 @@ from datadir.backends.base import DatabaseBackend
 from datadir.errors import SnapshotFailed, SnapshotsDisabled
 from datadir.services.changes import changes, changes_text, summarize_changes
 from datadir.services.files import Previous, snapshot_files
+from datadir.services.marker import MARKER_KEY, change_marker, unchanged_since
 
 
 @dataclass(frozen=True)
@@ -42,22 +43,36 @@ class _Written:
     copied_bytes: int
 
 
-def take_locked(*, reason: str, note: str, protect: frozenset[str] = frozenset()) -> SnapshotResult:
+def take_locked(
+    *, reason: str, note: str, protect: frozenset[str] = frozenset(), if_changed: bool = False
+) -> SnapshotResult | None:
     """Take a snapshot, then rotate; the caller holds the store lock.
-    Snapshots named in ``protect`` are never rotated away."""
+    Snapshots named in ``protect`` are never rotated away. With ``if_changed``,
+    nothing is taken (and None returned) when the newest snapshot's change
+    marker matches the live data."""
     keep = store.snapshots_keep()
     if keep == 0:
         raise SnapshotsDisabled("Data snapshots are disabled (CHARTR_SNAPSHOTS_KEEP=0); nothing was done.")
     backend = database_backend()
     root = store.snapshots_root(create=True)
     previous = _newest_complete(root)
+    marker = change_marker(backend)
+    if if_changed and previous is not None and unchanged_since(previous[1], marker):
+        return None
     name = store.next_snapshot_name(root)
     created = dt.datetime.now(dt.UTC)
     work = root / f".tmp-{name}-{secrets.token_hex(4)}"
     work.mkdir(mode=0o700)
     try:
         written = _write_snapshot(
-            work, name=name, created=created, reason=reason, note=note, backend=backend, previous=previous
+            work,
+            name=name,
+            created=created,
+            reason=reason,
+            note=note,
+            backend=backend,
+            previous=previous,
+            marker=marker,
         )
         os.rename(work, root / name)
         _fsync_dir(root)
@@ -92,6 +107,7 @@ def _write_snapshot(
     note: str,
     backend: DatabaseBackend,
     previous: Previous | None,
+    marker: dict[str, Any],
 ) -> _Written:
     """Fill ``work`` with the database dump, the files, changes.txt and, last, the manifest."""
     (work / store.DB_DIRNAME).mkdir()
@@ -118,6 +134,7 @@ def _write_snapshot(
         "files": files,
         "changes": snapshot_changes,
         "summary": summarize_changes(snapshot_changes),
+        MARKER_KEY: marker,
     }
     _write_synced(work / store.CHANGES_NAME, changes_text(name, manifest))
     # The manifest is written last: a directory without one is never a snapshot.

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from datadir.lock import store_lock
 from snapshots.models import AgentSnapshot
+from snapshots.services import delete_agent, record_heartbeat, update_agent
 from tests.datadir.conftest import append_rows, snapshot_dirs
 from tests.factories import AgentFactory
 
@@ -114,3 +116,51 @@ def test_a_file_system_error_is_a_command_error_naming_the_path(data_dir, monkey
     assert AgentSnapshot.objects.get(pk="a0").head_seq == before
     assert (data_dir / "notes.txt").read_text() == "changed since"
     assert not list(data_dir.glob(".*.restore-*"))
+
+
+class TestSnapshotIfChanged:
+    def test_first_one_is_taken_then_unchanged_until_something_changes(self, data_dir):
+        agent = AgentFactory(agent_id="a0")
+        assert "taken in" in run("snapshot", "--if-changed")
+        assert run("snapshot", "--if-changed").startswith("unchanged")
+        assert len(snapshot_dirs(data_dir)) == 1
+
+        append_rows("a0", 1)  # an insert
+        assert "taken in" in run("snapshot", "--if-changed")
+        update_agent(agent=agent, title="renamed")  # an update: no count moves
+        assert "taken in" in run("snapshot", "--if-changed")
+        (data_dir / "notes.txt").write_text("a data file")  # a file of the data dir
+        assert "taken in" in run("snapshot", "--if-changed")
+        assert run("snapshot", "--if-changed").startswith("unchanged")
+        assert len(snapshot_dirs(data_dir)) == 4
+
+    def test_a_delete_is_a_change(self, data_dir):
+        AgentFactory(agent_id="a0")
+        AgentFactory(agent_id="a1")
+        run("snapshot")
+        delete_agent(agent=AgentSnapshot.objects.get(pk="a1"))
+        assert "taken in" in run("snapshot", "--if-changed")
+
+    def test_a_heartbeat_is_not_a_change(self, data_dir):
+        AgentFactory(agent_id="a0", lifecycle="running")
+        run("snapshot")
+        record_heartbeat(agent_id="a0")
+        assert run("snapshot", "--if-changed").startswith("unchanged")
+
+    def test_a_snapshot_without_a_marker_never_counts_as_unchanged(self, data_dir):
+        AgentFactory(agent_id="a0")
+        run("snapshot")
+        [name] = snapshot_dirs(data_dir)
+        manifest_path = data_dir / "snapshots" / name / "manifest.json"
+        manifest = json.loads(manifest_path.read_text())
+        del manifest["change_marker"]
+        manifest_path.write_text(json.dumps(manifest))
+        assert "taken in" in run("snapshot", "--if-changed")
+
+    def test_rotation_still_applies(self, data_dir, settings):
+        settings.CHARTR_SNAPSHOTS_KEEP = 2
+        agent = AgentFactory(agent_id="a0")
+        for title in ("one", "two", "three"):
+            update_agent(agent=agent, title=title)
+            run("snapshot", "--if-changed")
+        assert len(snapshot_dirs(data_dir)) == 2

@@ -23,9 +23,18 @@ class Command(BaseCommand):
             help="Fail at once instead of waiting when another snapshot or restore is running.",
         )
 
-    def handle(self, *args, no_wait: bool = False, **options):
+        parser.add_argument(
+            "--if-changed",
+            action="store_true",
+            help="Take one only if data changed since the newest snapshot; print 'unchanged' otherwise "
+            "(for an hourly timer).",
+        )
+
+    def handle(self, *args, no_wait: bool = False, if_changed: bool = False, **options):
         try:
-            result = take_snapshot(wait=not no_wait, reason="manual")
+            result = take_snapshot(
+                wait=not no_wait, reason="scheduled" if if_changed else "manual", if_changed=if_changed
+            )
         except SnapshotsDisabled as exc:
             self.stdout.write(exc.message)
             return
@@ -35,6 +44,9 @@ class Command(BaseCommand):
             raise CommandError(
                 f"The data snapshot failed: {exc.filename or 'the data dir'}: {exc.strerror or exc}"
             ) from exc
+        if result is None:
+            self.stdout.write("unchanged: no data changed since the newest snapshot; none taken")
+            return
         self.stdout.write(self.style.SUCCESS(f"Data snapshot {result.name} taken in {result.path}"))
         rows = sum(result.tables.values())
         self.stdout.write(f"  database: {result.engine}, {len(result.tables)} tables, {rows} rows")

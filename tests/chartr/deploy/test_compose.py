@@ -40,3 +40,13 @@ def test_postgres_is_optional_and_the_documented_url_reaches_it():
     env = postgres["environment"]
     assert (user, name, host, port) == (env["POSTGRES_USER"], env["POSTGRES_DB"], "postgres", "5432")
     assert any(v.endswith(":/var/lib/postgresql/data") for v in postgres["volumes"])
+
+
+def test_the_snapshots_sidecar_shares_the_volumes_and_snapshots_only_on_change():
+    compose = load()
+    sidecar, chartr = compose["services"]["snapshots"], compose["services"]["chartr"]
+    assert sidecar["profiles"] == ["snapshots"], "off unless asked for"
+    assert sidecar["image"] == chartr["image"]
+    assert sidecar["volumes"] == chartr["volumes"]
+    assert sidecar["environment"]["DATABASE_URL"] == chartr["environment"]["DATABASE_URL"]
+    assert "manage snapshot --if-changed" in " ".join(sidecar["command"])
