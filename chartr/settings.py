@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "timeline",
     "legacy",
     "datadir",
+    "retention",
     "dashboard",
 ]
 
@@ -170,6 +171,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(CHARTR_MAX_BODY_BYTES, 2_621_440)
 # A running or initializing agent with no append, update or heartbeat for this
 # long is stale: its daemon is presumably gone (docs/snapshots-api in README).
 CHARTR_STALE_AFTER_SECONDS = env.int("CHARTR_STALE_AFTER_SECONDS", default=300)
+# purge_archived's default --older-than, in days; unset: purge only when told how old.
+CHARTR_RETENTION_ARCHIVED_DAYS = env.int("CHARTR_RETENTION_ARCHIVED_DAYS", default=None)
 
 # --- API --------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -6,6 +6,7 @@ The agents under the workspaces are archived and restored through
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 
 from django.db import IntegrityError, transaction
@@ -212,3 +213,21 @@ def unarchive_workspace(*, workspace: Workspace) -> UnarchiveResult:
 def delete_workspace(*, workspace: Workspace) -> None:
     with transaction.atomic():
         Workspace.objects.filter(pk=workspace.pk).delete()
+
+
+# --- Retention --------------------------------------------------------------
+
+
+def delete_archived_registry(*, archived_before: dt.datetime) -> tuple[int, int]:
+    """Hard-delete the workspaces, then the projects, archived before ``archived_before``.
+
+    The purge removes their agents first, in batches; what is left (normally
+    nothing) goes with them through the foreign keys. Returns (workspaces, projects).
+    """
+    with transaction.atomic():
+        _, by_model = Workspace.objects.filter(archived_at__lt=archived_before).delete()
+        workspaces = by_model.get(Workspace._meta.label, 0)
+    with transaction.atomic():
+        _, by_model = Project.objects.filter(archived_at__lt=archived_before).delete()
+        workspaces += by_model.get(Workspace._meta.label, 0)
+    return workspaces, by_model.get(Project._meta.label, 0)

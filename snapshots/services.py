@@ -263,3 +263,26 @@ def unarchive_agent(*, agent: AgentSnapshot) -> UnarchiveResult:
 def delete_agent(*, agent: AgentSnapshot) -> None:
     with transaction.atomic():
         AgentSnapshot.objects.filter(pk=agent.pk).delete()
+
+
+#: Agents per DELETE of a purge (their timelines are gone by then: timeline purges first).
+PURGE_BATCH_AGENTS = 500
+
+
+def delete_archived_agents(*, archived_before: dt.datetime, batch_size: int = PURGE_BATCH_AGENTS) -> int:
+    """Hard-delete every agent archived before ``archived_before``, in batches; how many.
+
+    Whatever timeline rows are left go with them through the foreign key.
+    """
+    deleted = 0
+    while True:
+        with transaction.atomic():
+            batch = list(
+                AgentSnapshot.objects.filter(archived_at__lt=archived_before)
+                .order_by()
+                .values_list("pk", flat=True)[:batch_size]
+            )
+            if not batch:
+                return deleted
+            AgentSnapshot.objects.filter(pk__in=batch).delete()
+        deleted += len(batch)

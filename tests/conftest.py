@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -20,6 +21,16 @@ def skip_or_fail(reason: str) -> None:
     if services_required():
         pytest.fail(f"{reason} (CI requires it)")
     pytest.skip(reason)
+
+
+@pytest.fixture
+def data_dir(settings, tmp_path) -> Path:
+    """A private data dir for the test (data snapshots land in it); the database stays pytest-django's test DB."""
+    path = tmp_path / "data"
+    path.mkdir()
+    settings.DATA_DIR = path
+    settings.CHARTR_SNAPSHOTS_KEEP = 14
+    return path
 
 
 @pytest.fixture

@@ -346,3 +346,30 @@ def _rows_in_call_order(
             rows.append(CommittedRow(seq=next_seq, committed_at=committed_at, item_id=new.item_id))
             next_seq += 1
     return rows
+
+
+# --- retention ---------------------------------------------------------------
+
+#: Rows per DELETE of a purge: each batch is its own short transaction, so the
+#: API never waits for more than one batch (on SQLite, writers queue behind it).
+PURGE_BATCH_ROWS = 5000
+
+
+def delete_rows_of_archived_agents(*, archived_before: dt.datetime, batch_size: int = PURGE_BATCH_ROWS) -> int:
+    """Delete the committed rows of every agent archived before ``archived_before``, in batches; how many.
+
+    The archive test is made again in every batch, so an agent unarchived
+    meanwhile keeps the rest of its history.
+    """
+    deleted = 0
+    while True:
+        with transaction.atomic():
+            batch = list(
+                TimelineRow.objects.filter(agent__archived_at__lt=archived_before)
+                .order_by()
+                .values_list("pk", flat=True)[:batch_size]
+            )
+            if not batch:
+                return deleted
+            TimelineRow.objects.filter(pk__in=batch).delete()
+        deleted += len(batch)

@@ -22,7 +22,14 @@ from datadir.services.take import SnapshotResult, take_locked
 from snapshots.models import AgentSnapshot
 from snapshots.signals import agents_changed
 
-__all__ = ["RestoreResult", "SnapshotResult", "restore_snapshot", "summarize_changes", "take_snapshot"]
+__all__ = [
+    "RestoreResult",
+    "SnapshotResult",
+    "restore_snapshot",
+    "summarize_changes",
+    "take_checkpoint_snapshot",
+    "take_snapshot",
+]
 
 
 def take_snapshot(
@@ -42,6 +49,19 @@ def take_snapshot(
     with store_lock(wait=wait):
         store.remove_leftovers(store.snapshots_root(create=True))
         return take_locked(reason=reason, note=note, if_changed=if_changed)
+
+
+def take_checkpoint_snapshot(reason: str, note: str) -> str:
+    """kernel.checkpoints' taker: a snapshot before a destructive write, refused (SnapshotsDisabled) when
+    snapshots are off, since the write could then not be undone."""
+    if store.snapshots_keep() == 0:
+        raise SnapshotsDisabled(
+            f"Data snapshots are disabled (CHARTR_SNAPSHOTS_KEEP=0), so a {reason} snapshot cannot be taken and "
+            "this could not be undone; set CHARTR_SNAPSHOTS_KEEP to 1 or more. Nothing was changed."
+        )
+    result = take_snapshot(reason=reason, note=note)
+    assert result is not None  # only if_changed takes nothing
+    return result.name
 
 
 def restore_snapshot(*, name: str | None = None, wait: bool = True, dry_run: bool = False) -> RestoreResult:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib import admin, messages
+from django.contrib.admin.actions import delete_selected
 from django.db import transaction
 from django.http import HttpRequest
 from django.template.defaultfilters import date as format_date
@@ -14,6 +15,8 @@ from django.utils.text import capfirst
 
 from kernel.admin.confirm import Confirmation, ConfirmationItem, ConfirmingAdminMixin, plural
 from kernel.admin.forms import ServiceModelAdmin
+from kernel.checkpoints import take_checkpoint
+from kernel.errors import ChartrError
 
 # --- Lists ----------------------------------------------------------------
 
@@ -287,7 +290,29 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         self._call(self.delete_service, obj)
 
     def delete_queryset(self, request, queryset):
+        # A bulk delete is one restore away from undone: snapshot first. Raising
+        # here (snapshots disabled) stops delete_selected before it reports success.
+        snapshot = take_checkpoint(reason="pre-delete", note=f"before {request.user.get_username()} deleted records")
         # All or nothing: Django's delete_selected action opens no transaction of its own.
         with transaction.atomic():
             for obj in queryset:
                 self._call(self.delete_service, obj)
+        self.message_user(
+            request, f"Data snapshot {snapshot} was taken first: `manage.py restore --from {snapshot}` undoes this."
+        )
+
+    def get_actions(self, request):
+        actions = super().get_actions(request)
+        if "delete_selected" in actions:
+            _, name, description = actions["delete_selected"]
+            actions["delete_selected"] = (_delete_selected_or_explain, name, description)
+        return actions
+
+
+def _delete_selected_or_explain(modeladmin, request, queryset):
+    """Django's delete_selected, with a refused delete (no snapshot possible) shown as a message, not a 500."""
+    try:
+        return delete_selected(modeladmin, request, queryset)
+    except ChartrError as exc:
+        modeladmin.message_user(request, exc.message, messages.ERROR)
+        return None

@@ -3,7 +3,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -15,16 +14,6 @@ from tests.factories import AgentFactory, WorkspaceFactory
 from timeline.models import TimelineRow
 
 EXCLUDED = ("snapshots", "backup", ".locks")
-
-
-@pytest.fixture
-def data_dir(settings, tmp_path) -> Path:
-    """A private data dir for the test; the database stays pytest-django's test DB."""
-    path = tmp_path / "data"
-    path.mkdir()
-    settings.DATA_DIR = path
-    settings.CHARTR_SNAPSHOTS_KEEP = 14
-    return path
 
 
 def append_rows(agent_id: str, count: int, *, filler: int = 0) -> None:

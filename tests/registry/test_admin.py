@@ -8,6 +8,7 @@ from django.utils import timezone
 from registry.models import Project, Workspace
 from registry.services import archive_project, archive_workspace
 from snapshots.models import AgentSnapshot
+from tests.datadir.conftest import snapshot_dirs
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 from tests.support.admin import messages_of
 from timeline.models import TimelineRow
@@ -347,15 +348,31 @@ class TestHardDelete:
         entry = LogEntry.objects.get(action_flag=DELETION, object_id=str(pk))
         assert entry.user == admin_user
 
-    def test_delete_selected_action_is_superuser_only_and_uses_counts(self, admin_client, project_tree):
+    # A snapshot needs committed data: it is taken outside any transaction.
+    @pytest.mark.django_db(transaction=True)
+    def test_delete_selected_action_is_superuser_only_and_uses_counts(self, admin_client, project_tree, data_dir):
         workspace = Workspace.objects.get(directory="/srv/tree/one")
         data = {"action": "delete_selected", "_selected_action": [workspace.pk]}
         page = admin_client.post(url("workspace_changelist"), data)
         assert dict(page.context["model_count"]) == {"workspaces": 1, "agents": 2}
-        admin_client.post(url("workspace_changelist"), {**data, "post": "yes"})
+        assert snapshot_dirs(data_dir) == [], "the confirmation page takes no snapshot"
+        response = admin_client.post(url("workspace_changelist"), {**data, "post": "yes"})
         assert not Workspace.objects.filter(pk=workspace.pk).exists()
         assert not AgentSnapshot.objects.filter(pk__in=["a-1", "a-2"]).exists()
         assert LogEntry.objects.filter(action_flag=DELETION).count() == 1
+        [snapshot] = snapshot_dirs(data_dir)
+        assert '"reason": "pre-delete"' in (data_dir / "snapshots" / snapshot / "manifest.json").read_text()
+        assert any(f"restore --from {snapshot}" in m for m in messages_of(response))
+
+    def test_bulk_delete_is_refused_when_it_could_not_be_undone(self, admin_client, project_tree, data_dir, settings):
+        settings.CHARTR_SNAPSHOTS_KEEP = 0
+        workspace = Workspace.objects.get(directory="/srv/tree/one")
+        data = {"action": "delete_selected", "_selected_action": [workspace.pk], "post": "yes"}
+        response = admin_client.post(url("workspace_changelist"), data)
+        assert response.status_code == 302
+        assert any("could not be undone" in m for m in messages_of(response))
+        assert not any("Successfully deleted" in m for m in messages_of(response))
+        assert Workspace.objects.filter(pk=workspace.pk).exists()
 
     def test_staff_with_delete_permission_still_cannot_hard_delete(self, staff_client, project_tree):
         client = staff_client("registry.view_project", "registry.change_project", "registry.delete_project")
