@@ -11,6 +11,7 @@ the event loop. Under WSGI the classes behave exactly like their parents
 from __future__ import annotations
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from django.conf import settings
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 
@@ -59,8 +60,6 @@ class ContentSecurityPolicyMiddleware:
     async_capable = True
 
     def __init__(self, get_response):
-        from django.conf import settings
-
         self.get_response = get_response
         self.policy = content_security_policy(settings.SECURE_CSP)
         self.async_mode = iscoroutinefunction(get_response)
