@@ -21,6 +21,7 @@ import os
 
 import environ
 
+from chartr.logs import GunicornLogger
 from chartr.paths import ENV_FILENAME, resolve_config_dir
 
 _env_file = resolve_config_dir() / ENV_FILENAME
@@ -59,6 +60,8 @@ graceful_timeout = int(_env("CHARTR_GRACEFUL_TIMEOUT", "30"))
 keepalive = int(_env("CHARTR_KEEPALIVE", "5"))
 loglevel = _env("CHARTR_LOG_LEVEL", "info").lower()
 errorlog = "-"
+# Redacts tokens and secret query parameters from every line, the access log's included (chartr/logs.py).
+logger_class = GunicornLogger
 accesslog = "-" if _flag("CHARTR_ACCESS_LOG", True) else None
 forwarded_allow_ips = _env("CHARTR_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
 worker_tmp_dir = os.environ.get("CHARTR_WORKER_TMP_DIR") or None

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import logging
 
+from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import OperationalError, connection
 from django.http import Http404, JsonResponse
@@ -154,6 +154,8 @@ def bad_request(request, exception, template_name="400.html"):
         return django_defaults.bad_request(request, exception)
     if isinstance(exception, RequestDataTooBig):
         return _json_error(413, "payload_too_large", "The request body is too large.")
+    if isinstance(exception, DisallowedHost):
+        return _json_error(400, "invalid", "The Host header names a host this server does not answer for.")
     return _json_error(400, "invalid", "The request is malformed.")
 
 
