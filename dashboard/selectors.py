@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, Q, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
 
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
 from snapshots.selectors import stale_agents
+from timeline.models import TimelineRow
 
 #: How many agents each dashboard list shows.
 DASHBOARD_LIST_SIZE = 20
+#: The largest agents shown, and the days the rows-per-day chart covers.
+LARGEST_AGENTS = 10
+CHART_DAYS = 30
 
 
 @dataclass(frozen=True)
@@ -25,6 +32,44 @@ class LiveArchivedCount:
 
 
 @dataclass(frozen=True)
+class Growth:
+    """How big the history is: the agents' counters summed, and what was committed lately."""
+
+    timeline_rows: int
+    timeline_bytes: int
+    #: The agents holding the most bytes, largest first.
+    largest: list[AgentSnapshot]
+    #: (day in the operator's time zone, rows committed that day), oldest first, one entry per day.
+    rows_per_day: list[tuple[dt.date, int]]
+
+
+def growth(*, days: int = CHART_DAYS, largest: int = LARGEST_AGENTS) -> Growth:
+    """Three queries: the totals come from the agents' counters, never from counting the history."""
+    totals = AgentSnapshot.objects.aggregate(rows=Sum("committed_rows"), bytes=Sum("committed_bytes"))
+    today = timezone.localdate()
+    first_day = today - dt.timedelta(days=days - 1)
+    since = timezone.make_aware(dt.datetime.combine(first_day, dt.time.min))
+    committed = dict(
+        TimelineRow.objects.filter(committed_at__gte=since)
+        .annotate(day=TruncDate("committed_at"))
+        .order_by()
+        .values("day")
+        .annotate(n=Count("pk"))
+        .values_list("day", "n")
+    )
+    return Growth(
+        timeline_rows=totals["rows"] or 0,
+        timeline_bytes=totals["bytes"] or 0,
+        largest=list(
+            AgentSnapshot.objects.filter(committed_bytes__gt=0)
+            .select_related("workspace__project")
+            .order_by("-committed_bytes", "agent_id")[:largest]
+        ),
+        rows_per_day=[(day, committed.get(day, 0)) for day in (first_day + dt.timedelta(n) for n in range(days))],
+    )
+
+
+@dataclass(frozen=True)
 class Dashboard:
     projects: LiveArchivedCount
     workspaces: LiveArchivedCount
@@ -35,6 +80,7 @@ class Dashboard:
     #: Agents claiming to run whose daemon has gone silent, longest silent first.
     stale_running: list[AgentSnapshot] = field(default_factory=list)
     recently_active: list[AgentSnapshot] = field(default_factory=list)
+    growth: Growth | None = None
 
     @property
     def live_agents(self) -> int:
@@ -50,7 +96,7 @@ def _live_archived(model) -> LiveArchivedCount:
 
 
 def dashboard(*, list_size: int = DASHBOARD_LIST_SIZE) -> Dashboard:
-    """Everything the admin index shows, in six queries whatever the fleet's size."""
+    """Everything the admin index shows, in nine queries whatever the fleet's size."""
     live = Q(archived_at__isnull=True)
     lifecycles = [value for value, _ in AgentSnapshot.Lifecycle.choices]
     agent_counts = AgentSnapshot.objects.aggregate(
@@ -70,4 +116,5 @@ def dashboard(*, list_size: int = DASHBOARD_LIST_SIZE) -> Dashboard:
         ),
         stale_running=list(stale_agents().select_related("workspace__project")[:list_size]),
         recently_active=list(agents.filter(last_activity_at__isnull=False).order_by("-last_activity_at")[:list_size]),
+        growth=growth(),
     )

@@ -74,6 +74,11 @@ class RecordsUnderWorkspaces(Protocol):
         """A correlated subquery counting the live records under each outer project or workspace row."""
         ...
 
+    def growth(self, *, per: Literal["project", "workspace"]) -> dict[str, Expression]:
+        """Annotations ``stats_agents``, ``stats_timeline_rows`` and ``stats_timeline_bytes``: every record
+        under each outer project or workspace row (archived ones too) and the history they hold."""
+        ...
+
 
 @dataclass(frozen=True)
 class DeletionScope:

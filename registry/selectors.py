@@ -14,6 +14,19 @@ from django.db.models.functions import Coalesce
 from registry.cascade import DeletionCascade, DeletionScope, deletion_counters, records_under_workspaces
 from registry.models import Project, Workspace
 
+# --- API reads --------------------------------------------------------------
+
+
+def projects_for_api() -> QuerySet[Project]:
+    """Projects as the API shows them: with their growth figures (``stats``), one query for a whole page."""
+    return Project.objects.annotate(**records_under_workspaces().growth(per="project"))
+
+
+def workspaces_for_api() -> QuerySet[Workspace]:
+    """Workspaces as the API shows them: with their growth figures (``stats``)."""
+    return Workspace.objects.annotate(**records_under_workspaces().growth(per="workspace"))
+
+
 # --- Admin reads ------------------------------------------------------------
 # Counts are correlated subqueries rather than JOIN + COUNT: a list page then
 # costs one query whatever its size, and counting workspaces and agents side

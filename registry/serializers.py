@@ -33,7 +33,19 @@ class DirectoryInputMixin:
             raise serializers.ValidationError(exc.messages) from None
 
 
+class GrowthStatsSerializer(serializers.Serializer):
+    """Counters kept by the services, summed over the agents: never a count over the history."""
+
+    agents = serializers.IntegerField(source="stats_agents", read_only=True, help_text="Agents, archived ones too.")
+    timeline_rows = serializers.IntegerField(source="stats_timeline_rows", read_only=True)
+    timeline_bytes = serializers.IntegerField(
+        source="stats_timeline_bytes", read_only=True, help_text="Items' size as compact UTF-8 JSON."
+    )
+
+
 class ProjectSerializer(ApiModelSerializer):
+    stats = GrowthStatsSerializer(source="*", read_only=True)
+
     class Meta:
         model = Project
         fields = [
@@ -46,6 +58,7 @@ class ProjectSerializer(ApiModelSerializer):
             "updated_at",
             "archived_at",
             "archive_operation",
+            "stats",
         ]
         read_only_fields = fields
 
@@ -80,6 +93,7 @@ class ProjectUnarchiveSerializer(serializers.Serializer):
 
 class WorkspaceSerializer(ApiModelSerializer):
     project_id = serializers.IntegerField(read_only=True)
+    stats = GrowthStatsSerializer(source="*", read_only=True)
 
     class Meta:
         model = Workspace
@@ -94,6 +108,7 @@ class WorkspaceSerializer(ApiModelSerializer):
             "updated_at",
             "archived_at",
             "archive_operation",
+            "stats",
         ]
         read_only_fields = fields
 

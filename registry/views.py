@@ -12,6 +12,7 @@ from kernel.errors import NotFound
 from registry import services
 from registry.filters import ProjectFilter, WorkspaceFilter
 from registry.models import Project, Workspace
+from registry.selectors import projects_for_api, workspaces_for_api
 from registry.serializers import (
     ProjectArchiveSerializer,
     ProjectCreateSerializer,
@@ -27,14 +28,14 @@ from registry.serializers import (
 
 
 def get_project(raw_id) -> Project:
-    project = Project.objects.filter(pk=row_id(raw_id, "Project")).first()
+    project = projects_for_api().filter(pk=row_id(raw_id, "Project")).first()
     if project is None:
         raise NotFound(f"Project {raw_id} does not exist.")
     return project
 
 
 def get_workspace(raw_id) -> Workspace:
-    workspace = Workspace.objects.filter(pk=row_id(raw_id, "Workspace")).first()
+    workspace = workspaces_for_api().filter(pk=row_id(raw_id, "Workspace")).first()
     if workspace is None:
         raise NotFound(f"Workspace {raw_id} does not exist.")
     return workspace
@@ -42,10 +43,12 @@ def get_workspace(raw_id) -> Workspace:
 
 @extend_schema(tags=["projects"])
 class ProjectViewSet(ApiViewSet):
-    queryset = Project.objects.all()
     serializer_class = ProjectSerializer
     filterset_class = ProjectFilter
     keyset_ordering = ("id",)
+
+    def get_queryset(self):
+        return projects_for_api()
 
     @extend_schema(summary="List projects", responses=ProjectSerializer(many=True))
     def list(self, request):
@@ -55,7 +58,7 @@ class ProjectViewSet(ApiViewSet):
     def create(self, request):
         project = services.create_project(**validated(ProjectCreateSerializer, request.data))
         return Response(
-            ProjectSerializer(project).data,
+            ProjectSerializer(get_project(project.pk)).data,
             status=status.HTTP_201_CREATED,
             headers={"Location": reverse("project-detail", kwargs={"id": project.pk})},
         )
@@ -72,7 +75,7 @@ class ProjectViewSet(ApiViewSet):
     def partial_update(self, request, id):
         changes = validated(ProjectUpdateSerializer, request.data, partial=True)
         project = services.update_project(project=get_project(id), **changes)
-        return Response(ProjectSerializer(project).data)
+        return Response(ProjectSerializer(get_project(project.pk)).data)
 
     @extend_schema(
         summary="Archive a project with its live workspaces and their agents",
@@ -83,10 +86,9 @@ class ProjectViewSet(ApiViewSet):
     def archive(self, request, id):
         project = get_project(id)
         result = services.archive_project(project=project)
-        project.refresh_from_db()
         return Response(
             {
-                "project": ProjectSerializer(project).data,
+                "project": ProjectSerializer(get_project(project.pk)).data,
                 "archived": {"workspaces": result.workspaces, "agents": result.agents},
             }
         )
@@ -100,10 +102,9 @@ class ProjectViewSet(ApiViewSet):
     def unarchive(self, request, id):
         project = get_project(id)
         result = services.unarchive_project(project=project)
-        project.refresh_from_db()
         return Response(
             {
-                "project": ProjectSerializer(project).data,
+                "project": ProjectSerializer(get_project(project.pk)).data,
                 "restored": {"workspaces": result.workspaces, "agents": result.agents},
             }
         )
@@ -111,10 +112,12 @@ class ProjectViewSet(ApiViewSet):
 
 @extend_schema(tags=["workspaces"])
 class WorkspaceViewSet(ApiViewSet):
-    queryset = Workspace.objects.all()
     serializer_class = WorkspaceSerializer
     filterset_class = WorkspaceFilter
     keyset_ordering = ("id",)
+
+    def get_queryset(self):
+        return workspaces_for_api()
 
     @extend_schema(summary="List workspaces", responses=WorkspaceSerializer(many=True))
     def list(self, request):
@@ -132,7 +135,7 @@ class WorkspaceViewSet(ApiViewSet):
             raise serializers.ValidationError({"project_id": ["No project has this id."]})
         workspace = services.create_workspace(project=project, **data)
         return Response(
-            WorkspaceSerializer(workspace).data,
+            WorkspaceSerializer(get_workspace(workspace.pk)).data,
             status=status.HTTP_201_CREATED,
             headers={"Location": reverse("workspace-detail", kwargs={"id": workspace.pk})},
         )
@@ -149,7 +152,7 @@ class WorkspaceViewSet(ApiViewSet):
     def partial_update(self, request, id):
         changes = validated(WorkspaceUpdateSerializer, request.data, partial=True)
         workspace = services.update_workspace(workspace=get_workspace(id), **changes)
-        return Response(WorkspaceSerializer(workspace).data)
+        return Response(WorkspaceSerializer(get_workspace(workspace.pk)).data)
 
     @extend_schema(
         summary="Archive a workspace and its live agents",
@@ -160,8 +163,9 @@ class WorkspaceViewSet(ApiViewSet):
     def archive(self, request, id):
         workspace = get_workspace(id)
         result = services.archive_workspace(workspace=workspace)
-        workspace.refresh_from_db()
-        return Response({"workspace": WorkspaceSerializer(workspace).data, "archived": {"agents": result.agents}})
+        return Response(
+            {"workspace": WorkspaceSerializer(get_workspace(workspace.pk)).data, "archived": {"agents": result.agents}}
+        )
 
     @extend_schema(
         summary="Unarchive a workspace and exactly the agents its archive took",
@@ -172,5 +176,6 @@ class WorkspaceViewSet(ApiViewSet):
     def unarchive(self, request, id):
         workspace = get_workspace(id)
         result = services.unarchive_workspace(workspace=workspace)
-        workspace.refresh_from_db()
-        return Response({"workspace": WorkspaceSerializer(workspace).data, "restored": {"agents": result.agents}})
+        return Response(
+            {"workspace": WorkspaceSerializer(get_workspace(workspace.pk)).data, "restored": {"agents": result.agents}}
+        )

@@ -157,6 +157,8 @@ class AgentSnapshotAdmin(ArchivableAdmin):
                     "archived_at",
                     "head_seq",
                     "timeline_epoch",
+                    "committed_rows",
+                    "committed_bytes",
                 ]
             },
         ),
@@ -171,6 +173,8 @@ class AgentSnapshotAdmin(ArchivableAdmin):
         "archived_at",
         "head_seq",
         "timeline_epoch",
+        "committed_rows",
+        "committed_bytes",
     ]
     list_display = [
         "agent_id",
@@ -220,9 +224,9 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     def stale(self, obj):
         return "stale" if obj.is_stale else ""
 
-    @admin.display(description="timeline rows", ordering="head_seq")
+    @admin.display(description="timeline rows", ordering="committed_rows")
     def timeline_rows(self, obj):
-        return obj.head_seq
+        return obj.committed_rows
 
     def deletion_counts(self, objs):
         return deletion_cascade(agents=objs).by_label()

@@ -11,7 +11,8 @@ import datetime as dt
 import uuid
 from typing import Literal
 
-from django.db.models import Count, Expression, Q, QuerySet
+from django.db.models import BigIntegerField, Count, Expression, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce
 
 from registry.cascade import Counted, DeletionScope
 from registry.models import Workspace
@@ -63,6 +64,25 @@ class AgentsUnderWorkspaces:
     def live_count(self, *, per: Literal["project", "workspace"]) -> Expression:
         outer_field = {"project": "workspace__project", "workspace": "workspace"}[per]
         return count_subquery(AgentSnapshot.objects.live(), outer_field)
+
+    def growth(self, *, per: Literal["project", "workspace"]) -> dict[str, Expression]:
+        outer_field = {"project": "workspace__project", "workspace": "workspace"}[per]
+
+        def total(aggregate) -> Expression:
+            summed = (
+                AgentSnapshot.objects.filter(**{outer_field: OuterRef("pk")})
+                .order_by()
+                .values(outer_field)
+                .annotate(total=aggregate)
+                .values("total")
+            )
+            return Coalesce(Subquery(summed, output_field=BigIntegerField()), 0)
+
+        return {
+            "stats_agents": total(Count("pk")),
+            "stats_timeline_rows": total(Sum("committed_rows")),
+            "stats_timeline_bytes": total(Sum("committed_bytes")),
+        }
 
 
 def count_agents_deleted_with(scope: DeletionScope) -> int:

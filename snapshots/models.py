@@ -87,6 +87,11 @@ class AgentSnapshot(models.Model):
     # that changes only when the history is replaced (restore, re-import).
     head_seq = models.PositiveBigIntegerField(default=0)
     timeline_epoch = models.CharField(max_length=32, default=new_timeline_epoch)
+    # Growth counters, moved by the timeline's services in the same transaction
+    # as the rows (append, import, trim); `manage.py check_counters` verifies
+    # them. Bytes are the items' compact UTF-8 JSON (timeline.items.item_bytes).
+    committed_rows = models.PositiveBigIntegerField(default=0, editable=False)
+    committed_bytes = models.PositiveBigIntegerField(default=0, editable=False)
 
     objects = ArchivableQuerySet.as_manager()
 

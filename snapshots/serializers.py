@@ -53,6 +53,14 @@ def json_object_field(**kwargs) -> serializers.DictField:
 
 class AgentSerializer(ApiModelSerializer):
     workspace_id = serializers.IntegerField(read_only=True)
+    timeline_rows = serializers.IntegerField(
+        source="committed_rows", read_only=True, help_text="Committed timeline rows the agent holds now."
+    )
+    timeline_bytes = serializers.IntegerField(
+        source="committed_bytes",
+        read_only=True,
+        help_text="Their items' size, counted as compact UTF-8 JSON.",
+    )
     stale = serializers.BooleanField(
         source="is_stale",
         read_only=True,
@@ -93,6 +101,8 @@ class AgentSerializer(ApiModelSerializer):
             "version",
             "head_seq",
             "timeline_epoch",
+            "timeline_rows",
+            "timeline_bytes",
         ]
         read_only_fields = fields
 

@@ -85,9 +85,14 @@ def item_id_problems(item_id: Any) -> list[str]:
     return []
 
 
+def item_bytes(item: Any) -> int:
+    """An item's size as chartr counts it everywhere (the limit, ``timeline_bytes``): its compact UTF-8 JSON."""
+    return len(json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
 def check_item_size(item: dict, *, index: int | None = None) -> None:
     limit = settings.CHARTR_MAX_ITEM_BYTES
-    size = len(json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    size = item_bytes(item)
     if size > limit:
         where = f"Item {index}" if index is not None else "The item"
         raise PayloadTooLarge(f"{where} is {size} bytes; the limit is {limit}.", extra={"limit": limit, "size": size})

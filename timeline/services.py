@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from kernel.errors import ArchivedConflict, NotFound, SeqConflict
 from snapshots.models import AgentSnapshot
-from timeline.items import check_item_size, new_item_problems
+from timeline.items import check_item_size, item_bytes, new_item_problems
 from timeline.models import TimelineRow
 from timeline.signals import timeline_committed
 
@@ -196,6 +196,9 @@ class _AgentHead:
     agent_id: str
     head_seq: int
     timeline_epoch: str
+    #: What this append adds to the agent's growth counters.
+    added_rows: int = 0
+    added_bytes: int = 0
 
 
 def _agent_column(name: str) -> str:
@@ -236,12 +239,14 @@ def _save_head(agent: _AgentHead) -> None:
     """
     sql = (
         f"UPDATE {connection.ops.quote_name(AgentSnapshot._meta.db_table)} "
-        f"SET {_agent_column('head_seq')} = %s, {_agent_column('last_seen_at')} = %s "
+        f"SET {_agent_column('head_seq')} = %s, {_agent_column('last_seen_at')} = %s, "
+        f"{_agent_column('committed_rows')} = {_agent_column('committed_rows')} + %s, "
+        f"{_agent_column('committed_bytes')} = {_agent_column('committed_bytes')} + %s "
         f"WHERE {_agent_column('agent_id')} = %s"
     )
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     with connection.cursor() as cursor:
-        cursor.execute(sql, [agent.head_seq, now, agent.agent_id])
+        cursor.execute(sql, [agent.head_seq, now, agent.added_rows, agent.added_bytes, agent.agent_id])
 
 
 def _check_expected_head(agent: _AgentHead, expected_head_seq: int | None) -> None:
@@ -265,6 +270,8 @@ def _append_locked(
     for batch in _batches(rows, batch_size):
         _insert_batch(agent_id=agent.agent_id, first_seq=agent.head_seq + 1, rows=batch)
         agent.head_seq += len(batch)
+        agent.added_rows += len(batch)
+        agent.added_bytes += sum(item_bytes(row.item) for row in batch)
         if on_batch is not None:
             on_batch(len(batch))
     if agent.head_seq == start_head:

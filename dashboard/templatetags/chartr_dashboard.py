@@ -6,6 +6,7 @@ app registers with.
 
 from django import template
 
+from dashboard.charts import rows_per_day_svg
 from dashboard.selectors import dashboard
 
 register = template.Library()
@@ -18,8 +19,10 @@ def chartr_dashboard(context):
     # Only staff reach the index; the lists link to agent pages, so they need that view permission.
     can_view_agents = bool(user and user.has_perm("snapshots.view_agentsnapshot"))
     can_view_data_snapshots = bool(user and user.has_perm("datadir.view_data_snapshots"))
+    figures = dashboard()
     return {
-        "dashboard": dashboard(),
+        "dashboard": figures,
+        "rows_per_day_chart": rows_per_day_svg(figures.growth.rows_per_day),
         "can_view_agents": can_view_agents,
         "can_view_data_snapshots": can_view_data_snapshots,
     }

@@ -14,6 +14,8 @@ from registry.services import archive_project
 from snapshots.models import AgentSnapshot
 from snapshots.services import update_agent
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
+from timeline.models import TimelineRow
+from timeline.services import NewTimelineItem, append_timeline_items
 
 pytestmark = pytest.mark.django_db
 
@@ -118,3 +120,40 @@ class TestDashboard:
         AgentFactory(lifecycle="running")
         text = admin_client.get(reverse("admin:index")).content.decode()
         assert "No running agent has gone silent." in text
+
+
+class TestGrowth:
+    def test_totals_largest_agents_and_rows_per_day(self, admin_client):
+        workspace = WorkspaceFactory()
+        for agent_id, rows in [("small", 1), ("big", 5), ("empty", 0)]:
+            AgentFactory(workspace=workspace, agent_id=agent_id)
+            if rows:
+                append_timeline_items(
+                    agent_id=agent_id,
+                    items=[NewTimelineItem(item={"type": "user_message", "text": "x" * 100}) for _ in range(rows)],
+                )
+        # Two rows committed nine days ago, one of them already outside a 7-day window.
+        nine_days_ago = timezone.now() - dt.timedelta(days=9)
+        TimelineRow.objects.filter(agent_id="big", seq__in=[1, 2]).update(committed_at=nine_days_ago)
+
+        response = admin_client.get(reverse("admin:index"))
+        growth = response.context["dashboard"].growth
+        assert growth.timeline_rows == 6
+        assert growth.timeline_bytes == sum(AgentSnapshot.objects.values_list("committed_bytes", flat=True))
+        assert [agent.agent_id for agent in growth.largest] == ["big", "small"]
+        assert len(growth.rows_per_day) == 30
+        per_day = dict(growth.rows_per_day)
+        assert per_day[timezone.localdate()] == 4
+        assert per_day[timezone.localdate(nine_days_ago)] == 2
+        assert sum(per_day.values()) == 6
+
+        text = response.content.decode()
+        chart = text.split('id="dash-growth"')[1].split('id="dash-largest"')[0]
+        assert chart.count('<rect class="dash-bar"') == 30
+        assert f"<title>{timezone.localdate().isoformat()}: 4 rows</title>" in chart
+        assert "<script" not in chart and "http" not in chart.replace("http://www.w3.org/2000/svg", "")
+
+    def test_an_empty_fleet_draws_an_empty_chart(self, admin_client):
+        text = admin_client.get(reverse("admin:index")).content.decode()
+        assert "No agent has history yet." in text
+        assert "peak 0/day" in text

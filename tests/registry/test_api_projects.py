@@ -13,6 +13,7 @@ pytestmark = pytest.mark.django_db
 
 PROJECT_FIELDS = {
     "id",
+    "stats",
     "directory",
     "display_name",
     "kind",

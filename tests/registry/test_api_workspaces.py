@@ -10,6 +10,7 @@ pytestmark = pytest.mark.django_db
 
 WORKSPACE_FIELDS = {
     "id",
+    "stats",
     "project_id",
     "directory",
     "display_name",

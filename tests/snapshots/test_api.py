@@ -38,6 +38,8 @@ AGENT_FIELDS = {
     "version",
     "head_seq",
     "timeline_epoch",
+    "timeline_rows",
+    "timeline_bytes",
 }
 
 
