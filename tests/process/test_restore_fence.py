@@ -109,9 +109,19 @@ def set_up_agents(server: Server, token: str) -> None:
             assert created.status_code == 201, created.text
 
 
-def test_every_append_acknowledged_during_a_restore_is_restored_or_in_the_pre_restore_snapshot(tmp_path, scratch_db):
+@pytest.mark.parametrize("maintenance_wait", ["20", "0"], ids=["writes-wait", "writes-refused"])
+def test_every_append_acknowledged_during_a_restore_is_restored_or_in_the_pre_restore_snapshot(
+    tmp_path, scratch_db, maintenance_wait
+):
+    """With a wait, writes queue behind the restore; without one, they get 503 `maintenance` and are retried."""
     database = scratch_db(migrated=True, purpose="fence")
-    env = isolated_env(tmp_path, DJANGO_SETTINGS_MODULE="chartr.settings", CHARTR_SNAPSHOTS_KEEP="14", **database.env())
+    env = isolated_env(
+        tmp_path,
+        DJANGO_SETTINGS_MODULE="chartr.settings",
+        CHARTR_SNAPSHOTS_KEEP="14",
+        CHARTR_MAINTENANCE_WAIT=maintenance_wait,
+        **database.env(),
+    )
     server = Server(env, tmp_path / "server.log", command=TWO_WORKERS).start()
     try:
         token = manage("create_api_token", "fence", env=env, check=True).stdout.split()[-1]
@@ -138,6 +148,8 @@ def test_every_append_acknowledged_during_a_restore_is_restored_or_in_the_pre_re
         server.stop()
 
     assert writers.unexpected == []
+    if maintenance_wait == "0":
+        assert writers.refused.get("maintenance", 0) > 0, writers.refused
     assert writers.count() >= 40 * (RESTORES + 1)
     live = {row[0] for row in database.query("SELECT item_id FROM timeline_timelinerow")}
     kept = set(live)
