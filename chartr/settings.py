@@ -249,6 +249,9 @@ CHARTR_SSE_RETRY_MS = 1000
 # --- Data snapshots (datadir/, docs/snapshots.md) ---------------------------
 # How many data snapshots <data dir>/snapshots keeps; 0 disables them.
 CHARTR_SNAPSHOTS_KEEP = env.int("CHARTR_SNAPSHOTS_KEEP", default=14)
+# Seconds a transaction waits while a restore holds the write fence before it
+# fails with 503 `maintenance` (chartr/db_backends/fence.py).
+CHARTR_MAINTENANCE_WAIT = env.int("CHARTR_MAINTENANCE_WAIT", default=20)
 
 # --- Deployment & security (docs/deploy.md) ---------------------------------
 DEBUG = env.bool("CHARTR_DEBUG", default=False)

@@ -13,6 +13,8 @@ class ChartrError(Exception):
 
     code = "conflict"
     status = 409
+    #: Seconds a client is asked to wait before retrying (a ``Retry-After`` header), or None.
+    retry_after: int | None = None
 
     def __init__(self, message: str, *, code: str | None = None, extra: dict | None = None):
         super().__init__(message)
@@ -56,6 +58,14 @@ class SeqConflict(Conflict):
     code = "seq_conflict"
 
 
+class UnderMaintenance(ChartrError):
+    """A data restore is replacing the database: the write was not made, and can be retried."""
+
+    code = "maintenance"
+    status = 503
+    retry_after = 5
+
+
 __all__ = [
     "ArchivedConflict",
     "ChartrError",
@@ -64,6 +74,7 @@ __all__ = [
     "NotFound",
     "PayloadTooLarge",
     "SeqConflict",
+    "UnderMaintenance",
     "ValidationError",
     "VersionMismatch",
 ]

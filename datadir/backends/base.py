@@ -10,11 +10,16 @@ SessionStore.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from django.db.backends.base.base import BaseDatabaseWrapper
+
+from datadir.errors import SnapshotFailed
+from kernel.write_fence import FenceNotClosed
 
 
 class DumpRejected(Exception):
@@ -44,6 +49,21 @@ class DatabaseBackend(ABC):
 
     def __init__(self, connection: BaseDatabaseWrapper) -> None:
         self.connection = connection
+
+    @contextmanager
+    def writes_held_back(self) -> Iterator[None]:
+        """Keep every write transaction, in every process, out of the database for the block.
+
+        Writers wait (up to CHARTR_MAINTENANCE_WAIT, then 503 ``maintenance``);
+        the block starts once the writes already under way have committed.
+        The fence itself is the connection's (chartr/db_backends/fence.py):
+        every transaction passes it, whoever opens it."""
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(self.connection.write_fence.closed())
+            except FenceNotClosed as exc:
+                raise SnapshotFailed(f"Could not hold writes back: {exc}. Nothing was changed.") from exc
+            yield
 
     def live_files(self) -> tuple[set[str], set[tuple[int, int]]]:
         """Paths and (device, inode) pairs of the live database inside the data

@@ -57,22 +57,27 @@ def restore_locked(*, name: str | None, dry_run: bool) -> RestoreResult:
 
 
 def _replace_live_state(verified: VerifiedSnapshot) -> RestoreResult:
-    """Snapshot the current state (the undo), then put ``verified`` in its place."""
+    """Snapshot the current state (the undo), then put ``verified`` in its place.
+
+    Writes are held back from the start of the undo snapshot until the
+    restored database is in place: a write committed in between would be in
+    neither state."""
     name = verified.name
-    undo = take_locked(reason="pre-restore", note=f"state before restoring {name}", protect=frozenset({name}))
-    staged = _stage_files(verified, undo)
-    data_dir = store.data_dir()
-    try:
-        agents = verified.backend.restore(verified.database)
-        files_restored, files_removed = put_staged_files(staged, data_dir, verified.backend)
-    except SnapshotFailed as exc:
-        discard_staged(staged)
-        raise SnapshotFailed(f"{exc.message} The pre-restore snapshot is {undo.name}.") from exc
-    except Exception as exc:
-        discard_staged(staged)
-        raise SnapshotFailed(
-            f"Restoring {name} failed part-way ({exc}); restore {undo.name} to return to the state before."
-        ) from exc
+    with verified.backend.writes_held_back():
+        undo = take_locked(reason="pre-restore", note=f"state before restoring {name}", protect=frozenset({name}))
+        staged = _stage_files(verified, undo)
+        data_dir = store.data_dir()
+        try:
+            agents = verified.backend.restore(verified.database)
+            files_restored, files_removed = put_staged_files(staged, data_dir, verified.backend)
+        except SnapshotFailed as exc:
+            discard_staged(staged)
+            raise SnapshotFailed(f"{exc.message} The pre-restore snapshot is {undo.name}.") from exc
+        except Exception as exc:
+            discard_staged(staged)
+            raise SnapshotFailed(
+                f"Restoring {name} failed part-way ({exc}); restore {undo.name} to return to the state before."
+            ) from exc
     return RestoreResult(
         restored=name,
         undo_snapshot=undo.name,

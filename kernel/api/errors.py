@@ -104,7 +104,8 @@ def exception_handler(exc, context):
             headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)},
         )
     if isinstance(exc, ChartrError):
-        return error_response(exc.status, exc.code, exc.message, extra=exc.extra or None)
+        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+        return error_response(exc.status, exc.code, exc.message, extra=exc.extra or None, headers=headers)
     if isinstance(exc, DjangoValidationError):
         fields = _flatten(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
         return error_response(400, "invalid", _first_message(fields), fields=fields)

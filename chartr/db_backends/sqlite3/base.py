@@ -1,16 +1,27 @@
 from django.db.backends.sqlite3 import base, schema
 
 from chartr.db_backends import CascadingForeignKeysMixin
+from chartr.db_backends.fence import FencedTransactionsMixin
+from chartr.db_backends.sqlite3.fence import SQLiteWriteFence
 
 
 class DatabaseSchemaEditor(CascadingForeignKeysMixin, schema.DatabaseSchemaEditor):
     pass
 
 
-class DatabaseWrapper(base.DatabaseWrapper):
+class DatabaseWrapper(FencedTransactionsMixin, base.DatabaseWrapper):
     SchemaEditorClass = DatabaseSchemaEditor
+    write_fence_class = SQLiteWriteFence
 
     def is_lock_wait_timeout(self, error: Exception) -> bool:
         """Whether ``error`` means another writer held the database past the busy timeout."""
         message = str(error)
         return "database is locked" in message or "database table is locked" in message
+
+    def _start_transaction_under_autocommit(self):
+        # Django begins every atomic block here on SQLite (BEGIN IMMEDIATE): the fence is asked under the write lock.
+        self.begin_fenced(begin=super()._start_transaction_under_autocommit, abandon=self._abandon_transaction)
+
+    def _abandon_transaction(self) -> None:
+        with self.wrap_database_errors:
+            self.connection.execute("ROLLBACK")

@@ -19,6 +19,7 @@ from django.db import connections, transaction
 from psycopg import sql
 
 from kernel.postgres import connection_keywords
+from kernel.write_fence import outside_write_fence
 from timeline.live.messages import ChunkAssembler, Message, encode_message, split_payload
 from timeline.live.transports.base import ListeningTransport, PayloadReceiver
 
@@ -40,8 +41,9 @@ class PostgresTransport(ListeningTransport):
         payload = encode_message(message, self.origin)
         chunks = split_payload(payload, f"{self.origin}.{next(self._message_ids)}")
         connection = connections["default"]
-        # One transaction, so that PostgreSQL delivers all the chunks together.
-        with transaction.atomic(), connection.cursor() as cursor:
+        # One transaction, so that PostgreSQL delivers all the chunks together. It
+        # stores nothing, so a restore's write fence need not hold it back.
+        with outside_write_fence(), transaction.atomic(), connection.cursor() as cursor:
             for chunk in chunks:
                 cursor.execute("SELECT pg_notify(%s, %s)", [self.channel_name, chunk])
 
