@@ -78,6 +78,10 @@ class AgentSnapshot(models.Model):
     # Timeline bookkeeping: the last committed seq (0 = empty) and an epoch
     # that changes only when the history is replaced (restore, re-import).
     head_seq = models.PositiveBigIntegerField(default=0)
+    # The first retained seq: rows min_seq..head_seq exist, contiguous
+    # (min_seq = head_seq + 1 when none are retained). Above 1 when older rows
+    # were pruned (a Paseo history imported as it was, or a trim).
+    min_seq = models.PositiveBigIntegerField(default=1)
     timeline_epoch = models.CharField(max_length=32, default=new_timeline_epoch)
 
     objects = ArchivableQuerySet.as_manager()
@@ -101,6 +105,10 @@ class AgentSnapshot(models.Model):
                 name="agent_archived_has_operation",
             ),
             models.CheckConstraint(condition=models.Q(version__gte=1), name="agent_version_positive"),
+            models.CheckConstraint(
+                condition=models.Q(min_seq__gte=1, min_seq__lte=models.F("head_seq") + 1),
+                name="agent_retained_range_valid",
+            ),
         ]
         indexes = [
             models.Index(fields=["workspace", "archived_at"], name="agent_workspace_archived_idx"),
