@@ -21,13 +21,14 @@ from legacy.selectors import RECORD_BATCH, chunks, locked_rows
 from registry.directories import last_segment
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot, new_timeline_epoch
-from snapshots.services import UPDATABLE_AGENT_FIELDS, notify_agents_changed
+from snapshots.services import ACTIVITY_FIELDS, UPDATABLE_AGENT_FIELDS, notify_agents_changed
 
 if TYPE_CHECKING:
     from legacy.scan import Plan
 
 AGENT_UPDATE_FIELDS = [
     *UPDATABLE_AGENT_FIELDS,
+    *ACTIVITY_FIELDS,
     "archived_at",
     "archive_operation",
     "updated_at",

@@ -139,6 +139,7 @@ class AgentSnapshotAdmin(ArchivableAdmin):
                     "created_at",
                     "updated_at",
                     "archived_at",
+                    "min_seq",
                     "head_seq",
                     "timeline_epoch",
                 ]
@@ -146,7 +147,19 @@ class AgentSnapshotAdmin(ArchivableAdmin):
         ),
         ("Data", {"fields": ["labels", "config", "runtime_info", "persistence"], "classes": ["collapse"]}),
     ]
-    readonly_fields = ["agent_id", "workspace", "created_at", "updated_at", "archived_at", "head_seq", "timeline_epoch"]
+    readonly_fields = [
+        "agent_id",
+        "workspace",
+        "created_at",
+        "updated_at",
+        "archived_at",
+        "head_seq",
+        "min_seq",
+        "timeline_epoch",
+        # Set by timeline appends, never edited.
+        "last_activity_at",
+        "last_user_message_at",
+    ]
     list_display = [
         "agent_id",
         "title",

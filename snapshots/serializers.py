@@ -85,6 +85,7 @@ class AgentSerializer(ApiModelSerializer):
             "archive_operation",
             "version",
             "head_seq",
+            "min_seq",
             "timeline_epoch",
         ]
         read_only_fields = fields
@@ -126,8 +127,6 @@ class AgentUpdateSerializer(StrictInputSerializer):
     attention_reason = StrictChoiceField(choices=AttentionReason.choices, allow_null=True)
     attention_at = OffsetDateTimeField(allow_null=True)
     internal = StrictBooleanField()
-    last_activity_at = OffsetDateTimeField(allow_null=True)
-    last_user_message_at = OffsetDateTimeField(allow_null=True)
 
 
 class AgentArchiveSerializer(serializers.Serializer):

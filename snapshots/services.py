@@ -39,9 +39,9 @@ UPDATABLE_AGENT_FIELDS = (
     "attention_reason",
     "attention_at",
     "internal",
-    "last_activity_at",
-    "last_user_message_at",
 )
+#: Set by every timeline append (``timeline.services``), never by a client.
+ACTIVITY_FIELDS = ("last_activity_at", "last_user_message_at")
 
 
 def _validate_labels(labels: Any) -> dict[str, str]:

@@ -11,7 +11,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 from registry.services import archive_project
-from snapshots.services import update_agent
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 
 pytestmark = pytest.mark.django_db
@@ -41,10 +40,10 @@ class TestDashboard:
             attention_reason="permission",
             attention_at=now - dt.timedelta(minutes=5),
         )
-        AgentFactory(workspace=workspace, agent_id="busy", lifecycle="running")
-        AgentFactory(workspace=workspace, agent_id="idle-one")
-        update_agent(agent=AgentFactory.build(agent_id="busy"), last_activity_at=now - dt.timedelta(minutes=1))
-        update_agent(agent=AgentFactory.build(agent_id="idle-one"), last_activity_at=now - dt.timedelta(hours=3))
+        AgentFactory(
+            workspace=workspace, agent_id="busy", lifecycle="running", last_activity_at=now - dt.timedelta(minutes=1)
+        )
+        AgentFactory(workspace=workspace, agent_id="idle-one", last_activity_at=now - dt.timedelta(hours=3))
 
         response = admin_client.get(reverse("admin:index"))
         assert response.status_code == 200

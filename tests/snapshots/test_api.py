@@ -35,6 +35,7 @@ AGENT_FIELDS = {
     "archive_operation",
     "version",
     "head_seq",
+    "min_seq",
     "timeline_epoch",
 }
 
@@ -166,8 +167,6 @@ def test_patch_every_updatable_field(api):
         "attention_reason": "permission",
         "attention_at": at,
         "internal": True,
-        "last_activity_at": at,
-        "last_user_message_at": "2030-01-02T01:04:05.678901Z",
     }
     body = api.patch("/api/v1/agents/a1", changes, format="json").json()
     for name, value in changes.items():
@@ -193,7 +192,9 @@ def test_patch_every_updatable_field(api):
         ({"head_seq": 10}, ["head_seq"]),
         ({"attention_at": "yesterday"}, ["attention_at"]),
         ({"attention_at": "0001-01-01T00:00:00+14:00"}, ["attention_at"]),
-        ({"last_activity_at": "2024-02-30T00:00:00Z"}, ["last_activity_at"]),
+        # Set by timeline appends only.
+        ({"last_activity_at": "2024-02-01T00:00:00Z"}, ["last_activity_at"]),
+        ({"last_user_message_at": None}, ["last_user_message_at"]),
         ({"provider": None}, ["provider"]),
     ],
 )
