@@ -120,6 +120,7 @@ class AgentSnapshotAdmin(ArchivableAdmin):
                 "fields": [
                     "agent_id",
                     "workspace",
+                    "cwd",
                     "provider",
                     "title",
                     "lifecycle",
@@ -150,6 +151,7 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     readonly_fields = [
         "agent_id",
         "workspace",
+        "cwd",
         "created_at",
         "updated_at",
         "archived_at",

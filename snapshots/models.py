@@ -8,6 +8,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 
 from kernel.constraints import choices_check
+from registry.directories import MAX_DIRECTORY_LENGTH
 from registry.models import ArchivableQuerySet, Workspace
 
 # \A and \Z, not ^ and $: "$" would also accept a trailing newline (in Python and SQLite).
@@ -56,6 +57,9 @@ class AgentSnapshot(models.Model):
         primary_key=True, max_length=128, validators=[agent_id_validator, validate_not_dot_segment]
     )
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="agents")
+    # The agent's own working directory: its workspace's directory or a
+    # folder below it (empty when unknown).
+    cwd = models.CharField(max_length=MAX_DIRECTORY_LENGTH, blank=True, default="")
     provider = models.CharField(max_length=64)
     title = models.CharField(max_length=512, blank=True, default="")
     labels = models.JSONField(default=dict, blank=True)
@@ -93,12 +97,11 @@ class AgentSnapshot(models.Model):
             models.CheckConstraint(condition=~models.Q(agent_id__in=DOT_SEGMENT_IDS), name="agent_id_not_dot_segment"),
             choices_check("lifecycle", Lifecycle.choices, "agent_lifecycle_valid"),
             choices_check("attention_reason", AttentionReason.choices, "agent_attention_reason_valid", nullable=True),
+            # Attention may come without a reason (Paseo's own schema allows
+            # it), but a reason never comes without attention.
             models.CheckConstraint(
-                condition=(
-                    models.Q(requires_attention=True, attention_reason__isnull=False)
-                    | models.Q(requires_attention=False, attention_reason__isnull=True)
-                ),
-                name="agent_attention_reason_iff_required",
+                condition=models.Q(requires_attention=True) | models.Q(attention_reason__isnull=True),
+                name="agent_attention_reason_needs_attention",
             ),
             models.CheckConstraint(
                 condition=models.Q(archived_at__isnull=True) | models.Q(archive_operation__isnull=False),

@@ -65,6 +65,7 @@ class AgentSerializer(ApiModelSerializer):
             "agent_id",
             "workspace_id",
             "project_id",
+            "cwd",
             "provider",
             "title",
             "labels",
@@ -103,6 +104,13 @@ class AgentCreateSerializer(StrictInputSerializer):
         help_text="1 to 128 of letters, digits, '.', '_', ':' and '-'. A UUID is generated when omitted.",
     )
     provider = StrictCharField(max_length=64)
+    cwd = StrictCharField(
+        max_length=8192,
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="The agent's own working directory (absolute): its workspace's directory or a folder below it.",
+    )
     title = StrictCharField(max_length=512, required=False, allow_blank=True)
     labels = labels_field(required=False)
     lifecycle = StrictChoiceField(choices=Lifecycle.choices, required=False)

@@ -96,6 +96,7 @@ def row_as_dict(row: TimelineRow) -> dict:
         "item_type": row.item_type,
         "item": row.item,
         "item_id": row.item_id,
+        "turn_id": row.turn_id,
     }
 
 

@@ -70,6 +70,9 @@ class TimelineRowSerializer(serializers.Serializer):
     item_type = serializers.CharField()
     item = serializers.JSONField()
     item_id = serializers.CharField(required=False, allow_null=True, help_text="Canonical rows only.")
+    turn_id = serializers.CharField(
+        required=False, allow_null=True, help_text="Canonical rows only: the turn (Paseo's turnId), or null."
+    )
     item_ids = serializers.ListField(
         child=serializers.CharField(allow_null=True), required=False, help_text="Projected entries only."
     )

@@ -355,7 +355,7 @@ def _batches(rows: Iterable[CheckedRow], size: int) -> Iterator[list[CheckedRow]
         yield batch
 
 
-_ROW_COLUMNS = ("agent", "seq", "committed_at", "item_type", "item", "item_id")
+_ROW_COLUMNS = ("agent", "seq", "committed_at", "item_type", "item", "item_id", "turn_id")
 
 
 def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) -> None:
@@ -380,6 +380,8 @@ def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) 
             row.item_type,
             item_field.get_db_prep_save(row.item, connection),
             row.item_id,
+            # Only carried-over histories know their turns.
+            getattr(row, "turn_id", None),
         )
         for seq, row in enumerate(rows, first_seq)
     ]

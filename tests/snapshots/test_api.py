@@ -15,6 +15,7 @@ AGENT_FIELDS = {
     "agent_id",
     "workspace_id",
     "project_id",
+    "cwd",
     "provider",
     "title",
     "labels",
@@ -186,7 +187,6 @@ def test_patch_every_updatable_field(api):
 @pytest.mark.parametrize(
     "changes, fields",
     [
-        ({"requires_attention": True}, ["attention_reason"]),
         ({"workspace_id": 2}, ["workspace_id"]),
         ({"agent_id": "other"}, ["agent_id"]),
         ({"head_seq": 10}, ["head_seq"]),
@@ -285,3 +285,17 @@ def test_dot_segment_agent_ids_are_refused_everywhere(api, agent_id):
         ).status_code
         == 201
     )
+
+
+def test_cwd_is_kept_normalized_even_below_the_workspace(api):
+    workspace = WorkspaceFactory(directory="/srv/repo")
+    body = api.post(
+        "/api/v1/agents",
+        {"workspace_id": workspace.pk, "provider": "claude", "agent_id": "sub", "cwd": "/srv/repo//pkg/ui/"},
+        format="json",
+    ).json()
+    assert body["cwd"] == "/srv/repo/pkg/ui" and body["workspace_id"] == workspace.pk
+    bad = api.post(
+        "/api/v1/agents", {"workspace_id": workspace.pk, "provider": "claude", "cwd": "relative/dir"}, format="json"
+    )
+    assert_error(bad, 400, "invalid", fields=["cwd"])

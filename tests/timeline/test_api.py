@@ -51,6 +51,7 @@ def test_append_then_read(api):
         "item_type": "user_message",
         "item": {"type": "user_message", "text": "a"},
         "item_id": "k1",
+        "turn_id": None,
     }
     assert page["window"] == {"min_seq": 1, "max_seq": 2, "next_seq": 3}
     assert (page["has_older"], page["has_newer"], page["reset"]) == (False, False, False)
