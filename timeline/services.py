@@ -189,10 +189,14 @@ def bulk_append_timeline_rows(
     with transaction.atomic():
         agent = _lock_agent(agent_id, allow_archived=allow_archived)
         _check_expected_head(agent, expected_head_seq)
-        if start_seq is not None or epoch is not None:
+        restarted = start_seq is not None or epoch is not None
+        if restarted:
             _restart_history(agent, start_seq=start_seq, epoch=epoch)
         first_seq = agent.head_seq + 1
         _append_locked(agent, rows, batch_size=batch_size, on_batch=on_batch)
+        if restarted and agent.head_seq == first_seq - 1:
+            # A history that retains no row still goes on at start_seq, in its epoch.
+            _save_head(agent)
     return BulkAppendResult(first_seq=first_seq, head_seq=agent.head_seq, epoch=agent.timeline_epoch)
 
 
