@@ -11,11 +11,12 @@ import pytest
 from django.core.management import call_command
 
 from legacy import backup as legacy_backup
+from legacy.export import write_timeline_file
 from legacy.models import ImportRun
 from legacy.services import import_legacy
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
-from tests.legacy.builders import paseo_history_db, paseo_history_file, paseo_row
+from tests.legacy.builders import LegacyHome, paseo_history_db, paseo_history_file, paseo_row
 from tests.legacy.conftest import backups, dump_database
 
 pytestmark = pytest.mark.django_db
@@ -219,3 +220,18 @@ def test_latest_activity_first_after_import_and_appends(paseo_home, api):
     assert AgentSnapshot.objects.get(pk="a-pruned").last_activity_at == dt.datetime.fromisoformat(
         paseo_row(15)["timestamp"]
     )
+
+
+def test_an_export_of_a_pruned_history_imports_back_exactly(paseo_home, api, tmp_path):
+    import_legacy(source=paseo_home.root)
+    before = rows_of(api, "a-pruned")
+    out = tmp_path / "export" / "timelines"
+    out.mkdir(parents=True)
+    write_timeline_file(agent_id="a-pruned", path=out / "a-pruned.jsonl")
+    AgentSnapshot.objects.filter(pk="a-pruned").delete()
+    home = LegacyHome(tmp_path / "export")
+    home.agent("a-pruned", APP)
+    import_legacy(source=home.save())
+    after = rows_of(api, "a-pruned")
+    assert (after["epoch"], after["window"], after["rows"]) == (before["epoch"], before["window"], before["rows"])
+    assert after["rows"][0]["turn_id"] == "turn-1" and after["window"]["min_seq"] == 11
