@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from registry.services import archive_project
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
+from timeline.services import NewTimelineItem, append_timeline_items
 
 pytestmark = pytest.mark.django_db
 
@@ -92,3 +93,13 @@ class TestDashboard:
                 last_activity_at=timezone.now(),
             )
         assert index_queries() == small
+
+
+def test_appends_make_an_agent_recently_active(admin_client):
+    agent = AgentFactory(agent_id="talker")
+    empty = admin_client.get(reverse("admin:index")).content.decode()
+    assert "No agent activity yet." in empty
+    append_timeline_items(agent_id=agent.pk, items=[NewTimelineItem(item={"type": "user_message", "text": "hi"})])
+    response = admin_client.get(reverse("admin:index"))
+    assert [a.agent_id for a in response.context["dashboard"].recently_active] == ["talker"]
+    assert "No agent activity yet." not in response.content.decode()
