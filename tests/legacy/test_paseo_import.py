@@ -18,6 +18,11 @@ from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
 from tests.legacy.builders import LegacyHome, paseo_history_db, paseo_history_file, paseo_row
 from tests.legacy.conftest import backups, dump_database
+from tests.timeline.live.support import Reader
+from tests.timeline.live.support import db as stream_db
+from tests.timeline.live.support import run as run_stream
+from timeline.live.hub import Hub
+from timeline.live.stream import TimelineStream
 
 pytestmark = pytest.mark.django_db
 
@@ -235,3 +240,17 @@ def test_an_export_of_a_pruned_history_imports_back_exactly(paseo_home, api, tmp
     after = rows_of(api, "a-pruned")
     assert (after["epoch"], after["window"], after["rows"]) == (before["epoch"], before["window"], before["rows"])
     assert after["rows"][0]["turn_id"] == "turn-1" and after["window"]["min_seq"] == 11
+
+
+@stream_db
+def test_a_paseo_cursor_resumes_on_the_stream_without_reset(paseo_home):
+    import_legacy(source=paseo_home.root)
+
+    async def scenario(hub: Hub):
+        reader = Reader(TimelineStream(hub, "a-pruned", after_seq=13, epoch="ep-pruned"))
+        kind, data, event_id = await reader.next()
+        assert (kind, data["reason"], data["epoch"], event_id) == ("agent", "snapshot", "ep-pruned", "13")
+        assert await reader.committed_seqs(2) == [14, 15]
+        await reader.close()
+
+    run_stream(scenario)
