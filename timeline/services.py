@@ -10,7 +10,10 @@ Two entry points share one core, so the rules exist once:
 
 The core (``_lock_agent`` then ``_append_locked``): lock the agent row, give
 the rows seq head+1, head+2, ... in order, insert them, move ``head_seq`` and
-send ``timeline_committed`` once the outermost transaction commits.
+the activity times (``last_activity_at``, ``last_user_message_at``) in the
+same transaction, and send ``timeline_committed`` once the outermost
+transaction commits. ``min_seq`` (the first retained seq) moves only when a
+history is carried over (``start_seq``); appends never move it.
 """
 
 from __future__ import annotations
