@@ -1,4 +1,8 @@
-"""The copy of the legacy input kept before an import writes anything."""
+"""The copy of the legacy input kept by an import that changes something.
+
+The copy is written under a temporary name and renamed when complete, so an
+interrupted import never leaves a half-copy that looks like a backup.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +15,36 @@ from django.conf import settings
 from kernel.files import ensure_private_dir
 
 #: The parts of a legacy home an import reads, so the parts worth keeping.
-BACKED_UP = ("projects", "agents", "timelines")
+BACKED_UP = (
+    "projects",
+    "agents",
+    "timelines",
+    "agent-timelines",
+    "timelines.db",
+    "timelines.db-wal",
+    "timelines.db-shm",
+    "timelines.db-journal",
+)
+#: The prefix of a copy in progress; never a finished backup.
+PARTIAL_PREFIX = ".partial-"
 
 
 def back_up_source(source: Path, started_at: dt.datetime) -> Path:
     """Copy the input to ``<data dir>/backup/pre-migration/<timestamp>/``; returns that directory."""
     root = ensure_private_dir(Path(settings.DATA_DIR) / "backup" / "pre-migration")
-    target = root / started_at.strftime("%Y%m%dT%H%M%S.%fZ")
-    target.mkdir(mode=0o700)
-    for name in BACKED_UP:
-        if (source / name).is_dir():
-            shutil.copytree(source / name, target / name, symlinks=True)
+    name = started_at.strftime("%Y%m%dT%H%M%S.%fZ")
+    partial, target = root / f"{PARTIAL_PREFIX}{name}", root / name
+    partial.mkdir(mode=0o700)
+    try:
+        for entry in BACKED_UP:
+            if (source / entry).is_dir():
+                shutil.copytree(source / entry, partial / entry, symlinks=True)
+            elif (source / entry).is_file():
+                shutil.copy2(source / entry, partial / entry)
+        partial.rename(target)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
     return target
 
 

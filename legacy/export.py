@@ -27,22 +27,22 @@ EXPORT_BATCH = 5000
 def timeline_lines(*, agent_id: str, batch_size: int = EXPORT_BATCH) -> Iterator[str]:
     """The header, then one line per committed row; raises Conflict if the
     agent's history was replaced while it was being read."""
-    state = AgentSnapshot.objects.filter(pk=agent_id).values("timeline_epoch", "head_seq").first()
+    state = AgentSnapshot.objects.filter(pk=agent_id).values("timeline_epoch", "head_seq", "min_seq").first()
     if state is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
-    epoch, head = state["timeline_epoch"], state["head_seq"]
-    yield jsonl.header_line(agent_id=agent_id, epoch=epoch, exported_at=timezone.now())
-    last = 0
+    epoch, head, min_seq = state["timeline_epoch"], state["head_seq"], state["min_seq"]
+    yield jsonl.header_line(agent_id=agent_id, epoch=epoch, exported_at=timezone.now(), min_seq=min_seq)
+    last = min_seq - 1
     while last < head:
         rows = list(
             TimelineRow.objects.filter(agent_id=agent_id, seq__gt=last, seq__lte=head)
             .order_by("seq")
-            .values_list("seq", "committed_at", "item_id", "item")[:batch_size]
+            .values_list("seq", "committed_at", "item_id", "item", "turn_id")[:batch_size]
         )
         if not rows:
             break
-        for seq, committed_at, item_id, item in rows:
-            yield jsonl.row_line(seq=seq, committed_at=committed_at, item_id=item_id, item=item)
+        for seq, committed_at, item_id, item, turn_id in rows:
+            yield jsonl.row_line(seq=seq, committed_at=committed_at, item_id=item_id, item=item, turn_id=turn_id)
         last = rows[-1][0]
     if AgentSnapshot.objects.filter(pk=agent_id).values_list("timeline_epoch", flat=True).first() != epoch:
         raise Conflict(f"Agent {agent_id}'s history was replaced during the export; export it again.")

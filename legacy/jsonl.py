@@ -2,13 +2,14 @@
 
 Line 1 is the header::
 
-    {"type": "chartr.timeline", "version": 1, "agent_id": "...", "epoch": "...", "exported_at": "..."}
+    {"type": "chartr.timeline", "version": 1, "agent_id": "...", "epoch": "...", "exported_at": "...", "min_seq": n}
 
 and every later line is one committed row::
 
-    {"seq": n, "committed_at": "...", "item_id": "..." | null, "item": {...}}
+    {"seq": n, "committed_at": "...", "item_id": "..." | null, "item": {...}, "turn_id": "..."}
 
-Rows must be contiguous from seq 1. A last line without its newline that
+Rows must be contiguous from the header's ``min_seq`` (1 when absent: a
+history whose older rows were pruned starts later). ``turn_id`` is optional. A last line without its newline that
 does not parse is a write cut short by a crash: it is reported as a warning
 and the complete lines before it stand. Blank lines are ignored.
 """
@@ -40,6 +41,8 @@ _ITEM_ID_MAX = TimelineRow._meta.get_field("item_id").max_length
 class Header:
     agent_id: str
     epoch: str
+    #: the first seq of the file's rows
+    min_seq: int = 1
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class Row:
     item_id: str | None
     item: dict
     item_type: str
+    turn_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -93,7 +97,10 @@ def parse_header(value: Any) -> Header:
     epoch = value.get("epoch")
     if not isinstance(epoch, str) or not epoch or len(epoch) > _EPOCH_MAX or "\x00" in epoch:
         raise RecordError(f"header epoch must be a string of 1 to {_EPOCH_MAX} characters")
-    return Header(agent_id=agent_id, epoch=epoch)
+    min_seq = value.get("min_seq", 1)
+    if not isinstance(min_seq, int) or isinstance(min_seq, bool) or min_seq < 1:
+        raise RecordError(f"header min_seq must be a positive integer, not {min_seq!r}")
+    return Header(agent_id=agent_id, epoch=epoch, min_seq=min_seq)
 
 
 def parse_row(value: Any, *, expected_seq: int) -> Row:
@@ -104,7 +111,7 @@ def parse_row(value: Any, *, expected_seq: int) -> Row:
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
         raise RecordError(f"seq must be a positive integer, not {seq!r}")
     if seq != expected_seq:
-        raise RecordError(f"seq {seq} where {expected_seq} was expected (rows must be contiguous from 1)")
+        raise RecordError(f"seq {seq} where {expected_seq} was expected (rows must be contiguous from min_seq)")
     committed_at = parse_time(value.get("committed_at"), "committed_at", required=True)
     item_id = value.get("item_id")
     if item_id is not None and (not isinstance(item_id, str) or not item_id or len(item_id) > _ITEM_ID_MAX):
@@ -115,9 +122,12 @@ def parse_row(value: Any, *, expected_seq: int) -> Row:
     item_type = item.get("type")
     if not isinstance(item_type, str) or not item_type or len(item_type) > _ITEM_TYPE_MAX:
         raise RecordError(f'item must have a "type" string of 1 to {_ITEM_TYPE_MAX} characters')
-    if contains_nul(item) or (item_id is not None and "\x00" in item_id):
+    turn_id = value.get("turn_id")
+    if turn_id is not None and (not isinstance(turn_id, str) or len(turn_id) > _ITEM_ID_MAX):
+        raise RecordError(f"turn_id must be null or a string of at most {_ITEM_ID_MAX} characters")
+    if contains_nul(item) or any(key is not None and "\x00" in key for key in (item_id, turn_id)):
         raise RecordError("contains a NUL character (\\u0000), which chartr cannot store")
-    return Row(seq=seq, committed_at=committed_at, item_id=item_id, item=item, item_type=item_type)
+    return Row(seq=seq, committed_at=committed_at, item_id=item_id, item=item, item_type=item_type, turn_id=turn_id)
 
 
 # --- writing --------------------------------------------------------------
@@ -127,7 +137,7 @@ def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
-def header_line(*, agent_id: str, epoch: str, exported_at: dt.datetime) -> str:
+def header_line(*, agent_id: str, epoch: str, exported_at: dt.datetime, min_seq: int = 1) -> str:
     return (
         _dump(
             {
@@ -136,21 +146,15 @@ def header_line(*, agent_id: str, epoch: str, exported_at: dt.datetime) -> str:
                 "agent_id": agent_id,
                 "epoch": epoch,
                 "exported_at": exported_at.isoformat(),
+                "min_seq": min_seq,
             }
         )
         + "\n"
     )
 
 
-def row_line(*, seq: int, committed_at: dt.datetime, item_id: str | None, item: Any) -> str:
-    return (
-        _dump(
-            {
-                "seq": seq,
-                "committed_at": committed_at.astimezone(dt.UTC).isoformat(),
-                "item_id": item_id,
-                "item": item,
-            }
-        )
-        + "\n"
-    )
+def row_line(*, seq: int, committed_at: dt.datetime, item_id: str | None, item: Any, turn_id: str | None = None) -> str:
+    row = {"seq": seq, "committed_at": committed_at.astimezone(dt.UTC).isoformat(), "item_id": item_id, "item": item}
+    if turn_id is not None:
+        row["turn_id"] = turn_id
+    return _dump(row) + "\n"

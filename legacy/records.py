@@ -118,6 +118,7 @@ class LegacyProject:
     created_at: dt.datetime
     updated_at: dt.datetime
     archived_at: dt.datetime | None
+    git_remote: str = ""
     source_file: str = ""
     location: str = ""
 
@@ -137,6 +138,7 @@ class LegacyWorkspace:
     created_at: dt.datetime
     updated_at: dt.datetime
     archived_at: dt.datetime | None
+    worktree_root: str = ""
     source_file: str = ""
     location: str = ""
     project_directory: str = ""
@@ -178,9 +180,12 @@ def parse_project(record: Any) -> LegacyProject:
         created_at=parse_time(record.get("createdAt"), "createdAt", required=True),
         updated_at=parse_time(record.get("updatedAt"), "updatedAt", required=True),
         archived_at=parse_time(record.get("archivedAt"), "archivedAt"),
+        git_remote=_string(record, "gitRemote"),
     )
     _check_model(
-        Project(directory=directory, kind=project.kind, display_name=project.display_name),
+        Project(
+            directory=directory, kind=project.kind, display_name=project.display_name, git_remote=project.git_remote
+        ),
         exclude=["created_at", "updated_at"],
     )
     return project
@@ -205,10 +210,15 @@ def parse_workspace(record: Any) -> LegacyWorkspace:
         created_at=parse_time(record.get("createdAt"), "createdAt", required=True),
         updated_at=parse_time(record.get("updatedAt"), "updatedAt", required=True),
         archived_at=parse_time(record.get("archivedAt"), "archivedAt"),
+        worktree_root=_directory(record, "worktreeRoot") if record.get("worktreeRoot") else "",
     )
     _check_model(
         Workspace(
-            directory=directory, kind=workspace.kind, display_name=workspace.display_name, branch=workspace.branch
+            directory=directory,
+            kind=workspace.kind,
+            display_name=workspace.display_name,
+            branch=workspace.branch,
+            worktree_root=workspace.worktree_root,
         ),
         exclude=["project", "created_at", "updated_at"],
     )
@@ -230,10 +240,11 @@ def parse_agent(record: Any) -> LegacyAgent:
     reason = record.get("attentionReason")
     if reason is not None and reason not in AttentionReason.values:
         raise RecordError(f"attentionReason must be one of {', '.join(AttentionReason.values)} or null")
-    if requires_attention and reason is None:
-        raise RecordError("requiresAttention is true but attentionReason is null")
+    # Attention without a reason is valid in Paseo's schema, and in chartr.
     archived_at = parse_time(record.get("archivedAt"), "archivedAt")
+    cwd = _directory(record, "cwd")
     fields = {
+        "cwd": cwd,
         "provider": _string(record, "provider", required=True),
         "title": _string(record, "title"),
         "labels": labels,
@@ -255,7 +266,7 @@ def parse_agent(record: Any) -> LegacyAgent:
     }
     agent = LegacyAgent(
         agent_id=agent_id,
-        cwd=_directory(record, "cwd"),
+        cwd=cwd,
         created_at=parse_time(record.get("createdAt"), "createdAt", required=True),
         updated_at=parse_time(record.get("updatedAt"), "updatedAt", required=True),
         archived_at=archived_at,

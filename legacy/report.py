@@ -34,6 +34,12 @@ class ImportReport:
     #: every invalid file or record left out (only with ``skip_invalid``)
     skipped: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: every top-level entry of the home the import does not read
+    unread: list[str] = field(default_factory=list)
+    #: "path: skipped, reason" for every history file (or cached history) left out on purpose
+    skipped_files: list[str] = field(default_factory=list)
+    #: agent id -> what became of its history's rows
+    rows_by_agent: dict[str, str] = field(default_factory=dict)
     backup_path: str = ""
     import_run_id: int | None = None
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from legacy.histories import HistoryPlan, plan_histories
+from legacy.paseo import AGENT_TIMELINES, TIMELINES_DB, TIMELINES_DB_COMPANIONS, scan_paseo_stores
 from legacy.problems import LegacyImportInvalid, Problem
 from legacy.records import (
     LegacyAgent,
@@ -25,7 +27,16 @@ from legacy.records import (
 from legacy.report import KINDS, ImportReport, Progress
 from legacy.timelines import TimelinePlan, scan_timelines
 
-EXPECTED_ENTRIES = ("projects/projects.json", "projects/workspaces.json", "agents/", "timelines/")
+EXPECTED_ENTRIES = (
+    "projects/projects.json",
+    "projects/workspaces.json",
+    "agents/",
+    "timelines/",
+    f"{AGENT_TIMELINES}/",
+    TIMELINES_DB,
+)
+#: The top-level entries of a home an import reads; any other is listed as not read.
+READ_ENTRIES = frozenset({"projects", "agents", "timelines", AGENT_TIMELINES, TIMELINES_DB, *TIMELINES_DB_COMPANIONS})
 
 Problems = dict[str, list[Problem]]
 
@@ -36,6 +47,7 @@ class Plan:
     workspaces: list[LegacyWorkspace]
     agents: list[LegacyAgent]
     timelines: dict[str, TimelinePlan]
+    histories: dict[str, HistoryPlan]
 
 
 def check_source(source: Path) -> None:
@@ -64,6 +76,8 @@ def scan_home(source: Path, report: ImportReport, *, skip_invalid: bool, progres
     on any problem unless ``skip_invalid``. Agents chartr holds that have a
     timeline file are locked from here on (see ``scan_timelines``)."""
     problems: Problems = {kind: [] for kind in KINDS}
+    report.unread += [f"{entry}" for entry in sorted(source.iterdir()) if entry.name not in READ_ENTRIES]
+    progress("reading records", 0, 1)
     projects, project_dir_by_id, invalid_project_ids = _scan_projects(source, problems, report)
     workspaces = _scan_workspaces(source, project_dir_by_id, invalid_project_ids, problems, report)
     agents_by_id, invalid_agent_ids = _scan_agents(source, problems, report)
@@ -75,8 +89,23 @@ def scan_home(source: Path, report: ImportReport, *, skip_invalid: bool, progres
         report=report,
         progress=progress,
     )
+    progress("checking Paseo histories", 0, 1)
+    histories = plan_histories(
+        scan_paseo_stores(source),
+        agent_ids=set(agents_by_id),
+        invalid_agent_ids=invalid_agent_ids,
+        jsonl_agent_ids=set(timelines),
+        problems=problems["timeline_rows"],
+        report=report,
+    )
     _settle_problems(problems, report, skip_invalid=skip_invalid)
-    return Plan(projects=projects, workspaces=workspaces, agents=list(agents_by_id.values()), timelines=timelines)
+    return Plan(
+        projects=projects,
+        workspaces=workspaces,
+        agents=list(agents_by_id.values()),
+        timelines=timelines,
+        histories=histories,
+    )
 
 
 def _scan_projects(

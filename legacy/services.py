@@ -5,12 +5,15 @@ The whole run is one transaction:
 1. **Check** every file and record, writing nothing (``legacy.scan``). Any
    problem aborts the run, unless ``skip_invalid`` is set, in which case the
    invalid records (and whatever depends on them) are left out and listed.
-2. **Back up** the input files to ``<data dir>/backup/pre-migration/<timestamp>/``
-   (``legacy.backup``; not in a dry run, which leaves nothing behind at all).
-3. **Write** projects, workspaces and agents with batched bulk operations
+2. **Write** projects, workspaces and agents with batched bulk operations
    (``legacy.write``), then the timeline rows through the timeline's own bulk
-   append (``legacy.timelines``), then the ``ImportRun`` record. A dry run
-   rolls it all back.
+   append: chartr's JSONL files (``legacy.timelines``) and Paseo's own
+   history stores (``legacy.paseo``, ``legacy.histories``). A dry run rolls
+   it all back.
+3. **Back up** the input files to ``<data dir>/backup/pre-migration/<timestamp>/``,
+   only when the import changed something, still inside the transaction so a
+   failed copy imports nothing (``legacy.backup``; never in a dry run, which
+   leaves nothing behind at all). Then the ``ImportRun`` record.
 
 Identity: projects and workspaces are matched by directory, agents by id.
 A record that already exists is updated only when the legacy ``updatedAt``
@@ -33,6 +36,7 @@ from django.utils import timezone
 
 from kernel.errors import Conflict
 from legacy.backup import back_up_source, discard_backup
+from legacy.histories import write_histories
 from legacy.models import ImportRun
 from legacy.report import ImportReport, Progress, no_progress
 from legacy.scan import check_source, scan_home
@@ -57,14 +61,17 @@ def import_legacy(
     try:
         with transaction.atomic():
             plan = scan_home(source, report, skip_invalid=skip_invalid, progress=progress)
-            if not dry_run:
-                backup = back_up_source(source, started_at)
-                report.backup_path = str(backup)
             try:
+                progress("writing records", 0, 1)
                 write_records(plan, report)
                 write_timelines(plan.timelines.values(), report, progress=progress)
+                write_histories(plan.histories.values(), report, progress=progress)
             except IntegrityError as exc:
                 raise Conflict(f"The database refused the import ({exc}); nothing was imported.") from exc
+            if report.changed_anything and not dry_run:
+                progress("backing up the input", 0, 1)
+                backup = back_up_source(source, started_at)
+                report.backup_path = str(backup)
             run = _record_run(report, started_at=started_at)
             if dry_run:
                 transaction.set_rollback(True)
@@ -85,6 +92,6 @@ def _record_run(report: ImportReport, *, started_at: dt.datetime) -> ImportRun:
         started_at=started_at,
         finished_at=timezone.now(),
         counts=report.counts_dict(),
-        skipped=report.skipped,
-        warnings=report.warnings,
+        skipped=[*report.skipped, *report.skipped_files],
+        warnings=[*report.warnings, *(f"{entry}: not read" for entry in report.unread)],
     )

@@ -35,15 +35,19 @@ class TimelinePlan:
     agent_id: str
     #: the agent's epoch once imported: the header's for an agent the import creates
     epoch: str
-    #: complete rows in the file (seq 1..last_seq)
+    #: complete rows in the file (seq first_seq..last_seq)
     last_seq: int
     #: rows chartr already holds for this agent; rows after it are appended
     start_seq: int
     agent_exists: bool
+    #: the file's first seq (its header's ``min_seq``)
+    first_seq: int = 1
+    #: a history starting above chartr's head + 1, carried into a timeline that retains nothing
+    carry_over: bool = False
 
     @property
     def to_append(self) -> int:
-        return max(0, self.last_seq - self.start_seq)
+        return max(0, self.last_seq - max(self.start_seq, self.first_seq - 1))
 
 
 # --- checking -----------------------------------------------------------------
@@ -119,6 +123,12 @@ def scan_timeline(
         mismatch = _continuity_problem(path, agent, scan.header, *scan.shared_row)
         if mismatch is not None:
             return None, [mismatch], scan.row_lines
+    first_seq = scan.header.min_seq
+    head = agent.head_seq if agent is not None else 0
+    retains_nothing = agent is None or agent.min_seq > agent.head_seq
+    if head < first_seq - 1 and not retains_nothing:
+        gap = f"the file starts at seq {first_seq}, after a gap from chartr's head {head}"
+        return None, [Problem(str(path), "line 1", gap)], scan.row_lines
     plan = TimelinePlan(
         path=path,
         agent_id=path.stem,
@@ -127,6 +137,8 @@ def scan_timeline(
         last_seq=scan.last_seq,
         start_seq=scan.head,
         agent_exists=agent is not None,
+        first_seq=first_seq,
+        carry_over=head < first_seq - 1,
     )
     return plan, [], scan.row_lines
 
@@ -178,6 +190,7 @@ class _FileScan:
             self._problem(line, f"header agent_id {header.agent_id!r} does not match the file name")
             return False
         self.header = header
+        self.last_seq = header.min_seq - 1
         return True
 
     def _read_row(self, line: jsonl.Line) -> None:
@@ -245,8 +258,10 @@ def write_timelines(timelines: Iterable[TimelinePlan], report: ImportReport, *, 
         progress("importing timeline rows", done, total)
 
     for timeline in timelines:
-        counts.unchanged += min(timeline.last_seq, timeline.start_seq)
+        unchanged = max(0, min(timeline.last_seq, timeline.start_seq) - timeline.first_seq + 1)
+        counts.unchanged += unchanged
         if not timeline.to_append:
+            report.rows_by_agent[timeline.agent_id] = f"0 created, {unchanged} unchanged (from {timeline.path})"
             continue
         appended = bulk_append_timeline_rows(
             agent_id=timeline.agent_id,
@@ -257,14 +272,18 @@ def write_timelines(timelines: Iterable[TimelinePlan], report: ImportReport, *, 
             allow_archived=True,
             batch_size=ROW_BATCH,
             on_batch=batch_inserted,
+            start_seq=timeline.first_seq if timeline.carry_over else None,
         )
         counts.created += appended.created
+        report.rows_by_agent[timeline.agent_id] = (
+            f"{appended.created} created, {unchanged} unchanged (from {timeline.path})"
+        )
 
 
 def _rows_to_append(timeline: TimelinePlan) -> Iterator[jsonl.Row]:
-    """Rows start_seq+1..last_seq, re-read from the file. They were checked
-    moments ago; a file that changed in between aborts the import."""
-    expected = 1
+    """Rows after start_seq up to last_seq, re-read from the file. They were
+    checked moments ago; a file that changed in between aborts the import."""
+    expected = timeline.first_seq
     lines = jsonl.read_lines(timeline.path)
     next(lines, None)  # the header, checked already
     for line in lines:

@@ -21,13 +21,15 @@ from legacy.selectors import RECORD_BATCH, chunks, locked_rows
 from registry.directories import last_segment
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot, new_timeline_epoch
-from snapshots.services import UPDATABLE_AGENT_FIELDS, notify_agents_changed
+from snapshots.services import ACTIVITY_FIELDS, UPDATABLE_AGENT_FIELDS, notify_agents_changed
 
 if TYPE_CHECKING:
     from legacy.scan import Plan
 
 AGENT_UPDATE_FIELDS = [
     *UPDATABLE_AGENT_FIELDS,
+    *ACTIVITY_FIELDS,
+    "cwd",
     "archived_at",
     "archive_operation",
     "updated_at",
@@ -79,6 +81,7 @@ def _write_projects(projects: list[LegacyProject], report: ImportReport) -> dict
                 directory=legacy.directory,
                 kind=legacy.kind,
                 display_name=legacy.display_name,
+                git_remote=legacy.git_remote,
                 created_at=legacy.created_at,
                 updated_at=legacy.updated_at,
             )
@@ -87,6 +90,7 @@ def _write_projects(projects: list[LegacyProject], report: ImportReport) -> dict
         elif legacy.updated_at > project.updated_at:
             project.kind = legacy.kind
             project.display_name = legacy.display_name
+            project.git_remote = legacy.git_remote
             project.updated_at = legacy.updated_at
             _carry_archive(project, legacy.archived_at)
             changed.append(project)
@@ -94,7 +98,9 @@ def _write_projects(projects: list[LegacyProject], report: ImportReport) -> dict
             counts.unchanged += 1
     _create_keeping_times(Project, new)
     Project.objects.bulk_update(
-        changed, ["kind", "display_name", "updated_at", "archived_at", "archive_operation"], batch_size=RECORD_BATCH
+        changed,
+        ["kind", "display_name", "git_remote", "updated_at", "archived_at", "archive_operation"],
+        batch_size=RECORD_BATCH,
     )
     counts.created += len(new)
     counts.updated += len(changed)
@@ -120,6 +126,7 @@ def _write_workspaces(
                 kind=legacy.kind,
                 display_name=legacy.display_name,
                 branch=legacy.branch,
+                worktree_root=legacy.worktree_root,
                 created_at=legacy.created_at,
                 updated_at=legacy.updated_at,
             )
@@ -134,6 +141,7 @@ def _write_workspaces(
             workspace.kind = legacy.kind
             workspace.display_name = legacy.display_name
             workspace.branch = legacy.branch
+            workspace.worktree_root = legacy.worktree_root
             workspace.updated_at = legacy.updated_at
             _carry_archive(workspace, legacy.archived_at)
             changed.append(workspace)
@@ -142,7 +150,7 @@ def _write_workspaces(
     _create_keeping_times(Workspace, new)
     Workspace.objects.bulk_update(
         changed,
-        ["kind", "display_name", "branch", "updated_at", "archived_at", "archive_operation"],
+        ["kind", "display_name", "branch", "worktree_root", "updated_at", "archived_at", "archive_operation"],
         batch_size=RECORD_BATCH,
     )
     counts.created += len(new)
@@ -163,6 +171,9 @@ def _workspaces_for_new_agents(
     unknown = sorted({agent.cwd for agent in agents} - set(workspace_pk_by_dir))
     for chunk in chunks(unknown):
         workspace_pk_by_dir.update(Workspace.objects.filter(directory__in=chunk).values_list("directory", "pk"))
+    _add_containing_workspaces(
+        sorted({agent.cwd for agent in agents} - set(workspace_pk_by_dir)), workspace_pk_by_dir, report
+    )
     missing = sorted({agent.cwd for agent in agents} - set(workspace_pk_by_dir))
     if not missing:
         return workspace_pk_by_dir
@@ -204,6 +215,25 @@ def _workspaces_for_new_agents(
     return workspace_pk_by_dir
 
 
+def _ancestors(directory: str) -> list[str]:
+    """The directories above ``directory``, deepest first (not the root: it contains everything)."""
+    parts = directory.strip("/").split("/")
+    return ["/" + "/".join(parts[:end]) for end in range(len(parts) - 1, 0, -1)]
+
+
+def _add_containing_workspaces(cwds: list[str], workspace_pk_by_dir: dict[str, int], report: ImportReport) -> None:
+    """Map each cwd below a workspace's directory to the deepest such workspace: an
+    agent working in a subfolder belongs to its workspace and keeps its own ``cwd``."""
+    wanted = sorted({ancestor for cwd in cwds for ancestor in _ancestors(cwd)} - set(workspace_pk_by_dir))
+    known = dict(workspace_pk_by_dir)
+    for chunk in chunks(wanted):
+        known.update(Workspace.objects.filter(directory__in=chunk).values_list("directory", "pk"))
+    for cwd in cwds:
+        container = next((ancestor for ancestor in _ancestors(cwd) if ancestor in known), None)
+        if container is not None:
+            workspace_pk_by_dir[cwd] = known[container]
+
+
 def _write_agents(
     plan: Plan, workspace_pk_by_dir: dict[str, int], project_pk_by_dir: dict[str, int], report: ImportReport
 ) -> None:
@@ -213,7 +243,9 @@ def _write_agents(
     }
     new_agents = [legacy for legacy in plan.agents if legacy.agent_id not in existing]
     workspace_pk_by_dir = _workspaces_for_new_agents(new_agents, workspace_pk_by_dir, project_pk_by_dir, report)
-    workspace_dir_by_pk = {pk: directory for directory, pk in workspace_pk_by_dir.items()}
+    # A subfolder cwd maps to its workspace too; the workspace's own directory is the shortest.
+    by_length = sorted(workspace_pk_by_dir.items(), key=lambda item: len(item[0]), reverse=True)
+    workspace_dir_by_pk = {pk: directory for directory, pk in by_length}
     other_workspaces = sorted({agent.workspace_id for agent in existing.values()} - set(workspace_dir_by_pk))
     for chunk in chunks(other_workspaces):
         workspace_dir_by_pk.update(Workspace.objects.filter(pk__in=chunk).values_list("pk", "directory"))
@@ -241,7 +273,7 @@ def _write_agents(
             _carry_archive(agent, legacy.archived_at)
             changed.append(agent)
             current_dir = workspace_dir_by_pk.get(agent.workspace_id)
-            if current_dir is not None and current_dir != legacy.cwd:
+            if current_dir is not None and current_dir != legacy.cwd and current_dir not in _ancestors(legacy.cwd):
                 report.warnings.append(
                     f"{legacy.origin}: agent {legacy.agent_id} has cwd {legacy.cwd} but is in workspace "
                     f"{current_dir} in chartr; it stays there"

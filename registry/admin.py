@@ -153,10 +153,19 @@ class WorkspaceAdmin(ArchivableAdmin):
     add_form = WorkspaceAddForm
     add_fieldsets = [(None, {"fields": ["project", "directory", "kind", "display_name", "branch"]})]
     fieldsets = [
-        (None, {"fields": ["project", "directory", "kind", "display_name", "branch"]}),
+        (None, {"fields": ["project", "directory", "kind", "display_name", "branch", "worktree_root"]}),
         ("Status", {"fields": ["live_agents", "created_at", "updated_at", "archived_at"]}),
     ]
-    readonly_fields = ["project", "directory", "kind", "live_agents", "created_at", "updated_at", "archived_at"]
+    readonly_fields = [
+        "project",
+        "directory",
+        "kind",
+        "worktree_root",
+        "live_agents",
+        "created_at",
+        "updated_at",
+        "archived_at",
+    ]
     list_display = [
         "display_name",
         "directory",

@@ -71,6 +71,9 @@ class Workspace(models.Model):
     display_name = models.CharField(max_length=255)
     kind = models.CharField(max_length=16, choices=WorkspaceKind.choices)
     branch = models.CharField(max_length=255, blank=True, default="")
+    # Paseo's worktreeRoot: the root of the git worktree this workspace is in
+    # (empty when unknown). Kept as Paseo had it; chartr derives nothing from it.
+    worktree_root = models.CharField(max_length=MAX_DIRECTORY_LENGTH, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     archived_at = models.DateTimeField(null=True, blank=True)

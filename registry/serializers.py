@@ -104,6 +104,7 @@ class WorkspaceSerializer(ApiModelSerializer):
             "display_name",
             "kind",
             "branch",
+            "worktree_root",
             "created_at",
             "updated_at",
             "archived_at",

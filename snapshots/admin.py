@@ -135,6 +135,7 @@ class AgentSnapshotAdmin(ArchivableAdmin):
                 "fields": [
                     "agent_id",
                     "workspace",
+                    "cwd",
                     "provider",
                     "title",
                     "lifecycle",
@@ -155,6 +156,7 @@ class AgentSnapshotAdmin(ArchivableAdmin):
                     "created_at",
                     "updated_at",
                     "archived_at",
+                    "min_seq",
                     "head_seq",
                     "timeline_epoch",
                     "committed_rows",
@@ -167,14 +169,19 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     readonly_fields = [
         "agent_id",
         "workspace",
+        "cwd",
         "created_at",
         "updated_at",
         "last_seen_at",
         "archived_at",
         "head_seq",
+        "min_seq",
         "timeline_epoch",
         "committed_rows",
         "committed_bytes",
+        # Set by timeline appends, never edited.
+        "last_activity_at",
+        "last_user_message_at",
     ]
     list_display = [
         "agent_id",

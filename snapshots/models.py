@@ -8,6 +8,7 @@ from django.core.validators import RegexValidator
 from django.db import models
 
 from kernel.constraints import choices_check
+from registry.directories import MAX_DIRECTORY_LENGTH
 from registry.models import ArchivableQuerySet, Workspace
 
 # \A and \Z, not ^ and $: "$" would also accept a trailing newline (in Python and SQLite).
@@ -60,6 +61,9 @@ class AgentSnapshot(models.Model):
         primary_key=True, max_length=128, validators=[agent_id_validator, validate_not_dot_segment]
     )
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="agents")
+    # The agent's own working directory: its workspace's directory or a
+    # folder below it (empty when unknown).
+    cwd = models.CharField(max_length=MAX_DIRECTORY_LENGTH, blank=True, default="")
     provider = models.CharField(max_length=64)
     title = models.CharField(max_length=512, blank=True, default="")
     labels = models.JSONField(default=dict, blank=True)
@@ -86,6 +90,10 @@ class AgentSnapshot(models.Model):
     # Timeline bookkeeping: the last committed seq (0 = empty) and an epoch
     # that changes only when the history is replaced (restore, re-import).
     head_seq = models.PositiveBigIntegerField(default=0)
+    # The first retained seq: rows min_seq..head_seq exist, contiguous
+    # (min_seq = head_seq + 1 when none are retained). Above 1 when older rows
+    # were pruned (a Paseo history imported as it was, or a trim).
+    min_seq = models.PositiveBigIntegerField(default=1)
     timeline_epoch = models.CharField(max_length=32, default=new_timeline_epoch)
     # Growth counters, moved by the timeline's services in the same transaction
     # as the rows (append, import, trim); `manage.py check_counters` verifies
@@ -105,18 +113,21 @@ class AgentSnapshot(models.Model):
             models.CheckConstraint(condition=~models.Q(agent_id__in=DOT_SEGMENT_IDS), name="agent_id_not_dot_segment"),
             choices_check("lifecycle", Lifecycle.choices, "agent_lifecycle_valid"),
             choices_check("attention_reason", AttentionReason.choices, "agent_attention_reason_valid", nullable=True),
+            # Attention may come without a reason (Paseo's own schema allows
+            # it), but a reason never comes without attention.
             models.CheckConstraint(
-                condition=(
-                    models.Q(requires_attention=True, attention_reason__isnull=False)
-                    | models.Q(requires_attention=False, attention_reason__isnull=True)
-                ),
-                name="agent_attention_reason_iff_required",
+                condition=models.Q(requires_attention=True) | models.Q(attention_reason__isnull=True),
+                name="agent_attention_reason_needs_attention",
             ),
             models.CheckConstraint(
                 condition=models.Q(archived_at__isnull=True) | models.Q(archive_operation__isnull=False),
                 name="agent_archived_has_operation",
             ),
             models.CheckConstraint(condition=models.Q(version__gte=1), name="agent_version_positive"),
+            models.CheckConstraint(
+                condition=models.Q(min_seq__gte=1, min_seq__lte=models.F("head_seq") + 1),
+                name="agent_retained_range_valid",
+            ),
         ]
         indexes = [
             models.Index(fields=["workspace", "archived_at"], name="agent_workspace_archived_idx"),

@@ -78,6 +78,7 @@ class AgentSerializer(ApiModelSerializer):
             "agent_id",
             "workspace_id",
             "project_id",
+            "cwd",
             "provider",
             "title",
             "labels",
@@ -100,6 +101,7 @@ class AgentSerializer(ApiModelSerializer):
             "archive_operation",
             "version",
             "head_seq",
+            "min_seq",
             "timeline_epoch",
             "timeline_rows",
             "timeline_bytes",
@@ -119,6 +121,13 @@ class AgentCreateSerializer(StrictInputSerializer):
         help_text="1 to 128 of letters, digits, '.', '_', ':' and '-'. A UUID is generated when omitted.",
     )
     provider = StrictCharField(max_length=64)
+    cwd = StrictCharField(
+        max_length=8192,
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        help_text="The agent's own working directory (absolute): its workspace's directory or a folder below it.",
+    )
     title = StrictCharField(max_length=512, required=False, allow_blank=True)
     labels = labels_field(required=False)
     lifecycle = StrictChoiceField(choices=Lifecycle.choices, required=False)
@@ -143,8 +152,6 @@ class AgentUpdateSerializer(StrictInputSerializer):
     attention_reason = StrictChoiceField(choices=AttentionReason.choices, allow_null=True)
     attention_at = OffsetDateTimeField(allow_null=True)
     internal = StrictBooleanField()
-    last_activity_at = OffsetDateTimeField(allow_null=True)
-    last_user_message_at = OffsetDateTimeField(allow_null=True)
 
 
 class AgentArchiveSerializer(serializers.Serializer):

@@ -20,6 +20,7 @@ from kernel.services import (
     require_json_object,
     validate_fields,
 )
+from registry.directories import normalize_directory
 from registry.models import Workspace
 from snapshots.models import AgentSnapshot
 from snapshots.selectors import stale_condition
@@ -40,9 +41,9 @@ UPDATABLE_AGENT_FIELDS = (
     "attention_reason",
     "attention_at",
     "internal",
-    "last_activity_at",
-    "last_user_message_at",
 )
+#: Set by every timeline append (``timeline.services``), never by a client.
+ACTIVITY_FIELDS = ("last_activity_at", "last_user_message_at")
 
 
 def _validate_labels(labels: Any) -> dict[str, str]:
@@ -59,13 +60,20 @@ def _apply_attention(agent: AgentSnapshot, *, explicit_at: bool) -> None:
         agent.attention_reason = None
         agent.attention_at = None
         return
-    if not agent.attention_reason:
-        raise ValidationError(
-            {"attention_reason": ["An attention reason is required when requires_attention is true."]},
-            code="invalid",
-        )
+    # A reason is optional: Paseo raises attention without one too.
+    agent.attention_reason = agent.attention_reason or None
     if not explicit_at and agent.attention_at is None:
         agent.attention_at = timezone.now()
+
+
+def _normalized_cwd(cwd: str | None) -> str:
+    """The agent's own directory, normalized like every stored directory ("" when unknown)."""
+    if not cwd:
+        return ""
+    try:
+        return normalize_directory(cwd)
+    except ValidationError as exc:
+        raise ValidationError({"cwd": exc.messages}, code="invalid") from None
 
 
 def _validate_agent(agent: AgentSnapshot) -> None:
@@ -110,6 +118,7 @@ def create_agent(
     workspace: Workspace,
     provider: str,
     agent_id: str | None = None,
+    cwd: str = "",
     title: str = "",
     labels: dict[str, str] | None = None,
     lifecycle: str = AgentSnapshot.Lifecycle.INITIALIZING,
@@ -126,6 +135,7 @@ def create_agent(
 ) -> AgentSnapshot:
     agent = AgentSnapshot(
         agent_id=agent_id or str(uuid.uuid4()),
+        cwd=_normalized_cwd(cwd),
         provider=provider,
         title=title or "",
         labels={} if labels is None else labels,

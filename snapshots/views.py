@@ -70,7 +70,15 @@ def agent_response(agent: AgentSnapshot, *, status_code: int = status.HTTP_200_O
 class AgentViewSet(ApiViewSet):
     serializer_class = AgentSerializer
     filterset_class = AgentFilter
-    keyset_ordering = ("created_at", "agent_id")
+    #: ``?ordering=``; the first is the default. agent_id breaks ties, so each key is unique.
+    keyset_orderings = {
+        "created_at": ("created_at", "agent_id"),
+        "-created_at": ("-created_at", "-agent_id"),
+        "updated_at": ("updated_at", "agent_id"),
+        "-updated_at": ("-updated_at", "-agent_id"),
+        "last_activity_at": ("last_activity_at", "agent_id"),
+        "-last_activity_at": ("-last_activity_at", "-agent_id"),
+    }
     actions_without_body = ApiViewSet.actions_without_body | {"heartbeat"}
 
     def get_queryset(self):

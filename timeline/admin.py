@@ -155,8 +155,8 @@ def timeline_window(agent, params, *, page_size: int = TIMELINE_PAGE_SIZE) -> Ti
         head_seq=page.head_seq,
         has_older=page.has_older,
         has_newer=page.has_newer,
-        min_seq=page.min_seq,
-        max_seq=page.max_seq,
+        min_seq=page.rows[0]["seq"] if page.rows else None,
+        max_seq=page.rows[-1]["seq"] if page.rows else None,
         is_newest_page=before is None and after is None,
         page_size=page_size,
     )

@@ -14,6 +14,8 @@ class TimelineRow(models.Model):
     item_type = models.CharField(max_length=64)
     item = models.JSONField()
     item_id = models.CharField(max_length=256, null=True, blank=True)
+    # The turn the row belongs to, as Paseo records it (``turnId``); null when unknown.
+    turn_id = models.CharField(max_length=256, null=True, blank=True)
 
     class Meta:
         ordering = ["agent", "seq"]

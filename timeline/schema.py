@@ -17,10 +17,11 @@ across any number of reconnects.
 Resume point: the `Last-Event-ID` header, else `after_seq`, else the current head (only new events).
 
 Events:
-- `committed`: `id:` is the seq; `data` is the row `{seq, committed_at, item_type, item, item_id}`.
+- `committed`: `id:` is the seq; `data` is the row `{seq, committed_at, item_type, item, item_id, turn_id}`.
 - `provisional`: no `id`; `data` is `{item, item_id}`. Never stored.
 - `agent`: a change of lifecycle, attention or archive (`data` carries the agent's state, incl. `archived_at`).
-- `reset`: the epoch changed (or the resume point is beyond the head); re-read the tail.
+- `reset`: the epoch changed (or the resume point is beyond the head): re-read the tail; or, with reason
+  `gap`, the rows after the resume point are no longer retained: the stream goes on from `min_seq`.
 - A `:` keep-alive comment at least every 15 s.
 
 Served only under ASGI; under WSGI it answers 503 `asgi_required`.

@@ -1,9 +1,11 @@
 """Reads of an agent's committed timeline.
 
 Every read is a range scan of the (agent, seq) unique index bounded by
-``limit``, so its cost does not grow with the length of the history. Seqs are
-contiguous from 1 to ``head_seq``, which lets ``has_older``/``has_newer`` be
-answered from the page itself without counting anything.
+``limit``, so its cost does not grow with the length of the history. The
+retained rows are contiguous from ``min_seq`` to ``head_seq`` (``RetainedRange``,
+the one place that knows what a timeline still holds), which lets
+``has_older``/``has_newer`` be answered from the page itself without counting
+anything.
 """
 
 from __future__ import annotations
@@ -26,22 +28,65 @@ MERGEABLE_TYPES = ("assistant_message", "reasoning")
 
 
 @dataclass(frozen=True)
-class TimelinePage:
-    agent_id: str
-    epoch: str
+class RetainedRange:
+    """The rows a timeline still holds: ``min_seq..head_seq``, contiguous.
+
+    ``min_seq`` is 1 until older rows are pruned (an imported Paseo history
+    that starts later, or a trim); an empty range has ``min_seq == head_seq + 1``.
+    Every read and the live stream decide what a cursor means here, and only here.
+    """
+
+    min_seq: int
     head_seq: int
-    direction: Direction
-    rows: list[dict]
-    min_seq: int | None
-    max_seq: int | None
-    has_older: bool
-    has_newer: bool
-    reset: bool
 
     @property
     def next_seq(self) -> int:
         """The seq the next committed row will get."""
         return self.head_seq + 1
+
+    @property
+    def is_empty(self) -> bool:
+        return self.min_seq > self.head_seq
+
+    def holds(self, seq: int) -> bool:
+        return self.min_seq <= seq <= self.head_seq
+
+    def gap_after(self, after_seq: int) -> bool:
+        """Whether rows right after ``after_seq`` are no longer retained, so
+        a client at that cursor cannot continue without missing rows."""
+        return after_seq < self.min_seq - 1
+
+    def window(self) -> dict[str, int]:
+        """Paseo's ``window``: the bounds of the whole timeline, not of a page."""
+        return {"min_seq": self.min_seq, "max_seq": self.head_seq, "next_seq": self.next_seq}
+
+
+def retained_range(agent: AgentSnapshot) -> RetainedRange:
+    return RetainedRange(min_seq=agent.min_seq, head_seq=agent.head_seq)
+
+
+@dataclass(frozen=True)
+class TimelinePage:
+    agent_id: str
+    epoch: str
+    retained: RetainedRange
+    direction: Direction
+    rows: list[dict]
+    has_older: bool
+    has_newer: bool
+    reset: bool
+    #: the client's epoch is not the agent's: its cursor belongs to another history
+    stale_cursor: bool = False
+    #: the client's ``after`` cursor lies below the retained rows
+    gap: bool = False
+
+    @property
+    def head_seq(self) -> int:
+        return self.retained.head_seq
+
+    @property
+    def next_seq(self) -> int:
+        return self.retained.next_seq
 
 
 def row_as_dict(row: TimelineRow) -> dict:
@@ -51,12 +96,15 @@ def row_as_dict(row: TimelineRow) -> dict:
         "item_type": row.item_type,
         "item": row.item,
         "item_id": row.item_id,
+        "turn_id": row.turn_id,
     }
 
 
 def get_agent_for_timeline(*, agent_id: str) -> AgentSnapshot:
     agent = (
-        AgentSnapshot.objects.filter(pk=agent_id).only("agent_id", "head_seq", "timeline_epoch", "archived_at").first()
+        AgentSnapshot.objects.filter(pk=agent_id)
+        .only("agent_id", "head_seq", "min_seq", "timeline_epoch", "archived_at")
+        .first()
     )
     if agent is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
@@ -89,45 +137,59 @@ def read_timeline(
         raise ValidationError({"seq": ["seq is 0 or more."]}, code="invalid")
 
     agent = get_agent_for_timeline(agent_id=agent_id)
-    reset = epoch is not None and epoch != agent.timeline_epoch
-    if reset:
+    retained = retained_range(agent)
+    stale_cursor = epoch is not None and epoch != agent.timeline_epoch
+    gap = not stale_cursor and direction == "after" and retained.gap_after(seq)
+    if stale_cursor:
         # The history was replaced: the client's seqs mean nothing now, so it
         # gets a fresh tail instead of silently wrong rows.
         direction, seq = "tail", None
+    elif gap:
+        # The rows right after the cursor are gone: the client must know it
+        # missed some, and continues from the first retained row.
+        seq = retained.min_seq - 1
 
-    rows_qs = TimelineRow.objects.filter(agent_id=agent.pk)
-    if direction == "tail":
-        rows = list(rows_qs.order_by("-seq")[:limit])[::-1]
-    elif direction == "before":
-        rows = list(rows_qs.filter(seq__lt=seq).order_by("-seq")[:limit])[::-1]
-    else:
-        rows = list(rows_qs.filter(seq__gt=seq).order_by("seq")[:limit])
-
-    head = agent.head_seq
-    if rows:
-        has_older, has_newer = rows[0].seq > 1, rows[-1].seq < head
-    elif direction == "before":
-        has_older, has_newer = False, head >= max(seq, 1)
-    elif direction == "after":
-        has_older, has_newer = head >= 1 and seq >= 1, False
-    else:
-        has_older = has_newer = False
-
+    rows = _read_rows(agent.pk, direction, seq, limit)
+    has_older, has_newer = _page_neighbours(rows, retained, direction, seq)
     entries = [row_as_dict(row) for row in rows]
     if projection == "projected":
         entries = project_rows(entries)
     return TimelinePage(
         agent_id=agent.pk,
         epoch=agent.timeline_epoch,
-        head_seq=head,
+        retained=retained,
         direction=direction,
         rows=entries,
-        min_seq=rows[0].seq if rows else None,
-        max_seq=rows[-1].seq if rows else None,
         has_older=has_older,
         has_newer=has_newer,
-        reset=reset,
+        reset=stale_cursor or gap,
+        stale_cursor=stale_cursor,
+        gap=gap,
     )
+
+
+def _read_rows(agent_id: str, direction: Direction, seq: int | None, limit: int) -> list[TimelineRow]:
+    rows_qs = TimelineRow.objects.filter(agent_id=agent_id)
+    if direction == "tail":
+        return list(rows_qs.order_by("-seq")[:limit])[::-1]
+    if direction == "before":
+        return list(rows_qs.filter(seq__lt=seq).order_by("-seq")[:limit])[::-1]
+    return list(rows_qs.filter(seq__gt=seq).order_by("seq")[:limit])
+
+
+def _page_neighbours(
+    rows: list[TimelineRow], retained: RetainedRange, direction: Direction, seq: int | None
+) -> tuple[bool, bool]:
+    """(has_older, has_newer): whether retained rows lie before and after the page."""
+    if rows:
+        return rows[0].seq > retained.min_seq, rows[-1].seq < retained.head_seq
+    if retained.is_empty or direction == "tail":
+        return False, False
+    if direction == "before":
+        # Nothing retained below seq: whatever is retained is at seq or above.
+        return False, retained.head_seq >= seq
+    # Nothing retained above seq: whatever is retained is at seq or below.
+    return seq >= retained.min_seq, False
 
 
 def project_rows(rows: list[dict]) -> list[dict]:

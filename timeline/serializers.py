@@ -70,14 +70,19 @@ class TimelineRowSerializer(serializers.Serializer):
     item_type = serializers.CharField()
     item = serializers.JSONField()
     item_id = serializers.CharField(required=False, allow_null=True, help_text="Canonical rows only.")
+    turn_id = serializers.CharField(
+        required=False, allow_null=True, help_text="Canonical rows only: the turn (Paseo's turnId), or null."
+    )
     item_ids = serializers.ListField(
         child=serializers.CharField(allow_null=True), required=False, help_text="Projected entries only."
     )
 
 
 class WindowSerializer(serializers.Serializer):
-    min_seq = serializers.IntegerField(allow_null=True)
-    max_seq = serializers.IntegerField(allow_null=True)
+    """The bounds of the whole timeline (what is retained), not of the page."""
+
+    min_seq = serializers.IntegerField(help_text="The first retained seq (head_seq + 1 when none is retained).")
+    max_seq = serializers.IntegerField(help_text="The last committed seq: head_seq (0 for an empty history).")
     next_seq = serializers.IntegerField(help_text="The seq the next committed row will get (head_seq + 1).")
 
 
@@ -89,7 +94,16 @@ class TimelinePageSerializer(serializers.Serializer):
     window = WindowSerializer()
     has_older = serializers.BooleanField()
     has_newer = serializers.BooleanField()
-    reset = serializers.BooleanField(help_text="True when the epoch you sent is stale; rows are then a fresh tail.")
+    reset = serializers.BooleanField(
+        help_text="True when your cursor cannot be continued (stale_cursor or gap): drop what you hold."
+    )
+    stale_cursor = serializers.BooleanField(
+        help_text="True when the epoch you sent is not the agent's; rows are then a fresh tail."
+    )
+    gap = serializers.BooleanField(
+        help_text="True when the after cursor lies below window.min_seq - 1: the rows it needs are no longer "
+        "retained; rows then start at window.min_seq."
+    )
 
     def to_representation(self, page):
         # The fields above document the shape; rendering the rows by hand is
@@ -100,8 +114,10 @@ class TimelinePageSerializer(serializers.Serializer):
             "epoch": page.epoch,
             "direction": page.direction,
             "rows": [{**row, "committed_at": render_timestamp(row["committed_at"])} for row in page.rows],
-            "window": {"min_seq": page.min_seq, "max_seq": page.max_seq, "next_seq": page.next_seq},
+            "window": page.retained.window(),
             "has_older": page.has_older,
             "has_newer": page.has_newer,
             "reset": page.reset,
+            "stale_cursor": page.stale_cursor,
+            "gap": page.gap,
         }

@@ -10,7 +10,10 @@ Two entry points share one core, so the rules exist once:
 
 The core (``_lock_agent`` then ``_append_locked``): lock the agent row, give
 the rows seq head+1, head+2, ... in order, insert them, move ``head_seq`` and
-send ``timeline_committed`` once the outermost transaction commits.
+the activity times (``last_activity_at``, ``last_user_message_at``) in the
+same transaction, and send ``timeline_committed`` once the outermost
+transaction commits. ``min_seq`` (the first retained seq) moves only when a
+history is carried over (``start_seq``); appends never move it.
 """
 
 from __future__ import annotations
@@ -24,8 +27,9 @@ from typing import Protocol
 from django.core.exceptions import ValidationError
 from django.db import connection, transaction
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
-from kernel.errors import ArchivedConflict, NotFound, SeqConflict
+from kernel.errors import ArchivedConflict, Conflict, NotFound, SeqConflict
 from snapshots.models import AgentSnapshot
 from timeline.items import check_item_size, item_bytes, new_item_problems
 from timeline.models import TimelineRow
@@ -163,6 +167,8 @@ def bulk_append_timeline_rows(
     allow_archived: bool = False,
     batch_size: int = BULK_APPEND_BATCH,
     on_batch: Callable[[int], None] | None = None,
+    start_seq: int | None = None,
+    epoch: str | None = None,
 ) -> BulkAppendResult:
     """Append already-checked ``rows`` (any iterable, consumed in batches of
     ``batch_size``) to the agent's timeline as seq head+1, head+2, ...
@@ -177,12 +183,23 @@ def bulk_append_timeline_rows(
     ``allow_archived`` lets the legacy importer carry history into agents the
     legacy data marks archived; the API append refuses them.
     ``on_batch(count)`` is called after each batch is inserted.
+
+    ``start_seq`` and ``epoch`` carry a history over as it was (a Paseo
+    history whose older rows were pruned keeps its seqs and its epoch, so its
+    clients' cursors stay valid): only into a timeline that retains nothing,
+    whose retained range then starts at ``start_seq``.
     """
     with transaction.atomic():
         agent = _lock_agent(agent_id, allow_archived=allow_archived)
         _check_expected_head(agent, expected_head_seq)
+        restarted = start_seq is not None or epoch is not None
+        if restarted:
+            _restart_history(agent, start_seq=start_seq, epoch=epoch)
         first_seq = agent.head_seq + 1
         _append_locked(agent, rows, batch_size=batch_size, on_batch=on_batch)
+        if restarted and agent.head_seq == first_seq - 1:
+            # A history that retains no row still goes on at start_seq, in its epoch.
+            _save_head(agent)
     return BulkAppendResult(first_seq=first_seq, head_seq=agent.head_seq, epoch=agent.timeline_epoch)
 
 
@@ -195,10 +212,29 @@ class _AgentHead:
 
     agent_id: str
     head_seq: int
+    min_seq: int
     timeline_epoch: str
+    last_activity_at: dt.datetime | None
+    last_user_message_at: dt.datetime | None
     #: What this append adds to the agent's growth counters.
     added_rows: int = 0
     added_bytes: int = 0
+
+    def saw(self, row: CheckedRow) -> None:
+        """Move the activity times to a row's commit time (never back: an
+        imported history may be older than what the agent already did)."""
+        if self.last_activity_at is None or row.committed_at > self.last_activity_at:
+            self.last_activity_at = row.committed_at
+        if row.item_type == "user_message" and (
+            self.last_user_message_at is None or row.committed_at > self.last_user_message_at
+        ):
+            self.last_user_message_at = row.committed_at
+
+
+#: The agent columns an append reads under its lock and writes back, in ``_AgentHead`` order.
+_HEAD_COLUMNS = ("head_seq", "min_seq", "timeline_epoch", "last_activity_at", "last_user_message_at")
+#: The growth counters an append adds to (``_AgentHead.added_rows`` and ``added_bytes``).
+_COUNTER_COLUMNS = ("committed_rows", "committed_bytes")
 
 
 def _agent_column(name: str) -> str:
@@ -216,37 +252,89 @@ def _lock_agent(agent_id: str, *, allow_archived: bool) -> _AgentHead:
     per agent) about 20% slower at 100 rows per agent.
     """
     lock = f" {connection.ops.for_update_sql()}" if connection.features.has_select_for_update else ""
+    columns = ", ".join(_agent_column(name) for name in (*_HEAD_COLUMNS, "archived_at"))
     sql = (
-        f"SELECT {_agent_column('head_seq')}, {_agent_column('timeline_epoch')}, {_agent_column('archived_at')} "
-        f"FROM {connection.ops.quote_name(AgentSnapshot._meta.db_table)} WHERE {_agent_column('agent_id')} = %s{lock}"
+        f"SELECT {columns} FROM {connection.ops.quote_name(AgentSnapshot._meta.db_table)} "
+        f"WHERE {_agent_column('agent_id')} = %s{lock}"
     )
     with connection.cursor() as cursor:
         cursor.execute(sql, [agent_id])
         found = cursor.fetchone()
     if found is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
-    head_seq, epoch, archived_at = found
+    head_seq, min_seq, epoch, last_activity_at, last_user_message_at, archived_at = found
     if archived_at is not None and not allow_archived:
         raise ArchivedConflict(f"Agent {agent_id} is archived; its timeline is closed.")
-    return _AgentHead(agent_id=agent_id, head_seq=head_seq, timeline_epoch=epoch)
+    return _AgentHead(
+        agent_id=agent_id,
+        head_seq=head_seq,
+        min_seq=min_seq,
+        timeline_epoch=epoch,
+        last_activity_at=_read_datetime(last_activity_at),
+        last_user_message_at=_read_datetime(last_user_message_at),
+    )
+
+
+def _read_datetime(value) -> dt.datetime | None:
+    """A datetime column read by plain SQL: SQLite may hand back text or a
+    naive datetime (stored in UTC), PostgreSQL an aware datetime."""
+    if isinstance(value, str):
+        value = parse_datetime(value)
+    if isinstance(value, dt.datetime) and value.tzinfo is None:
+        value = value.replace(tzinfo=dt.UTC)
+    return value
 
 
 def _save_head(agent: _AgentHead) -> None:
-    """Move the stored head to ``agent.head_seq`` (plain SQL for the reason in ``_lock_agent``).
+    """Write the retained range, epoch and activity times of ``agent`` back,
+    and add what it appended to the growth counters (plain SQL for the reason
+    in ``_lock_agent``).
 
     An append is a sign of life too: ``last_seen_at`` moves with the head, so
     an appending agent is never stale.
     """
+    assignments = ", ".join(f"{_agent_column(name)} = %s" for name in _HEAD_COLUMNS)
+    counters = ", ".join(f"{_agent_column(name)} = {_agent_column(name)} + %s" for name in _COUNTER_COLUMNS)
     sql = (
         f"UPDATE {connection.ops.quote_name(AgentSnapshot._meta.db_table)} "
-        f"SET {_agent_column('head_seq')} = %s, {_agent_column('last_seen_at')} = %s, "
-        f"{_agent_column('committed_rows')} = {_agent_column('committed_rows')} + %s, "
-        f"{_agent_column('committed_bytes')} = {_agent_column('committed_bytes')} + %s "
+        f"SET {assignments}, {_agent_column('last_seen_at')} = %s, {counters} "
         f"WHERE {_agent_column('agent_id')} = %s"
     )
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    adapt = connection.ops.adapt_datetimefield_value
+    values = [
+        agent.head_seq,
+        agent.min_seq,
+        agent.timeline_epoch,
+        adapt(agent.last_activity_at),
+        adapt(agent.last_user_message_at),
+        adapt(timezone.now()),
+        agent.added_rows,
+        agent.added_bytes,
+    ]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [agent.head_seq, now, agent.added_rows, agent.added_bytes, agent.agent_id])
+        cursor.execute(sql, [*values, agent.agent_id])
+
+
+def _restart_history(agent: _AgentHead, *, start_seq: int | None, epoch: str | None) -> None:
+    """Let the next rows start a history carried over as it was: at
+    ``start_seq``, in ``epoch``. Only a timeline retaining nothing can."""
+    if agent.min_seq <= agent.head_seq:
+        raise Conflict(
+            f"Agent {agent.agent_id} already holds rows {agent.min_seq}..{agent.head_seq}; "
+            "a history can only be carried over into an empty timeline."
+        )
+    if start_seq is not None:
+        if start_seq < 1:
+            raise ValidationError({"start_seq": ["start_seq is 1 or more."]}, code="invalid")
+        if start_seq <= agent.head_seq and (epoch is None or epoch == agent.timeline_epoch):
+            raise Conflict(
+                f"Seqs up to {agent.head_seq} were already used in epoch {agent.timeline_epoch!r}; "
+                "an earlier start_seq needs a new epoch."
+            )
+        agent.head_seq = start_seq - 1
+        agent.min_seq = start_seq
+    if epoch is not None:
+        agent.timeline_epoch = epoch
 
 
 def _check_expected_head(agent: _AgentHead, expected_head_seq: int | None) -> None:
@@ -270,6 +358,8 @@ def _append_locked(
     for batch in _batches(rows, batch_size):
         _insert_batch(agent_id=agent.agent_id, first_seq=agent.head_seq + 1, rows=batch)
         agent.head_seq += len(batch)
+        for row in batch:
+            agent.saw(row)
         agent.added_rows += len(batch)
         agent.added_bytes += sum(item_bytes(row.item) for row in batch)
         if on_batch is not None:
@@ -289,7 +379,7 @@ def _batches(rows: Iterable[CheckedRow], size: int) -> Iterator[list[CheckedRow]
         yield batch
 
 
-_ROW_COLUMNS = ("agent", "seq", "committed_at", "item_type", "item", "item_id")
+_ROW_COLUMNS = ("agent", "seq", "committed_at", "item_type", "item", "item_id", "turn_id")
 
 
 def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) -> None:
@@ -314,6 +404,8 @@ def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) 
             row.item_type,
             item_field.get_db_prep_save(row.item, connection),
             row.item_id,
+            # Only carried-over histories know their turns.
+            getattr(row, "turn_id", None),
         )
         for seq, row in enumerate(rows, first_seq)
     ]

@@ -5,9 +5,17 @@ the ordering key of the last row sent, so the next page is "rows strictly
 after that key": rows added meanwhile never shift a page or repeat a row, the
 way offsets would, and every page costs one index range scan.
 
-A view chooses its key with ``keyset_ordering`` (ascending fields that are
-unique together, e.g. ``("id",)`` or ``("created_at", "agent_id")``). The
-cursor is opaque to clients: base64url of a JSON list of those values.
+A view chooses its key with ``keyset_ordering`` (fields that are unique
+together, e.g. ``("id",)`` or ``("created_at", "agent_id")``; ``-name`` sorts
+descending). A view that lets clients choose names its keys in
+``keyset_orderings`` (``{"-last_activity_at": ("-last_activity_at", "-agent_id"), ...}``,
+the first being the default), chosen with ``?ordering=``. Nullable fields
+sort their nulls last in either direction, and the "after this key" condition
+says so, so paging stays exact over nulls.
+
+The cursor is opaque to clients: base64url of a JSON list of the key values,
+followed by the ordering's name when it is not the default one, so a cursor
+only continues the ordering it came from.
 """
 
 from __future__ import annotations
@@ -19,7 +27,7 @@ import json
 from collections import OrderedDict
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils.dateparse import parse_datetime
 from rest_framework import exceptions
 from rest_framework.pagination import BasePagination
@@ -52,7 +60,7 @@ def encode_cursor(values: list) -> str:
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-def decode_cursor(cursor: str, fields: list[models.Field]) -> list:
+def decode_cursor(cursor: str, fields: list[models.Field], *, ordering_name: str | None = None) -> list:
     """The key values a cursor carries, checked against the fields they belong to.
 
     Anything that is not a cursor this API produced for these fields is a 400,
@@ -66,12 +74,18 @@ def decode_cursor(cursor: str, fields: list[models.Field]) -> list:
         values = json.loads(raw.decode("utf-8"))
     except (binascii.Error, UnicodeDecodeError, ValueError, RecursionError):
         raise bad from None
+    if ordering_name is not None:
+        if not isinstance(values, list) or not values or values[-1] != ordering_name:
+            raise bad
+        values = values[:-1]
     if not isinstance(values, list) or len(values) != len(fields):
         raise bad
     return [_decode_value(value, field, bad) for value, field in zip(values, fields)]
 
 
 def _decode_value(value, field: models.Field, bad: Exception):
+    if value is None and field.null:
+        return None
     if isinstance(field, (models.AutoField, models.BigAutoField, models.IntegerField)):
         if isinstance(value, bool) or not isinstance(value, int) or not -INT64_MAX - 1 <= value <= INT64_MAX:
             raise bad
@@ -93,15 +107,41 @@ def _decode_value(value, field: models.Field, bad: Exception):
     raise TypeError(f"keyset pagination does not support {type(field).__name__}")
 
 
-def after_key(fields: list[str], values: list) -> Q:
-    """Rows strictly after ``values`` in the ascending order of ``fields``."""
-    condition = Q()
-    for index in range(len(fields) - 1, -1, -1):
-        step = Q(**{f"{fields[index]}__gt": values[index]})
-        if index < len(fields) - 1:
-            step |= Q(**{fields[index]: values[index]}) & condition
-        condition = step
+def _term(term: str) -> tuple[str, bool]:
+    """``"-name"`` -> (``"name"``, descending)."""
+    return (term[1:], True) if term.startswith("-") else (term, False)
+
+
+def after_key(ordering: list[str], values: list, *, nullable: list[bool] | None = None) -> Q:
+    """Rows strictly after ``values`` in ``ordering`` (``-name`` descending;
+    nulls of the ``nullable`` fields last in either direction)."""
+    nullable = nullable or [False] * len(ordering)
+    condition: Q | None = None
+    for index in range(len(ordering) - 1, -1, -1):
+        name, descending = _term(ordering[index])
+        value = values[index]
+        if value is None:
+            # Nulls come last: nothing comes after a null in this column.
+            after, equal = Q(pk__in=[]), Q(**{f"{name}__isnull": True})
+        else:
+            after = Q(**{f"{name}__{'lt' if descending else 'gt'}": value})
+            if nullable[index]:
+                after |= Q(**{f"{name}__isnull": True})
+            equal = Q(**{name: value})
+        condition = after if condition is None else after | (equal & condition)
     return condition
+
+
+def order_by_terms(model: type[models.Model], ordering: tuple[str, ...]) -> list:
+    """``order_by`` arguments for ``ordering``, nulls last wherever a field is nullable."""
+    terms = []
+    for term in ordering:
+        name, descending = _term(term)
+        if model._meta.get_field(name).null:
+            terms.append(F(name).desc(nulls_last=True) if descending else F(name).asc(nulls_last=True))
+        else:
+            terms.append(term)
+    return terms
 
 
 class KeysetCursorPagination(BasePagination):
@@ -109,27 +149,43 @@ class KeysetCursorPagination(BasePagination):
     max_limit = 500
     cursor_query_param = "cursor"
     limit_query_param = "limit"
+    ordering_query_param = "ordering"
     default_ordering: tuple[str, ...] = ("id",)
 
-    def ordering_for(self, view) -> tuple[str, ...]:
-        return tuple(getattr(view, "keyset_ordering", None) or self.default_ordering)
+    def ordering_for(self, view, request=None) -> tuple[str | None, tuple[str, ...]]:
+        """(the name of a non-default ordering or None, the key's terms)."""
+        named = getattr(view, "keyset_orderings", None)
+        if not named:
+            return None, tuple(getattr(view, "keyset_ordering", None) or self.default_ordering)
+        default = next(iter(named))
+        raw = request.query_params.get(self.ordering_query_param) if request is not None else None
+        if raw in (None, "", default):
+            return None, tuple(named[default])
+        if raw not in named:
+            raise invalid(self.ordering_query_param, f"Use one of: {', '.join(named)}.")
+        return raw, tuple(named[raw])
 
     def paginate_queryset(self, queryset, request, view=None):
-        ordering = self.ordering_for(view)
+        ordering_name, ordering = self.ordering_for(view, request)
         limit = parse_limit(
             request.query_params.get(self.limit_query_param), default=self.default_limit, maximum=self.max_limit
         )
-        queryset = queryset.order_by(*ordering)
+        model = queryset.model
+        queryset = queryset.order_by(*order_by_terms(model, ordering))
         cursor = request.query_params.get(self.cursor_query_param)
         if cursor:
-            model_fields = [queryset.model._meta.get_field(name) for name in ordering]
-            queryset = queryset.filter(after_key(list(ordering), decode_cursor(cursor, model_fields)))
+            model_fields = [model._meta.get_field(_term(term)[0]) for term in ordering]
+            values = decode_cursor(cursor, model_fields, ordering_name=ordering_name)
+            queryset = queryset.filter(
+                after_key(list(ordering), values, nullable=[field.null for field in model_fields])
+            )
         rows = list(queryset[: limit + 1])
         page = rows[:limit]
         self.next_cursor = None
         if len(rows) > limit:
             last = page[-1]
-            self.next_cursor = encode_cursor([getattr(last, name) for name in ordering])
+            values = [getattr(last, _term(term)[0]) for term in ordering]
+            self.next_cursor = encode_cursor(values if ordering_name is None else [*values, ordering_name])
         return page
 
     def get_paginated_response(self, data):
@@ -150,7 +206,22 @@ class KeysetCursorPagination(BasePagination):
         }
 
     def get_schema_operation_parameters(self, view):
-        return [
+        named = getattr(view, "keyset_orderings", None)
+        ordering = (
+            [
+                {
+                    "name": self.ordering_query_param,
+                    "required": False,
+                    "in": "query",
+                    "description": "The order of the list (`-` for descending; nulls last either way). "
+                    "Keep it the same while paging: a cursor continues only the ordering it came from.",
+                    "schema": {"type": "string", "enum": list(named), "default": next(iter(named))},
+                }
+            ]
+            if named
+            else []
+        )
+        return ordering + [
             {
                 "name": self.cursor_query_param,
                 "required": False,

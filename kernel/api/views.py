@@ -59,6 +59,8 @@ class ApiViewSet(viewsets.GenericViewSet):
         if self.action != "list":
             return set()
         known = {self.paginator.cursor_query_param, self.paginator.limit_query_param}
+        if getattr(self, "keyset_orderings", None):
+            known.add(self.paginator.ordering_query_param)
         if getattr(self, "filterset_class", None) is not None:
             known |= set(self.filterset_class.base_filters)
         return known

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 from django.test import override_settings
 
@@ -26,8 +27,10 @@ def test_readyz_is_200_when_the_database_is_migrated(client):
 
 
 def test_readyz_is_503_with_the_reason_while_a_migration_is_unapplied(client):
-    # Forget one applied migration (inside the test's transaction, rolled back after).
-    MigrationRecorder(connection).record_unapplied("timeline", "0001_initial")
+    # Forget the latest timeline migration (inside the test's transaction, rolled back after):
+    # forgetting an earlier one would not show while a later one is recorded as applied.
+    (leaf,) = MigrationLoader(connection).graph.leaf_nodes("timeline")
+    MigrationRecorder(connection).record_unapplied(*leaf)
     response = client.get("/readyz")
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "reason": "migrations_pending"}

@@ -12,7 +12,6 @@ from django.utils import timezone
 
 from registry.services import archive_project
 from snapshots.models import AgentSnapshot
-from snapshots.services import update_agent
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 from timeline.models import TimelineRow
 from timeline.services import NewTimelineItem, append_timeline_items
@@ -44,10 +43,10 @@ class TestDashboard:
             attention_reason="permission",
             attention_at=now - dt.timedelta(minutes=5),
         )
-        AgentFactory(workspace=workspace, agent_id="busy", lifecycle="running")
-        AgentFactory(workspace=workspace, agent_id="idle-one")
-        update_agent(agent=AgentFactory.build(agent_id="busy"), last_activity_at=now - dt.timedelta(minutes=1))
-        update_agent(agent=AgentFactory.build(agent_id="idle-one"), last_activity_at=now - dt.timedelta(hours=3))
+        AgentFactory(
+            workspace=workspace, agent_id="busy", lifecycle="running", last_activity_at=now - dt.timedelta(minutes=1)
+        )
+        AgentFactory(workspace=workspace, agent_id="idle-one", last_activity_at=now - dt.timedelta(hours=3))
 
         response = admin_client.get(reverse("admin:index"))
         assert response.status_code == 200
@@ -157,3 +156,13 @@ class TestGrowth:
         text = admin_client.get(reverse("admin:index")).content.decode()
         assert "No agent has history yet." in text
         assert "peak 0/day" in text
+
+
+def test_appends_make_an_agent_recently_active(admin_client):
+    agent = AgentFactory(agent_id="talker")
+    empty = admin_client.get(reverse("admin:index")).content.decode()
+    assert "No agent activity yet." in empty
+    append_timeline_items(agent_id=agent.pk, items=[NewTimelineItem(item={"type": "user_message", "text": "hi"})])
+    response = admin_client.get(reverse("admin:index"))
+    assert [a.agent_id for a in response.context["dashboard"].recently_active] == ["talker"]
+    assert "No agent activity yet." not in response.content.decode()

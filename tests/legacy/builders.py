@@ -110,3 +110,57 @@ def row(seq: int, *, item_id: str | None = "auto", text: str | None = None, comm
         "item_id": f"item-{seq}" if item_id == "auto" else item_id,
         "item": {"type": "assistant_message", "text": text or f"message {seq} ✓", "n": seq},
     }
+
+
+# --- Paseo's own history stores ---------------------------------------------
+
+
+def paseo_file_name(agent_id: str) -> str:
+    """agent-<base64url(agent id), no padding>.json, as Paseo names it."""
+    import base64
+
+    return f"agent-{base64.urlsafe_b64encode(agent_id.encode()).decode().rstrip('=')}.json"
+
+
+def paseo_row(seq: int, *, turn_id: str | None = "turn-1", **extra) -> dict:
+    row = {
+        "seq": seq,
+        "timestamp": f"2024-05-01T10:{seq // 60 % 60:02d}:{seq % 60:02d}.{seq % 1000:03d}Z",
+        "item": {"type": "assistant_message" if seq % 3 else "user_message", "text": f"paseo {seq} ✓"},
+        **extra,
+    }
+    if turn_id is not None:
+        row["turnId"] = turn_id
+    return row
+
+
+def paseo_history_file(home: LegacyHome, agent_id: str, seqs, *, epoch: str, version=1, **extra) -> Path:
+    document = {"version": version, "epoch": epoch, "rows": [paseo_row(seq) for seq in seqs], **extra}
+    return home.write_file(home.root / "agent-timelines" / paseo_file_name(agent_id), json.dumps(document))
+
+
+def paseo_history_db(home: LegacyHome, histories: dict[str, tuple[str, int, list[int]]]) -> Path:
+    """timelines.db: agent id -> (epoch, backfill_complete, seqs)."""
+    import sqlite3
+
+    path = home.root / "timelines.db"
+    home.root.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path)
+    with connection:
+        connection.execute(
+            "CREATE TABLE agent_timelines (agent_id TEXT PRIMARY KEY, epoch TEXT, backfill_complete INTEGER)"
+        )
+        connection.execute(
+            "CREATE TABLE agent_timeline_rows (agent_id TEXT, seq INTEGER, timestamp TEXT, item TEXT, "
+            "PRIMARY KEY (agent_id, seq))"
+        )
+        for agent_id, (epoch, complete, seqs) in histories.items():
+            connection.execute("INSERT INTO agent_timelines VALUES (?, ?, ?)", (agent_id, epoch, complete))
+            for seq in seqs:
+                row = paseo_row(seq, turn_id=None)
+                connection.execute(
+                    "INSERT INTO agent_timeline_rows VALUES (?, ?, ?, ?)",
+                    (agent_id, seq, row["timestamp"], json.dumps(row["item"])),
+                )
+    connection.close()
+    return path

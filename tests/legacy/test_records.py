@@ -74,7 +74,6 @@ class TestRecords:
             ({"cwd": "relative"}, "cwd: Directory must be an absolute path."),
             ({"labels": {"a": 1}}, "labels must map strings to strings"),
             ({"lastStatus": "sleeping"}, "lastStatus must be one of"),
-            ({"requiresAttention": True}, "requiresAttention is true but attentionReason is null"),
             ({"requiresAttention": "yes"}, "requiresAttention must be true or false"),
             ({"attentionReason": "bored"}, "attentionReason must be one of"),
             ({"config": []}, "config must be a JSON object"),

@@ -16,6 +16,7 @@ WORKSPACE_FIELDS = {
     "display_name",
     "kind",
     "branch",
+    "worktree_root",
     "created_at",
     "updated_at",
     "archived_at",

@@ -91,8 +91,6 @@ class TestAgentCreate:
         workspace = WorkspaceFactory()
         response = admin_client.post(url("add"), add_data(workspace, labels='{"n": 1}'))
         assert "Labels map strings to strings." in response.context["adminform"].form.errors["labels"]
-        response = admin_client.post(url("add"), add_data(workspace, requires_attention="on"))
-        assert "attention_reason" in response.context["adminform"].form.errors
         response = admin_client.post(url("add"), add_data(workspace, agent_id="bad id!"))
         assert "agent_id" in response.context["adminform"].form.errors
         assert AgentSnapshot.objects.count() == 0

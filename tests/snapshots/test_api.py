@@ -15,6 +15,7 @@ AGENT_FIELDS = {
     "agent_id",
     "workspace_id",
     "project_id",
+    "cwd",
     "provider",
     "title",
     "labels",
@@ -37,6 +38,7 @@ AGENT_FIELDS = {
     "archive_operation",
     "version",
     "head_seq",
+    "min_seq",
     "timeline_epoch",
     "timeline_rows",
     "timeline_bytes",
@@ -170,8 +172,6 @@ def test_patch_every_updatable_field(api):
         "attention_reason": "permission",
         "attention_at": at,
         "internal": True,
-        "last_activity_at": at,
-        "last_user_message_at": "2030-01-02T01:04:05.678901Z",
     }
     body = api.patch("/api/v1/agents/a1", changes, format="json").json()
     for name, value in changes.items():
@@ -191,13 +191,14 @@ def test_patch_every_updatable_field(api):
 @pytest.mark.parametrize(
     "changes, fields",
     [
-        ({"requires_attention": True}, ["attention_reason"]),
         ({"workspace_id": 2}, ["workspace_id"]),
         ({"agent_id": "other"}, ["agent_id"]),
         ({"head_seq": 10}, ["head_seq"]),
         ({"attention_at": "yesterday"}, ["attention_at"]),
         ({"attention_at": "0001-01-01T00:00:00+14:00"}, ["attention_at"]),
-        ({"last_activity_at": "2024-02-30T00:00:00Z"}, ["last_activity_at"]),
+        # Set by timeline appends only.
+        ({"last_activity_at": "2024-02-01T00:00:00Z"}, ["last_activity_at"]),
+        ({"last_user_message_at": None}, ["last_user_message_at"]),
         ({"provider": None}, ["provider"]),
     ],
 )
@@ -288,3 +289,17 @@ def test_dot_segment_agent_ids_are_refused_everywhere(api, agent_id):
         ).status_code
         == 201
     )
+
+
+def test_cwd_is_kept_normalized_even_below_the_workspace(api):
+    workspace = WorkspaceFactory(directory="/srv/repo")
+    body = api.post(
+        "/api/v1/agents",
+        {"workspace_id": workspace.pk, "provider": "claude", "agent_id": "sub", "cwd": "/srv/repo//pkg/ui/"},
+        format="json",
+    ).json()
+    assert body["cwd"] == "/srv/repo/pkg/ui" and body["workspace_id"] == workspace.pk
+    bad = api.post(
+        "/api/v1/agents", {"workspace_id": workspace.pk, "provider": "claude", "cwd": "relative/dir"}, format="json"
+    )
+    assert_error(bad, 400, "invalid", fields=["cwd"])

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
 
 from kernel.errors import ArchivedConflict, Conflict, VersionMismatch
 from registry.services import archive_workspace
@@ -45,9 +46,12 @@ class TestCreateAgent:
             services.create_agent(workspace=WorkspaceFactory(), provider="p", labels={"a": 1})
         assert "labels" in exc.value.message_dict
 
-    def test_attention_needs_a_reason(self):
-        with pytest.raises(ValidationError):
-            services.create_agent(workspace=WorkspaceFactory(), provider="p", requires_attention=True)
+    def test_attention_may_come_without_a_reason_but_not_a_reason_without_attention(self):
+        # Paseo's schema accepts attention without a reason, so chartr stores it.
+        bare = services.create_agent(workspace=WorkspaceFactory(), provider="p", requires_attention=True)
+        assert (bare.requires_attention, bare.attention_reason) == (True, None) and bare.attention_at is not None
+        with pytest.raises(IntegrityError), transaction.atomic():
+            AgentSnapshot.objects.filter(pk=bare.pk).update(requires_attention=False, attention_reason="error")
         agent = services.create_agent(
             workspace=WorkspaceFactory(), provider="p", requires_attention=True, attention_reason="permission"
         )

@@ -6,6 +6,7 @@ from rest_framework.test import APIClient
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory
+from tests.timeline.histories import carry_over_history
 from timeline.models import TimelineRow
 from tokens.services import create_api_token
 
@@ -50,6 +51,7 @@ def test_append_then_read(api):
         "item_type": "user_message",
         "item": {"type": "user_message", "text": "a"},
         "item_id": "k1",
+        "turn_id": None,
     }
     assert page["window"] == {"min_seq": 1, "max_seq": 2, "next_seq": 3}
     assert (page["has_older"], page["has_newer"], page["reset"]) == (False, False, False)
@@ -177,3 +179,20 @@ def test_the_stream_is_documented_in_the_schema(api):
     for status in ("400", "401", "404", "500", "503"):
         ref = operation["responses"][status]["content"]["application/json"]["schema"]["$ref"]
         assert ref == "#/components/schemas/Error"
+
+
+def test_read_contract_flags_are_always_present_on_both_views(api):
+    agent = AgentFactory()
+    carry_over_history(agent.pk, start_seq=11, count=4, item_type="assistant_message")
+    for projection in ("canonical", "projected"):
+        plain = api.get(url(agent.pk), {"projection": projection}).json()
+        assert (plain["stale_cursor"], plain["gap"], plain["reset"]) == (False, False, False)
+        assert plain["window"] == {"min_seq": 11, "max_seq": 14, "next_seq": 15}
+        gap = api.get(url(agent.pk), {"direction": "after", "seq": 2, "projection": projection}).json()
+        assert (gap["stale_cursor"], gap["gap"], gap["reset"]) == (False, True, True)
+        stale = api.get(url(agent.pk), {"epoch": "nope", "projection": projection}).json()
+        assert (stale["stale_cursor"], stale["gap"], stale["reset"]) == (True, False, True)
+    gap = api.get(url(agent.pk), {"direction": "after", "seq": 2}).json()
+    assert [row["seq"] for row in gap["rows"]] == [11, 12, 13, 14]
+    projected = api.get(url(agent.pk), {"direction": "after", "seq": 2, "projection": "projected"}).json()
+    assert [(row["seq_start"], row["seq_end"]) for row in projected["rows"]] == [(11, 14)]

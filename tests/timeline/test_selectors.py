@@ -32,7 +32,7 @@ def page_seqs(page):
 def test_tail_returns_the_last_rows_ascending(agent_with_10_rows):
     page = read_timeline(agent_id=agent_with_10_rows.pk, limit=3)
     assert page_seqs(page) == [8, 9, 10]
-    assert (page.min_seq, page.max_seq, page.next_seq) == (8, 10, 11)
+    assert page.retained.window() == {"min_seq": 1, "max_seq": 10, "next_seq": 11}
     assert (page.has_older, page.has_newer, page.reset) == (True, False, False)
 
 
@@ -65,7 +65,7 @@ def test_empty_timeline():
     agent = AgentFactory()
     for direction, seq in (("tail", None), ("before", 5), ("after", 0)):
         page = read_timeline(agent_id=agent.pk, direction=direction, seq=seq)
-        assert page.rows == [] and page.min_seq is None and page.next_seq == 1
+        assert page.rows == [] and page.retained.window() == {"min_seq": 1, "max_seq": 0, "next_seq": 1}
         assert not page.has_older and not page.has_newer
 
 

@@ -32,6 +32,7 @@ AGENT_STATE_FIELDS = (
     "updated_at",
     "version",
     "head_seq",
+    "min_seq",
     "timeline_epoch",
 )
 

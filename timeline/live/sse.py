@@ -47,6 +47,7 @@ def encode_committed_row(row) -> bytes:
             "item_type": row.item_type,
             "item": row.item,
             "item_id": row.item_id,
+            "turn_id": row.turn_id,
         },
         event_id=row.seq,
     )

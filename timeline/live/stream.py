@@ -23,6 +23,7 @@ from timeline.live.hub import Hub, Subscription
 from timeline.live.messages import AgentsChanged, Committed, Provisional, Resync
 from timeline.live.reads import LiveBatch
 from timeline.live.sse import KEEPALIVE, agent_event, sse_frame
+from timeline.selectors import RetainedRange
 
 
 class TimelineStream:
@@ -99,6 +100,9 @@ class TimelineStream:
             if after is not None:
                 yield self._reset(state, "epoch" if stale_epoch else "cursor_ahead")
             batch = LiveBatch(rows=[], agent=state)
+        elif self._gap(state):
+            # The batch read "seq > after", so it starts at min_seq as the stream now does.
+            yield self._reset(state, "gap")
         self.version = state["version"]
         # The opening event carries the cursor too (`id:`), so a client that
         # connected without one and drops before any row arrives resumes from
@@ -125,6 +129,8 @@ class TimelineStream:
                 self.version = state["version"]
                 yield self._reset(state, "epoch")
                 return
+            if self._gap(state):
+                yield self._reset(state, "gap")
             before = self.last_seq
             for frame in self._send_rows(batch):
                 yield frame
@@ -143,11 +149,26 @@ class TimelineStream:
             self.last_seq = seq
             yield frame
 
+    def _gap(self, state: dict) -> bool:
+        """Whether the rows right after the cursor are no longer retained; if
+        so the stream moves on to the first retained row (after a ``reset``)."""
+        retained = RetainedRange(min_seq=state["min_seq"], head_seq=state["head_seq"])
+        if not retained.gap_after(self.last_seq):
+            return False
+        self.last_seq = retained.min_seq - 1
+        return True
+
     def _reset(self, state: dict, reason: str) -> bytes:
-        # `id:` moves the browser's Last-Event-ID to the new history's head.
+        # `id:` moves the browser's Last-Event-ID to where the stream goes on
+        # from: the new history's head, or just before min_seq after a gap.
         return sse_frame(
             "reset",
-            {"reason": reason, "epoch": state["timeline_epoch"], "head_seq": state["head_seq"]},
+            {
+                "reason": reason,
+                "epoch": state["timeline_epoch"],
+                "head_seq": state["head_seq"],
+                "min_seq": state["min_seq"],
+            },
             event_id=self.last_seq,
         )
 

@@ -14,8 +14,9 @@ LABELS = {"projects": "projects", "workspaces": "workspaces", "agents": "agents"
 
 class Command(BaseCommand):
     help = (
-        "Import a legacy home directory (projects/projects.json, projects/workspaces.json, agents/, "
-        "timelines/) in one transaction. Safe to run again: records already imported are left alone."
+        "Import a legacy (Paseo) home directory (projects/projects.json, projects/workspaces.json, agents/, "
+        "agent-timelines/, timelines.db, timelines/) in one transaction. Safe to run again: records already "
+        "imported are left alone."
     )
 
     def add_arguments(self, parser):
@@ -26,7 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="do the whole import, report, then roll back")
 
     def handle(self, *args, path: str, skip_invalid: bool, dry_run: bool, **options):
-        progress = self._progress if self.stdout.isatty() else None
+        progress = self._progress if self.stdout.isatty() else self._phase_line
         try:
             report = import_legacy(source=path, skip_invalid=skip_invalid, dry_run=dry_run, progress=progress)
         except LegacyImportInvalid as exc:
@@ -42,6 +43,15 @@ class Command(BaseCommand):
         self._print_report(report)
 
     _progress_shown = False
+    _phases_seen: set[str] | None = None
+
+    def _phase_line(self, phase: str, done: int, total: int) -> None:
+        """Not a terminal (logs, CI): one line as each phase starts, no carriage returns."""
+        if self._phases_seen is None:
+            self._phases_seen = set()
+        if phase not in self._phases_seen:
+            self._phases_seen.add(phase)
+            self.stdout.write(f"{phase}...")
 
     def _progress(self, phase: str, done: int, total: int) -> None:
         self._progress_shown = True
@@ -72,12 +82,21 @@ class Command(BaseCommand):
             out.write(f"Skipped {len(report.skipped)} invalid file(s) or record(s):")
             for line in report.skipped:
                 out.write(f"  {line}")
-        if report.warnings:
-            out.write(f"Warnings ({len(report.warnings)}):")
-            for line in report.warnings:
-                out.write(f"  {line}")
+        self._section("History files skipped", report.skipped_files)
+        self._section("Timeline rows by agent", [f"{agent}: {line}" for agent, line in report.rows_by_agent.items()])
+        self._section("Entries of the home not read", report.unread)
+        self._section("Warnings", report.warnings)
         if report.dry_run:
             out.write("Dry run: the database is unchanged and no backup was made.")
-        else:
+            return
+        if report.backup_path:
             out.write(f"Input backed up to {report.backup_path}")
-            out.write(self.style.SUCCESS(f"Recorded as import run {report.import_run_id}."))
+        else:
+            out.write("Nothing changed, so no backup was made.")
+        out.write(self.style.SUCCESS(f"Recorded as import run {report.import_run_id}."))
+
+    def _section(self, title: str, lines: list[str]) -> None:
+        if lines:
+            self.stdout.write(f"{title} ({len(lines)}):")
+            for line in lines:
+                self.stdout.write(f"  {line}")

@@ -59,8 +59,6 @@ AGENT_PATCH_FIELDS = [
     "attention_reason",
     "attention_at",
     "internal",
-    "last_activity_at",
-    "last_user_message_at",
 ]
 PROJECT_FIELDS = ["directory", "kind", "display_name", "git_remote"]
 

@@ -8,6 +8,7 @@ from django.test import override_settings
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent, delete_agent
 from tests.factories import AgentFactory
+from tests.timeline.histories import carry_over_history
 from tests.timeline.live.support import Reader, append, db, in_thread, run
 from timeline.live import hub as live_hub
 from timeline.live.hub import Hub
@@ -190,5 +191,37 @@ def test_the_reconnect_delay_rides_on_the_first_event_not_an_empty_one():
         assert lines[0] == "retry: 1000"
         assert "event: agent" in lines and lines[-2:] == ["", ""]
         assert first.count(b"\n\n") == 1, first
+
+    run(scenario)
+
+
+@db
+def test_a_cursor_below_the_retained_rows_is_reset_with_reason_gap():
+    agent = AgentFactory()
+    carry_over_history(agent.pk, start_seq=11, count=3)
+
+    async def scenario(hub: Hub):
+        reader = Reader(TimelineStream(hub, agent.pk, after_seq=4, epoch="paseo-epoch"))
+        kind, data, event_id = await reader.next()
+        assert (kind, data["reason"], data["min_seq"], data["head_seq"], event_id) == ("reset", "gap", 11, 13, "10")
+        assert (await reader.next())[0] == "agent"
+        # The stream goes on from the first retained row.
+        assert await reader.committed_seqs(3) == [11, 12, 13]
+        await reader.close()
+
+    run(scenario)
+
+
+@db
+def test_a_cursor_right_before_the_retained_rows_resumes_without_reset():
+    agent = AgentFactory()
+    carry_over_history(agent.pk, start_seq=11, count=3)
+
+    async def scenario(hub: Hub):
+        reader = Reader(TimelineStream(hub, agent.pk, after_seq=11, epoch="paseo-epoch"))
+        kind, data, event_id = await reader.next()
+        assert (kind, data["reason"], event_id) == ("agent", "snapshot", "11")
+        assert await reader.committed_seqs(2) == [12, 13]
+        await reader.close()
 
     run(scenario)
