@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 from django.core.exceptions import ImproperlyConfigured
 
-#: (reason, note) -> the name of the snapshot taken.
-CheckpointTaker = Callable[[str, str], str]
+#: (reason, note, reuse_unchanged, required) -> the name of the snapshot, or None (see take_checkpoint).
+CheckpointTaker = Callable[[str, str, bool, bool], "str | None"]
 
 _taker: CheckpointTaker | None = None
 
@@ -23,13 +23,15 @@ def register_checkpoint_taker(taker: CheckpointTaker) -> None:
     _taker = taker
 
 
-def take_checkpoint(*, reason: str, note: str = "") -> str:
+def take_checkpoint(*, reason: str, note: str = "", reuse_unchanged: bool = False, required: bool = True) -> str | None:
     """Snapshot the data now; the snapshot's name.
 
-    Raises what the taker raises (datadir: ``SnapshotsDisabled`` when
-    ``CHARTR_SNAPSHOTS_KEEP`` is 0, so the caller refuses rather than write
-    something it could not undo).
+    ``reuse_unchanged``: when nothing changed since the newest snapshot, that
+    one already holds this state; take none and return its name.
+    ``required``: with snapshots disabled (``CHARTR_SNAPSHOTS_KEEP=0``) raise,
+    so the caller refuses rather than write something it could not undo; when
+    false, return None instead. Raises whatever else the taker raises.
     """
     if _taker is None:
         raise ImproperlyConfigured("No checkpoint taker is registered: is the datadir app installed?")
-    return _taker(reason, note)
+    return _taker(reason, note, reuse_unchanged, required)

@@ -41,6 +41,8 @@ class ImportReport:
     #: agent id -> what became of its history's rows
     rows_by_agent: dict[str, str] = field(default_factory=dict)
     backup_path: str = ""
+    #: The pre-import data snapshot (restoring it undoes the import), or None.
+    snapshot: str | None = None
     import_run_id: int | None = None
 
     def total(self, column: str) -> int:

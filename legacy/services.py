@@ -10,6 +10,8 @@ The whole run is one transaction:
    append: chartr's JSONL files (``legacy.timelines``) and Paseo's own
    history stores (``legacy.paseo``, ``legacy.histories``). A dry run rolls
    it all back.
+0. **Snapshot** the data (reason ``pre-import``) before anything else, so a
+   bad import is one ``restore`` away from undone (not in a dry run).
 3. **Back up** the input files to ``<data dir>/backup/pre-migration/<timestamp>/``,
    only when the import changed something, still inside the transaction so a
    failed copy imports nothing (``legacy.backup``; never in a dry run, which
@@ -31,9 +33,10 @@ from __future__ import annotations
 import datetime as dt
 from pathlib import Path
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from kernel.checkpoints import take_checkpoint
 from kernel.errors import Conflict
 from legacy.backup import back_up_source, discard_backup
 from legacy.histories import write_histories
@@ -58,6 +61,8 @@ def import_legacy(
     report = ImportReport(source=str(source), dry_run=dry_run)
     progress = progress or no_progress
     backup: Path | None = None
+    if not dry_run:
+        _snapshot_first(source, report)
     try:
         with transaction.atomic():
             plan = scan_home(source, report, skip_invalid=skip_invalid, progress=progress)
@@ -83,6 +88,24 @@ def import_legacy(
             discard_backup(backup)
         raise
     return report
+
+
+def _snapshot_first(source: Path, report: ImportReport) -> None:
+    """A pre-import data snapshot, so a bad import is one restore away from undone.
+
+    Taken before the import's transaction, since a snapshot copies committed
+    data; a rerun with nothing new reuses the newest snapshot. A caller that
+    already holds a transaction gets none (the snapshot could not see its
+    writes): the warning says so, as it does when snapshots are disabled.
+    """
+    if connection.in_atomic_block:
+        report.warnings.append("No data snapshot was taken before the import: it ran inside a transaction.")
+        return
+    report.snapshot = take_checkpoint(
+        reason="pre-import", note=f"before importing {source}", reuse_unchanged=True, required=False
+    )
+    if report.snapshot is None:
+        report.warnings.append("No data snapshot was taken before the import: CHARTR_SNAPSHOTS_KEEP is 0.")
 
 
 def _record_run(report: ImportReport, *, started_at: dt.datetime) -> ImportRun:

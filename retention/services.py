@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from django.utils import timezone
 
 from kernel.checkpoints import take_checkpoint
+from kernel.errors import NotFound
 from registry.services import delete_archived_registry
 from retention.selectors import PurgeCounts
+from snapshots.models import AgentSnapshot
 from snapshots.services import delete_archived_agents
-from timeline.services import delete_rows_of_archived_agents
+from timeline.pruning import TrimPolicy, TrimResult, delete_rows_of_archived_agents, trim_preview, trim_timeline
 
 
 @dataclass(frozen=True)
@@ -42,3 +44,36 @@ def purge_archived(*, archived_before: dt.datetime) -> PurgeResult:
     workspaces, projects = delete_archived_registry(archived_before=archived_before)
     counts = PurgeCounts(projects=projects, workspaces=workspaces, agents=agents, timeline_rows=timeline_rows)
     return PurgeResult(counts=counts, snapshot=snapshot)
+
+
+@dataclass(frozen=True)
+class TrimReport:
+    trimmed: list[TrimResult]
+    #: The ``pre-trim`` data snapshot, or None when there was nothing to trim (and so nothing was taken).
+    snapshot: str | None
+
+
+def trim_plan(*, agent_ids: list[str] | None, policy: TrimPolicy) -> dict[str, int]:
+    """Rows each agent would lose now, for those losing any (``agent_ids`` None: every agent). Writes nothing."""
+    agents = AgentSnapshot.objects.order_by("agent_id")
+    if agent_ids is not None:
+        agents = agents.filter(pk__in=agent_ids)
+        missing = sorted(set(agent_ids) - set(agents.values_list("agent_id", flat=True)))
+        if missing:
+            raise NotFound(f"Agent {missing[0]} does not exist.")
+    plan = {agent.agent_id: trim_preview(agent=agent, policy=policy) for agent in agents.iterator(500)}
+    return {agent_id: rows for agent_id, rows in plan.items() if rows}
+
+
+def trim_timelines(*, agent_ids: list[str] | None, policy: TrimPolicy) -> TrimReport:
+    """Trim the agents' oldest rows by ``policy``, after a ``pre-trim`` snapshot (none when nothing would go).
+
+    Each agent is trimmed in its own short batches (``timeline.pruning``), so
+    the API never waits for more than one.
+    """
+    plan = trim_plan(agent_ids=agent_ids, policy=policy)
+    if not plan:
+        return TrimReport(trimmed=[], snapshot=None)
+    snapshot = take_checkpoint(reason="pre-trim", note=f"before trimming {len(plan)} agent(s)")
+    trimmed = [trim_timeline(agent_id=agent_id, policy=policy) for agent_id in plan]
+    return TrimReport(trimmed=[result for result in trimmed if result.rows], snapshot=snapshot)

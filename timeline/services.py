@@ -149,6 +149,7 @@ def append_timeline_items(
             PendingRow(item=new.item, item_type=new.item["type"], item_id=new.item_id, committed_at=now)
             for new in new_items
         ]
+        agent.alive = True
         _append_locked(agent, pending, batch_size=MAX_ITEMS_PER_APPEND)
     return AppendResult(
         rows=_rows_in_call_order(items, committed, first_seq=first_seq, committed_at=now),
@@ -219,6 +220,8 @@ class _AgentHead:
     #: What this append adds to the agent's growth counters.
     added_rows: int = 0
     added_bytes: int = 0
+    #: Whether the agent's daemon itself is appending (a sign of life), not the importer.
+    alive: bool = False
 
     def saw(self, row: CheckedRow) -> None:
         """Move the activity times to a row's commit time (never back: an
@@ -290,29 +293,28 @@ def _save_head(agent: _AgentHead) -> None:
     and add what it appended to the growth counters (plain SQL for the reason
     in ``_lock_agent``).
 
-    An append is a sign of life too: ``last_seen_at`` moves with the head, so
-    an appending agent is never stale.
+    An append by the agent's own daemon (``agent.alive``) is a sign of life
+    too: ``last_seen_at`` moves with the head, so an appending agent is never
+    stale. A history carried over by the importer is not.
     """
-    assignments = ", ".join(f"{_agent_column(name)} = %s" for name in _HEAD_COLUMNS)
-    counters = ", ".join(f"{_agent_column(name)} = {_agent_column(name)} + %s" for name in _COUNTER_COLUMNS)
+    adapt = connection.ops.adapt_datetimefield_value
+    values = {
+        "head_seq": agent.head_seq,
+        "min_seq": agent.min_seq,
+        "timeline_epoch": agent.timeline_epoch,
+        "last_activity_at": adapt(agent.last_activity_at),
+        "last_user_message_at": adapt(agent.last_user_message_at),
+    }
+    if agent.alive:
+        values["last_seen_at"] = adapt(timezone.now())
+    assignments = [f"{_agent_column(name)} = %s" for name in values]
+    assignments += [f"{_agent_column(name)} = {_agent_column(name)} + %s" for name in _COUNTER_COLUMNS]
     sql = (
-        f"UPDATE {connection.ops.quote_name(AgentSnapshot._meta.db_table)} "
-        f"SET {assignments}, {_agent_column('last_seen_at')} = %s, {counters} "
+        f"UPDATE {connection.ops.quote_name(AgentSnapshot._meta.db_table)} SET {', '.join(assignments)} "
         f"WHERE {_agent_column('agent_id')} = %s"
     )
-    adapt = connection.ops.adapt_datetimefield_value
-    values = [
-        agent.head_seq,
-        agent.min_seq,
-        agent.timeline_epoch,
-        adapt(agent.last_activity_at),
-        adapt(agent.last_user_message_at),
-        adapt(timezone.now()),
-        agent.added_rows,
-        agent.added_bytes,
-    ]
     with connection.cursor() as cursor:
-        cursor.execute(sql, [*values, agent.agent_id])
+        cursor.execute(sql, [*values.values(), agent.added_rows, agent.added_bytes, agent.agent_id])
 
 
 def _restart_history(agent: _AgentHead, *, start_seq: int | None, epoch: str | None) -> None:
@@ -445,30 +447,3 @@ def _rows_in_call_order(
             rows.append(CommittedRow(seq=next_seq, committed_at=committed_at, item_id=new.item_id))
             next_seq += 1
     return rows
-
-
-# --- retention ---------------------------------------------------------------
-
-#: Rows per DELETE of a purge: each batch is its own short transaction, so the
-#: API never waits for more than one batch (on SQLite, writers queue behind it).
-PURGE_BATCH_ROWS = 5000
-
-
-def delete_rows_of_archived_agents(*, archived_before: dt.datetime, batch_size: int = PURGE_BATCH_ROWS) -> int:
-    """Delete the committed rows of every agent archived before ``archived_before``, in batches; how many.
-
-    The archive test is made again in every batch, so an agent unarchived
-    meanwhile keeps the rest of its history.
-    """
-    deleted = 0
-    while True:
-        with transaction.atomic():
-            batch = list(
-                TimelineRow.objects.filter(agent__archived_at__lt=archived_before)
-                .order_by()
-                .values_list("pk", flat=True)[:batch_size]
-            )
-            if not batch:
-                return deleted
-            TimelineRow.objects.filter(pk__in=batch).delete()
-        deleted += len(batch)

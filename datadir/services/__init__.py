@@ -18,7 +18,7 @@ from datadir.errors import SnapshotsDisabled
 from datadir.lock import store_lock
 from datadir.services.changes import summarize_changes
 from datadir.services.restore import RestoreResult, all_agent_ids, restore_locked
-from datadir.services.take import SnapshotResult, take_locked
+from datadir.services.take import SnapshotResult, newest_complete_name, take_locked
 from snapshots.models import AgentSnapshot
 from snapshots.signals import agents_changed
 
@@ -51,16 +51,18 @@ def take_snapshot(
         return take_locked(reason=reason, note=note, if_changed=if_changed)
 
 
-def take_checkpoint_snapshot(reason: str, note: str) -> str:
-    """kernel.checkpoints' taker: a snapshot before a destructive write, refused (SnapshotsDisabled) when
-    snapshots are off, since the write could then not be undone."""
+def take_checkpoint_snapshot(reason: str, note: str, reuse_unchanged: bool, required: bool) -> str | None:
+    """kernel.checkpoints' taker: a snapshot before a destructive write (see ``take_checkpoint``)."""
     if store.snapshots_keep() == 0:
+        if not required:
+            return None
         raise SnapshotsDisabled(
             f"Data snapshots are disabled (CHARTR_SNAPSHOTS_KEEP=0), so a {reason} snapshot cannot be taken and "
             "this could not be undone; set CHARTR_SNAPSHOTS_KEEP to 1 or more. Nothing was changed."
         )
-    result = take_snapshot(reason=reason, note=note)
-    assert result is not None  # only if_changed takes nothing
+    result = take_snapshot(reason=reason, note=note, if_changed=reuse_unchanged)
+    if result is None:  # unchanged since the newest snapshot, which holds this very state
+        return newest_complete_name()
     return result.name
 
 

@@ -143,6 +143,12 @@ def _write_snapshot(
     return _Written(manifest=manifest, linked_files=linked, copied_bytes=copied_bytes)
 
 
+def newest_complete_name() -> str | None:
+    """The newest snapshot with a readable manifest, the one ``if_changed`` compares with."""
+    newest = _newest_complete(store.snapshots_root())
+    return newest[0] if newest else None
+
+
 def _newest_complete(root: Path) -> Previous | None:
     for name in reversed(store.snapshot_names(root)):
         try:

@@ -542,3 +542,12 @@ def test_a_file_that_changes_between_checking_and_writing_aborts_the_import(lega
     assert f"{path}:line 3: changed during the import: seq 7 where 2 was expected" in str(exc.value)
     assert "--skip-invalid" not in str(exc.value)
     assert not AgentSnapshot.objects.exists() and backups() == []
+
+
+def test_imported_running_agents_are_stale_at_once(quirks_home, api):
+    """Their old daemon is gone: chartr never heard from them, so a running one is stale, archived ones are not."""
+    run(quirks_home.root)
+    stale = [row["agent_id"] for row in api.get("/api/v1/agents?stale=true&archived=all").json()["results"]]
+    assert stale == ["a-nested"]
+    assert api.post("/api/v1/agents/a-nested/heartbeat").status_code == 204
+    assert api.get("/api/v1/agents?stale=true").json()["results"] == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import shutil
 from io import StringIO
@@ -158,6 +159,8 @@ def test_nothing_is_skipped_silently(paseo_home):
     assert (counts.created, counts.skipped) == (17, 4)
 
 
+# A real process's import runs outside any transaction, and so takes its pre-import snapshot.
+@pytest.mark.django_db(transaction=True)
 def test_dry_run_prints_the_same_report(paseo_home):
     def sections(text):
         return [line for line in text.splitlines() if line.startswith("  ") or line.endswith("):")]
@@ -254,3 +257,18 @@ def test_a_paseo_cursor_resumes_on_the_stream_without_reset(paseo_home):
         await reader.close()
 
     run_stream(scenario)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_import_snapshots_first(paseo_home, settings):
+    out = run(paseo_home.root)
+    listing = io.StringIO()
+    call_command("restore", "--list", stdout=listing)
+    [line] = [line for line in listing.getvalue().splitlines() if "pre-import" in line]
+    name = line.split()[0]
+    assert f"Data snapshot before the import: {name}" in out
+    assert not any("No data snapshot" in line for line in out.splitlines())
+    # The rerun imports nothing new, yet its ImportRun record is data: it snapshots the state before it too.
+    again = run(paseo_home.root)
+    snapshots = sorted(p.name for p in (settings.DATA_DIR / "snapshots").iterdir())
+    assert len(snapshots) == 2 and f"Data snapshot before the import: {snapshots[-1]}" in again

@@ -91,6 +91,10 @@ class Command(BaseCommand):
             return
         if report.backup_path:
             out.write(f"Input backed up to {report.backup_path}")
+        if report.snapshot:
+            out.write(
+                f"Data snapshot before the import: {report.snapshot} (manage.py restore --from {report.snapshot} undoes it)"
+            )
         else:
             out.write("Nothing changed, so no backup was made.")
         out.write(self.style.SUCCESS(f"Recorded as import run {report.import_run_id}."))
