@@ -56,11 +56,18 @@ class SeqConflict(Conflict):
     code = "seq_conflict"
 
 
+class ItemConflict(Conflict):
+    """An ``item_id`` already committed with other content; ``extra`` carries its ``item_id`` and ``seq``."""
+
+    code = "item_conflict"
+
+
 __all__ = [
     "ArchivedConflict",
     "ChartrError",
     "Conflict",
     "DuplicateDirectory",
+    "ItemConflict",
     "NotFound",
     "PayloadTooLarge",
     "SeqConflict",
