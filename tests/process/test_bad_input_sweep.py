@@ -289,6 +289,7 @@ def test_no_bad_input_gets_a_5xx_and_every_4xx_has_the_envelope(server, caplog):
             sweep_path_parameters(sweep, method, template, operation, examples)
             sweep_query_and_headers(sweep, method, template, operation, examples)
             sweep_bodies(sweep, method, template, operation, examples)
+            sweep_raw_and_headers(sweep, method, template, operation, examples)
         sweep.operation = "outside the schema's operations"
         for template in sorted({path for _, path, _ in ops}):
             documented = {method for method, path, _ in ops if path == template}
@@ -325,6 +326,36 @@ def sweep_well_formed(sweep, method, template, operation, examples) -> None:
         sweep.send("well formed", method, url)
     else:
         send_body(sweep, "well formed", method, url, base_content(examples, operation))
+
+
+#: Query strings sent as they are: broken percent-encoding, invalid UTF-8, odd separators.
+RAW_QUERIES = ["limit=%ff", "%ff=1", "limit=%zz", "limit=%", "a=1&&&=", "limit", "=1", "limit=1;2", "cursor=%c3%28"]
+#: Path segments sent as they are, in place of each path parameter.
+RAW_SEGMENTS = ["%ff", "%zz", "%c3%28", "%2F", "%2e%2e", "..%2f..", "%E2%80%AE"]
+BAD_AUTHORIZATION = ["Bearer", "Bearer  x", "Basic YTpi", "Bearer " + "x" * 5000, "Bearer chartr_\u00e9"]
+ODD_ACCEPT = ["text/html", "application/xml", "*/*;q=x", "", "text/event-stream", "application/json; version=2"]
+
+
+def sweep_raw_and_headers(sweep, method, template, operation, examples) -> None:
+    url = fill_path(template, operation, examples)
+    content = None if method == "GET" else base_content(examples, operation)
+    kwargs = {} if content is None else {"content": content}
+    plain = {"Content-Type": "application/json"} if content is not None else {}
+    for query in RAW_QUERIES:
+        sweep.send(f"raw query {query}", method, f"{url}?{query}", headers=plain, **kwargs)
+    for name in [p["name"] for p in operation.get("parameters", []) if p["in"] == "path"]:
+        for segment in RAW_SEGMENTS:
+            raw_url = template
+            for parameter in operation["parameters"]:
+                if parameter["in"] == "path":
+                    value = segment if parameter["name"] == name else examples.path_value(parameter["name"], template)
+                    raw_url = raw_url.replace("{" + parameter["name"] + "}", value)
+            sweep.send(f"raw path {name}={segment}", method, raw_url, headers=plain, **kwargs)
+    for authorization in BAD_AUTHORIZATION:
+        headers = {**plain, "Authorization": authorization.encode("latin-1", "replace")}
+        sweep.send(f"authorization {authorization[:20]!r}", method, url, headers=headers, **kwargs)
+    for accept in ODD_ACCEPT:
+        sweep.send(f"accept {accept!r}", method, url, headers={**plain, "Accept": accept}, **kwargs)
 
 
 def sweep_path_parameters(sweep, method, template, operation, examples) -> None:
