@@ -10,7 +10,13 @@ one bad part at a time:
   path, query, header parameters and every field of the body;
 - NUL, control characters and lone surrogates in every string of the body;
 - bodies nested 100,000 levels deep, invalid UTF-8, duplicate keys, unknown
-  keys, and the wrong content type (text/plain, form, multipart, none).
+  keys, and the wrong content type (text/plain, form, multipart, none);
+- broken percent-encoding in path and query, odd ``Authorization`` and
+  ``Accept`` headers, methods the schema does not list.
+
+Not swept: requests the HTTP parser itself refuses before chartr sees them
+(a request line over its size limit, raw control characters on the wire);
+uvicorn answers those with its own plain-text 400.
 
 Runs on this run's database (SQLite, or PostgreSQL when DATABASE_URL points
 at it), where the two used to answer the same input differently.
