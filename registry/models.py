@@ -48,8 +48,12 @@ class DirectoryQuerySet(ArchivableQuerySet):
 
 
 class DirectoryHashField(models.CharField):
-    """``directory_hash(instance.directory)``, set on every save and bulk insert (``pre_save``),
-    so no write path can store a row whose hash does not match its directory."""
+    """``directory_hash(instance.directory)``, set on every save and bulk insert (``pre_save``).
+
+    With ``DirectoryQuerySet.update``/``bulk_update`` this keeps the hash
+    matching on the ORM's write paths (raw SQL, and ``save(update_fields=...)``
+    naming ``directory`` without ``directory_hash``, are on their own; no code
+    changes a stored directory today)."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("max_length", DIRECTORY_HASH_LENGTH)
