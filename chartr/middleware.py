@@ -10,9 +10,13 @@ the event loop. Under WSGI the classes behave exactly like their parents
 
 from __future__ import annotations
 
+import re
+
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
 from whitenoise.middleware import WhiteNoiseMiddleware
+
+from kernel.api.errors import refuse_early
 
 
 class StaticFilesMiddleware(WhiteNoiseMiddleware):
@@ -83,3 +87,54 @@ class ContentSecurityPolicyMiddleware:
 def content_security_policy(directives: dict[str, list[str] | tuple[str, ...]]) -> str:
     """``{"default-src": ["'self'"], "upgrade-insecure-requests": []}`` as a header value."""
     return "; ".join(" ".join([name, *sources]) for name, sources in directives.items())
+
+
+#: No address chartr serves has a control character in its path: agent ids,
+#: numeric ids and the admin's own segments are all printable.
+PATH_CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def unstorable_text_refusal(request):
+    """The answer for a request carrying text no database can compare, or None.
+
+    PostgreSQL refuses U+0000 in any text parameter, so a NUL that reached a
+    lookup (``/agents/a%00b``, ``?search=%00``, the admin's change pages and
+    search box) was a 500 there and a plain miss on SQLite. Refused here, at
+    the edge, both answer alike: a path with a control character names
+    nothing (404), a query parameter with a NUL is invalid (400, naming it).
+    JSON bodies get the same rule from the parser (kernel/api/parsers.py).
+    """
+    if PATH_CONTROL_CHARACTERS.search(request.path_info):
+        return refuse_early(request, 404, "not_found", "Nothing exists at this address.")
+    for name, values in request.GET.lists():
+        if "\x00" in name or any("\x00" in value for value in values):
+            shown = name.replace("\x00", "\\x00")
+            return refuse_early(
+                request,
+                400,
+                "invalid",
+                f"Invalid input. {shown}: NUL characters are not allowed.",
+                fields={shown: ["NUL characters are not allowed."]},
+            )
+    return None
+
+
+class UnstorableTextMiddleware:
+    """``unstorable_text_refusal`` before anything else looks at the request; works in both modes."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.async_mode = iscoroutinefunction(get_response)
+        if self.async_mode:
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        if self.async_mode:
+            return self._acall(request)
+        return unstorable_text_refusal(request) or self.get_response(request)
+
+    async def _acall(self, request):
+        return unstorable_text_refusal(request) or await self.get_response(request)

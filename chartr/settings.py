@@ -71,6 +71,7 @@ INSTALLED_APPS = [
 # validation and the HTTPS redirect (see chartr/health.py).
 MIDDLEWARE = [
     "chartr.health.HealthProbeMiddleware",
+    "chartr.middleware.UnstorableTextMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "chartr.middleware.ContentSecurityPolicyMiddleware",
     "chartr.middleware.StaticFilesMiddleware",

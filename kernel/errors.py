@@ -66,11 +66,18 @@ class UnderMaintenance(ChartrError):
     retry_after = 5
 
 
+class ItemConflict(Conflict):
+    """An ``item_id`` already committed with other content; ``extra`` carries its ``item_id`` and ``seq``."""
+
+    code = "item_conflict"
+
+
 __all__ = [
     "ArchivedConflict",
     "ChartrError",
     "Conflict",
     "DuplicateDirectory",
+    "ItemConflict",
     "NotFound",
     "PayloadTooLarge",
     "SeqConflict",

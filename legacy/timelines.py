@@ -20,6 +20,7 @@ from legacy.problems import LegacyImportInvalid, Problem, RecordError
 from legacy.report import ImportReport, Progress
 from legacy.selectors import locked_rows, stored_timeline_row
 from snapshots.models import AgentSnapshot
+from timeline.items import same_item
 from timeline.services import bulk_append_timeline_rows
 
 #: Timeline rows per INSERT batch: big enough to amortise the round trip,
@@ -227,10 +228,12 @@ def _continuity_problem(
 ) -> Problem | None:
     """A problem when the file's row differs from the one chartr holds at the same seq."""
     stored = stored_timeline_row(agent_id=agent.agent_id, seq=row.seq)
-    if stored is not None and (stored["committed_at"], stored["item_id"], stored["item"]) == (
-        row.committed_at,
-        row.item_id,
-        row.item,
+    # Items compare as JSON (timeline.items.same_item): PostgreSQL's jsonb
+    # hands back reordered keys and decimal numbers, and 1 is not true.
+    if (
+        stored is not None
+        and (stored["committed_at"], stored["item_id"]) == (row.committed_at, row.item_id)
+        and same_item(stored["item"], row.item)
     ):
         return None
     return Problem(

@@ -18,7 +18,7 @@ from django.db import models
 from legacy.records import LegacyAgent, LegacyProject, LegacyWorkspace
 from legacy.report import ImportReport
 from legacy.selectors import RECORD_BATCH, chunks, locked_rows
-from registry.directories import last_segment
+from registry.directories import directory_hash, last_segment
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot, new_timeline_epoch
 from snapshots.services import ACTIVITY_FIELDS, UPDATABLE_AGENT_FIELDS, notify_agents_changed
@@ -71,7 +71,8 @@ def _create_keeping_times(model: type[models.Model], records: list) -> None:
 def _write_projects(projects: list[LegacyProject], report: ImportReport) -> dict[str, int]:
     counts = report.counts["projects"]
     existing = {
-        project.directory: project for project in locked_rows(Project, "directory", [p.directory for p in projects])
+        project.directory: project
+        for project in locked_rows(Project, "directory_hash", [directory_hash(p.directory) for p in projects])
     }
     new, changed = [], []
     for legacy in projects:
@@ -113,7 +114,7 @@ def _write_workspaces(
     counts = report.counts["workspaces"]
     existing = {
         workspace.directory: workspace
-        for workspace in locked_rows(Workspace, "directory", [w.directory for w in workspaces])
+        for workspace in locked_rows(Workspace, "directory_hash", [directory_hash(w.directory) for w in workspaces])
     }
     new, changed = [], []
     for legacy in workspaces:
@@ -170,7 +171,7 @@ def _workspaces_for_new_agents(
     workspace_pk_by_dir = dict(workspace_pk_by_dir)
     unknown = sorted({agent.cwd for agent in agents} - set(workspace_pk_by_dir))
     for chunk in chunks(unknown):
-        workspace_pk_by_dir.update(Workspace.objects.filter(directory__in=chunk).values_list("directory", "pk"))
+        workspace_pk_by_dir.update(Workspace.objects.at_directories(chunk).values_list("directory", "pk"))
     _add_containing_workspaces(
         sorted({agent.cwd for agent in agents} - set(workspace_pk_by_dir)), workspace_pk_by_dir, report
     )
@@ -183,7 +184,7 @@ def _workspaces_for_new_agents(
             first_seen[agent.cwd] = min(first_seen.get(agent.cwd, agent.created_at), agent.created_at)
     project_pk_by_dir = dict(project_pk_by_dir)
     for chunk in chunks([d for d in missing if d not in project_pk_by_dir]):
-        project_pk_by_dir.update(Project.objects.filter(directory__in=chunk).values_list("directory", "pk"))
+        project_pk_by_dir.update(Project.objects.at_directories(chunk).values_list("directory", "pk"))
     new_projects = [
         Project(
             directory=directory,
@@ -227,7 +228,7 @@ def _add_containing_workspaces(cwds: list[str], workspace_pk_by_dir: dict[str, i
     wanted = sorted({ancestor for cwd in cwds for ancestor in _ancestors(cwd)} - set(workspace_pk_by_dir))
     known = dict(workspace_pk_by_dir)
     for chunk in chunks(wanted):
-        known.update(Workspace.objects.filter(directory__in=chunk).values_list("directory", "pk"))
+        known.update(Workspace.objects.at_directories(chunk).values_list("directory", "pk"))
     for cwd in cwds:
         container = next((ancestor for ancestor in _ancestors(cwd) if ancestor in known), None)
         if container is not None:

@@ -9,9 +9,13 @@ would once symlinks are involved.
 
 from __future__ import annotations
 
+import hashlib
+
 from django.core.exceptions import ValidationError
 
 MAX_DIRECTORY_LENGTH = 4096
+#: Length of ``directory_hash``: a sha256 in hex.
+DIRECTORY_HASH_LENGTH = 64
 
 
 def normalize_directory(raw: object) -> str:
@@ -32,3 +36,14 @@ def normalize_directory(raw: object) -> str:
 
 def last_segment(directory: str) -> str:
     return directory.rstrip("/").rsplit("/", 1)[-1] or "/"
+
+
+def directory_hash(directory: str) -> str:
+    """The key that makes a directory unique and finds it: sha256 of its UTF-8, in hex.
+
+    A directory may be PATH_MAX (4,096) characters, up to 16 KiB of UTF-8;
+    PostgreSQL's btree cannot index a row over about 2,700 bytes, so an index
+    on the directory itself refused long paths SQLite stored. Every database
+    indexes 64 hex characters.
+    """
+    return hashlib.sha256(directory.encode("utf-8")).hexdigest()

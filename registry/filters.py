@@ -39,6 +39,11 @@ class DirectoryFilter(django_filters.CharFilter):
         )
         super().__init__(*args, **kwargs)
 
+    def filter(self, qs, value):
+        if value in (None, ""):
+            return qs
+        return qs.at_directory(value)
+
 
 class ProjectFilter(ArchivedFilterSet):
     kind = django_filters.ChoiceFilter(choices=ProjectKind.choices)

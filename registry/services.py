@@ -20,7 +20,7 @@ from registry.models import Project, Workspace
 
 
 def _ensure_directory_free(model: type[Project] | type[Workspace], directory: str, *, exclude_pk=None) -> None:
-    clash = model.objects.filter(directory=directory)
+    clash = model.objects.at_directory(directory)
     if exclude_pk is not None:
         clash = clash.exclude(pk=exclude_pk)
     if clash.exists():
@@ -36,7 +36,7 @@ def _save_new(instance: Project | Workspace) -> None:
         with transaction.atomic():
             instance.save(force_insert=True)
     except IntegrityError as exc:
-        if type(instance).objects.filter(directory=instance.directory).exists():
+        if type(instance).objects.at_directory(instance.directory).exists():
             raise DuplicateDirectory(
                 f"A {instance._meta.verbose_name} with directory {instance.directory!r} already exists.",
                 extra={"directory": instance.directory},

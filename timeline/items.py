@@ -8,6 +8,7 @@ store item kinds this server does not know yet.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -107,3 +108,30 @@ def contains_nul(value: Any) -> bool:
     if isinstance(value, list):
         return any(contains_nul(v) for v in value)
     return False
+
+
+def canonical_item(value: Any) -> Any:
+    """``value`` in a form two items compare equal in exactly when they carry the same JSON.
+
+    Stored items do not come back as they were sent: PostgreSQL's jsonb
+    reorders keys and keeps numbers as decimals (``1e16`` is read back as
+    the integer ``10000000000000000``), SQLite keeps the text. Python's own
+    ``==`` ignores key order but also says ``true == 1``. Here objects compare
+    by their key set, numbers by decimal value (``1``, ``1.0`` and ``1e0`` are
+    one number, as in jsonb), and booleans, null, strings, lists and objects
+    only with their own kind, so the answer is the same on both databases.
+    """
+    if value is None or isinstance(value, (bool, str)):
+        return (type(value).__name__, value)
+    if isinstance(value, (int, float)):
+        return ("number", Decimal(repr(value)) if isinstance(value, float) else Decimal(value))
+    if isinstance(value, dict):
+        return ("object", tuple(sorted((key, canonical_item(item)) for key, item in value.items())))
+    if isinstance(value, (list, tuple)):
+        return ("array", tuple(canonical_item(item) for item in value))
+    return ("other", repr(value))
+
+
+def same_item(left: Any, right: Any) -> bool:
+    """Whether two items are the same JSON whichever database stored either (see ``canonical_item``)."""
+    return canonical_item(left) == canonical_item(right)

@@ -3,7 +3,8 @@
 Two entry points share one core, so the rules exist once:
 
 - ``append_timeline_items``: the API's append (items checked here, idempotent
-  ``item_id``, optional ``expected_head_seq``, archived agents refused);
+  ``item_id`` with ``item_conflict`` when the content differs, optional
+  ``expected_head_seq``, archived agents refused);
 - ``bulk_append_timeline_rows``: rows already checked by the caller (the
   legacy importer), streamed in batches, inside the caller's transaction when
   there is one.
@@ -29,9 +30,9 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from kernel.errors import ArchivedConflict, Conflict, NotFound, SeqConflict
+from kernel.errors import ArchivedConflict, Conflict, ItemConflict, NotFound, SeqConflict
 from snapshots.models import AgentSnapshot
-from timeline.items import check_item_size, item_bytes, new_item_problems
+from timeline.items import check_item_size, item_bytes, new_item_problems, same_item
 from timeline.models import TimelineRow
 from timeline.signals import timeline_committed
 
@@ -131,15 +132,21 @@ def append_timeline_items(
     bulk-inserted and the head moves, all in one transaction. The unique
     (agent, seq) constraint is only the backstop.
 
-    An item whose ``item_id`` is already committed is not stored again; its
-    original seq is returned, so a client retrying after a timeout never
-    creates a duplicate. When every item was already committed the call
-    succeeds whatever ``expected_head_seq`` says, for the same reason.
+    An item whose ``item_id`` is already committed with the same ``item`` is
+    not stored again; its original seq is returned, so a client retrying after
+    a timeout never creates a duplicate. When every item was already committed
+    the call succeeds whatever ``expected_head_seq`` says, for the same reason.
+    The same ``item_id`` with a different ``item`` is not a retry but a client
+    reusing a key: ``ItemConflict`` (409 ``item_conflict``) with the stored
+    row's seq, and nothing of the call is stored. Items are compared as JSON
+    (``timeline.items.same_item``), so key order and the database's storage
+    form do not matter.
     """
     validate_new_items(items)
     with transaction.atomic():
         agent = _lock_agent(agent_id, allow_archived=False)
         committed = _committed_by_item_id(agent, items)
+        _check_replays_match(items, committed)
         new_items = [new for new in items if new.item_id is None or new.item_id not in committed]
         if new_items:
             _check_expected_head(agent, expected_head_seq)
@@ -178,8 +185,12 @@ def bulk_append_timeline_rows(
     stays contiguous, ``head_seq`` moves, and ``timeline_committed`` is sent
     once, after the outermost transaction commits (never on a rollback).
     Called inside the caller's transaction it runs in a savepoint, so the
-    caller's all-or-nothing holds; rows are not checked for idempotency, and
-    a repeated ``item_id`` raises ``IntegrityError``.
+    caller's all-or-nothing holds. Rows are placed by position, so there is
+    no idempotent replay here: an ``item_id`` the agent has already committed
+    (before this call or in an earlier batch of it) raises ``ItemConflict``
+    with that row's seq, whatever its content, and nothing of the call is
+    stored. Repeats inside one batch are the caller's to prevent (the unique
+    constraint raises ``IntegrityError``).
 
     ``allow_archived`` lets the legacy importer carry history into agents the
     legacy data marks archived; the API append refuses them.
@@ -197,7 +208,7 @@ def bulk_append_timeline_rows(
         if restarted:
             _restart_history(agent, start_seq=start_seq, epoch=epoch)
         first_seq = agent.head_seq + 1
-        _append_locked(agent, rows, batch_size=batch_size, on_batch=on_batch)
+        _append_locked(agent, rows, batch_size=batch_size, on_batch=on_batch, check_item_ids=True)
         if restarted and agent.head_seq == first_seq - 1:
             # A history that retains no row still goes on at start_seq, in its epoch.
             _save_head(agent)
@@ -353,11 +364,17 @@ def _append_locked(
     *,
     batch_size: int,
     on_batch: Callable[[int], None] | None = None,
+    check_item_ids: bool = False,
 ) -> None:
     """Insert ``rows`` after the head of ``agent``, whose row the caller has
-    locked in the current transaction, then move the head and announce it."""
+    locked in the current transaction, then move the head and announce it.
+
+    ``check_item_ids``: refuse a batch carrying an item id already committed
+    (one indexed lookup per batch; the API append has looked them up already)."""
     start_head = agent.head_seq
     for batch in _batches(rows, batch_size):
+        if check_item_ids:
+            _refuse_committed_item_ids(agent, batch)
         _insert_batch(agent_id=agent.agent_id, first_seq=agent.head_seq + 1, rows=batch)
         agent.head_seq += len(batch)
         for row in batch:
@@ -424,9 +441,41 @@ def _committed_by_item_id(agent: _AgentHead, items: Sequence[NewTimelineItem]) -
     if not wanted_ids:
         return {}
     stored = TimelineRow.objects.filter(agent_id=agent.agent_id, item_id__in=wanted_ids).only(
-        "seq", "committed_at", "item_id"
+        "seq", "committed_at", "item_id", "item"
     )
     return {row.item_id: row for row in stored}
+
+
+def _check_replays_match(items: Sequence[NewTimelineItem], committed: dict[str, TimelineRow]) -> None:
+    for index, new in enumerate(items):
+        stored = committed.get(new.item_id) if new.item_id is not None else None
+        if stored is not None and not same_item(stored.item, new.item):
+            raise ItemConflict(
+                f"items[{index}]: item_id {new.item_id!r} is already committed as seq {stored.seq} "
+                "with different content; a retry must send the same item, new content needs a new item_id.",
+                extra={"item_id": new.item_id, "seq": stored.seq},
+            )
+
+
+def _refuse_committed_item_ids(agent: _AgentHead, batch: Sequence[CheckedRow]) -> None:
+    """The bulk append's check: no row of ``batch`` may reuse an item id the agent has committed."""
+    wanted_ids = [row.item_id for row in batch if row.item_id is not None]
+    for start in range(0, len(wanted_ids), MAX_ITEMS_PER_APPEND):
+        # Chunks of 500 ids stay far below any SQLite build's limit on query parameters.
+        chunk = wanted_ids[start : start + MAX_ITEMS_PER_APPEND]
+        stored = (
+            TimelineRow.objects.filter(agent_id=agent.agent_id, item_id__in=chunk)
+            .order_by("seq")
+            .values_list("item_id", "seq")
+            .first()
+        )
+        if stored is None:
+            continue
+        item_id, seq = stored
+        raise ItemConflict(
+            f"item_id {item_id!r} is already committed as seq {seq} for agent {agent.agent_id}.",
+            extra={"item_id": item_id, "seq": seq},
+        )
 
 
 def _rows_in_call_order(

@@ -36,8 +36,9 @@ class AgentTimelineView(APIView):
         summary="Append items to the agent's committed timeline",
         description=(
             "Items commit atomically with contiguous seqs. 201 when anything new was stored; 200 when every "
-            "item's item_id was already committed (an idempotent retry). 409 seq_conflict when "
-            "expected_head_seq is stale; 409 archived for an archived agent."
+            "item's item_id was already committed with the same item (an idempotent retry). 409 item_conflict "
+            "(with the stored `item_id` and `seq`) when an item_id is committed with a different item; "
+            "409 seq_conflict when expected_head_seq is stale; 409 archived for an archived agent."
         ),
     )
     def post(self, request: Request, agent_id: str) -> Response:

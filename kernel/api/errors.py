@@ -12,7 +12,7 @@ from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import OperationalError, connection
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponse, JsonResponse
 from django.views import defaults as django_defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -148,6 +148,17 @@ def _is_api(request) -> bool:
 
 def _json_error(status_code: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message}}, status=status_code)
+
+
+def refuse_early(request, status_code: int, code: str, message: str, *, fields=None) -> HttpResponse:
+    """An answer given before any view runs (middleware): the JSON envelope under
+    /api/, a plain text page elsewhere (the admin)."""
+    if not _is_api(request):
+        return HttpResponse(message, status=status_code, content_type="text/plain; charset=utf-8")
+    body: dict = {"code": code, "message": message}
+    if fields:
+        body["fields"] = fields
+    return JsonResponse({"error": body}, status=status_code)
 
 
 def bad_request(request, exception, template_name="400.html"):

@@ -17,9 +17,10 @@ ERROR_CODES: dict[int, tuple[tuple[str, ...], str]] = {
     403: (("permission_denied",), "The token is read-only."),
     404: (("not_found",), "Nothing exists at this address."),
     409: (
-        ("archived", "duplicate_directory", "conflict", "seq_conflict"),
+        ("archived", "duplicate_directory", "conflict", "seq_conflict", "item_conflict"),
         "The change conflicts with the current state: the target (or its parent) is archived, "
-        "the directory is taken, the id already exists, or (timeline appends) `expected_head_seq` is stale.",
+        "the directory is taken, the id already exists, or (timeline appends) `expected_head_seq` is stale "
+        "or an `item_id` is already committed with other content.",
     ),
     412: (("version_mismatch",), "`If-Match` names a version that is no longer current; `version` is the current one."),
     413: (("payload_too_large",), "The request body is larger than the server's limit (1 MiB by default)."),

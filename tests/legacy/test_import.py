@@ -7,6 +7,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
+from kernel.errors import ItemConflict
 from legacy import services, timelines, write
 from legacy.models import ImportRun
 from legacy.problems import LegacyImportInvalid
@@ -332,6 +333,43 @@ class TestIdempotence:
         with pytest.raises(LegacyImportInvalid) as exc:
             import_legacy(source=legacy_home.root)
         assert str(exc.value.problems[0]).startswith(f"{path}:line 4: row seq 3 differs from the one chartr holds")
+        assert dump_database() == before
+
+    def test_a_shared_row_as_the_database_hands_it_back_still_continues_the_history(self, legacy_home):
+        big = {**row(2), "item": {"type": "assistant_message", "text": "big", "n": 1e300}}
+        legacy_home.agent("a1", "/srv/app")
+        legacy_home.timeline("a1", [row(1), big])
+        legacy_home.save()
+        import_legacy(source=legacy_home.root)
+        # PostgreSQL's jsonb hands the item back with its keys reordered and 1e300 as the integer 10**300.
+        reordered = {**big, "item": {"n": 1e300, "text": "big", "type": "assistant_message"}}
+        legacy_home.timeline("a1", [row(1), reordered, row(3)])
+        report = import_legacy(source=legacy_home.root)
+        assert report.counts["timeline_rows"].as_dict() == {"created": 1, "updated": 0, "unchanged": 2, "skipped": 0}
+
+    def test_a_new_row_reusing_an_item_id_the_agent_committed_is_an_item_conflict(self, legacy_home):
+        legacy_home.agent("a1", "/srv/app")
+        legacy_home.timeline("a1", 1)
+        legacy_home.save()
+        import_legacy(source=legacy_home.root)
+        timeline_services.append_timeline_items(
+            agent_id="a1", items=[timeline_services.NewTimelineItem(item={"type": "x"}, item_id="api-1")]
+        )
+        stored = TimelineRow.objects.get(agent_id="a1", seq=2)
+        committed_at = stored.committed_at.isoformat().replace("+00:00", "Z")
+        # Continuity is checked on the last shared row (seq 2, identical); row 3 reuses row 1's item id.
+        legacy_home.timeline(
+            "a1",
+            [
+                row(1, item_id="renamed"),
+                {**row(2, item_id="api-1", committed_at=committed_at), "item": {"type": "x"}},
+                row(3, item_id="item-1"),
+            ],
+        )
+        before = dump_database()
+        with pytest.raises(ItemConflict) as exc:
+            import_legacy(source=legacy_home.root)
+        assert exc.value.extra == {"item_id": "item-1", "seq": 1}
         assert dump_database() == before
 
     def test_an_older_shorter_file_changes_nothing(self, legacy_home):

@@ -66,6 +66,31 @@ def test_retry_is_200_with_the_original_seqs(api):
     assert TimelineRow.objects.filter(agent=agent).count() == 1
 
 
+def test_a_reused_item_id_with_other_content_is_409_item_conflict_with_the_original_seq(api):
+    agent = AgentFactory()
+    api.post(url(agent.pk), {"items": items("a", "b", ids=["k0", "k1"])}, format="json")
+    response = api.post(url(agent.pk), {"items": items("new", "changed", ids=["k2", "k1"])}, format="json")
+    assert response.status_code == 409, response.content
+    error = response.json()["error"]
+    assert (error["code"], error["seq"], error["item_id"]) == ("item_conflict", 2, "k1")
+    assert "items[1]" in error["message"]
+    # Nothing of the call is stored, and the original row is untouched.
+    assert list(TimelineRow.objects.filter(agent=agent).values_list("item_id", "item__text")) == [
+        ("k0", "a"),
+        ("k1", "b"),
+    ]
+
+
+def test_a_retry_whose_keys_come_in_another_order_is_still_a_retry(api):
+    agent = AgentFactory()
+    body = '{"items": [{"item": {"type": "user_message", "text": "a", "n": 1.0}, "item_id": "k1"}]}'
+    reordered = '{"items": [{"item_id": "k1", "item": {"n": 1, "text": "a", "type": "user_message"}}]}'
+    assert api.generic("POST", url(agent.pk), body, content_type="application/json").status_code == 201
+    retry = api.generic("POST", url(agent.pk), reordered, content_type="application/json")
+    assert retry.status_code == 200, retry.content
+    assert retry.json()["rows"][0]["seq"] == 1
+
+
 def test_seq_conflict_reports_the_head(api):
     agent = AgentFactory()
     api.post(url(agent.pk), {"items": items("a")}, format="json")

@@ -7,7 +7,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connections, transaction
 
-from kernel.errors import ArchivedConflict, NotFound, PayloadTooLarge, SeqConflict
+from kernel.errors import ArchivedConflict, ItemConflict, NotFound, PayloadTooLarge, SeqConflict
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory
 from timeline.models import TimelineRow
@@ -58,6 +58,46 @@ class TestAppend:
         append_timeline_items(agent_id=agent.pk, items=[msg("a", "k1")])
         result = append_timeline_items(agent_id=agent.pk, items=[msg("a", "k1"), msg("b", "k2"), msg("c")])
         assert [r.seq for r in result.rows] == [1, 2, 3] and result.created == 2
+
+    def test_a_reused_item_id_with_other_content_is_refused_with_the_stored_seq(self):
+        agent = AgentFactory()
+        append_timeline_items(agent_id=agent.pk, items=[msg("a", "k1"), msg("b", "k2")])
+        with pytest.raises(ItemConflict) as exc:
+            append_timeline_items(agent_id=agent.pk, items=[msg("c", "k3"), msg("B", "k2")])
+        assert exc.value.code == "item_conflict" and exc.value.extra == {"item_id": "k2", "seq": 2}
+        assert seqs(agent) == [1, 2]
+        assert TimelineRow.objects.get(agent=agent, seq=2).item["text"] == "b"
+
+    @pytest.mark.parametrize(
+        ("stored", "retried", "same"),
+        [
+            (
+                {"type": "x", "a": 1, "b": [1, {"c": "d", "e": None}]},
+                {"b": [1, {"e": None, "c": "d"}], "a": 1, "type": "x"},
+                True,
+            ),
+            ({"type": "x", "n": 1}, {"type": "x", "n": 1.0}, True),
+            # jsonb reads 1e300 back as the integer 10**300, which Python's == finds unequal to the float.
+            ({"type": "x", "n": 1e300, "m": 0.1}, {"type": "x", "n": 1e300, "m": 0.1}, True),
+            ({"type": "x", "n": 1e300}, {"type": "x", "n": 10**300}, True),
+            ({"type": "x", "n": 1}, {"type": "x", "n": True}, False),
+            ({"type": "x", "n": 0}, {"type": "x", "n": None}, False),
+            ({"type": "x", "n": "1"}, {"type": "x", "n": 1}, False),
+            ({"type": "x", "l": [1, 2]}, {"type": "x", "l": [2, 1]}, False),
+            ({"type": "x", "o": {}}, {"type": "x", "o": {"k": None}}, False),
+            ({"type": "x"}, {"type": "y"}, False),
+        ],
+    )
+    def test_items_are_compared_as_json_whatever_the_database_stored(self, stored, retried, same):
+        agent = AgentFactory()
+        append_timeline_items(agent_id=agent.pk, items=[NewTimelineItem(item=stored, item_id="k")])
+        retry = [NewTimelineItem(item=retried, item_id="k")]
+        if same:
+            assert append_timeline_items(agent_id=agent.pk, items=retry).replayed == 1
+        else:
+            with pytest.raises(ItemConflict):
+                append_timeline_items(agent_id=agent.pk, items=retry)
+        assert seqs(agent) == [1]
 
     def test_expected_head_conflict_carries_the_current_head(self):
         agent = AgentFactory()
@@ -226,13 +266,28 @@ class TestBulkAppend:
             bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(2)], expected_head_seq=0)
         assert exc.value.extra == {"head_seq": 1} and seqs(agent) == [1]
 
-    def test_a_repeated_item_id_stores_nothing_of_the_call(self):
+    @pytest.mark.parametrize("batch_size", [1, 5000])
+    def test_an_item_id_already_committed_is_refused_with_its_seq_and_stores_nothing(self, batch_size):
         agent = AgentFactory()
-        append_timeline_items(agent_id=agent.pk, items=[msg("a", "k1")])
-        with pytest.raises(IntegrityError):
-            bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(1), checked(2, "k1")], batch_size=1)
+        append_timeline_items(agent_id=agent.pk, items=[msg("a", "k0"), msg("b", "k1")])
+        with pytest.raises(ItemConflict) as exc:
+            bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(1), checked(2, "k1")], batch_size=batch_size)
+        assert exc.value.extra == {"item_id": "k1", "seq": 2}
         agent.refresh_from_db()
-        assert agent.head_seq == 1 and seqs(agent) == [1]
+        assert agent.head_seq == 2 and seqs(agent) == [1, 2]
+
+    def test_an_item_id_repeated_in_a_later_batch_of_the_call_is_refused(self):
+        agent = AgentFactory()
+        with pytest.raises(ItemConflict) as exc:
+            bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(1, "k1"), checked(2, "k1")], batch_size=1)
+        assert exc.value.extra == {"item_id": "k1", "seq": 1}
+        assert seqs(agent) == []
+
+    def test_an_item_id_repeated_inside_one_batch_is_the_callers_to_prevent(self):
+        agent = AgentFactory()
+        with pytest.raises(IntegrityError):
+            bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(1, "k1"), checked(2, "k1")])
+        assert seqs(agent) == []
 
 
 @pytest.mark.django_db(transaction=True)
