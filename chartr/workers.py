@@ -15,7 +15,8 @@ too abrupt. This worker, on the first SIGTERM:
 3. then stops as uvicorn does: stops accepting, lets the requests in flight
    finish (within gunicorn's ``CHARTR_GRACEFUL_TIMEOUT``), and exits.
 
-A second SIGTERM, or SIGINT, skips what is left of the wait.
+A second SIGTERM, or SIGINT, skips what is left of the wait (SIGINT, Ctrl-C,
+also ends the streams and fails readiness, without waiting).
 """
 
 from __future__ import annotations
@@ -47,9 +48,10 @@ class DrainingServer(Server):
         self.drain_deadline: float | None = None
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # Every stop ends the open streams and fails readiness; only SIGTERM waits first.
+        draining.start_draining()
         if sig == signal.SIGTERM and self.drain_deadline is None and not self.should_exit:
             self.drain_deadline = time.monotonic() + self.drain_seconds
-            draining.start_draining()
             if self.drain_seconds > 0:
                 return
         super().handle_exit(sig, frame)
