@@ -121,6 +121,7 @@ class Subscriber:
     upstreams: Counter = field(default_factory=Counter)
     resumed: int = 0
     cut: int = 0
+    ended: int = 0
     target: int | None = None
 
     def done(self) -> bool:
@@ -150,7 +151,7 @@ class Subscriber:
                     reader.stop_when = self.done
                     self._read(reader, budget=rng.randint(3, 40))
                 except EOFError:
-                    pass  # the stream ended cleanly (a draining instance): resume elsewhere
+                    self.ended += not self.done()  # ended cleanly by a draining instance: resume elsewhere
                 except httpx.HTTPError:
                     self.cut += 1  # cut mid-stream (kill -9): resume with Last-Event-ID
                 finally:
@@ -342,6 +343,7 @@ def test_two_instances_behind_nginx_survive_kill_and_drain(deployment, transport
         "subscribers_wrong": len(subscriber_faults),
         "resumed_with_last_event_id": sum(s.resumed for s in subscribers),
         "streams_cut_by_kill": sum(s.cut for s in subscribers),
+        "streams_ended_by_drain": sum(s.ended for s in subscribers),
         "5xx_graceful_stop": clock.count("draining", "5xx"),
         "5xx_kill": clock.count("killed", "5xx"),
         "errors_by_phase": {phase: dict(errors) for phase, errors in clock.errors.items()},
