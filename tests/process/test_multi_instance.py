@@ -122,6 +122,7 @@ class Subscriber:
     resumed: int = 0
     cut: int = 0
     ended: int = 0
+    moved: int = 0
     target: int | None = None
 
     def done(self) -> bool:
@@ -130,6 +131,7 @@ class Subscriber:
     def run(self, balancer: Nginx, token: str, clock: Clock, deadline: float) -> None:
         rng = random.Random(self.name)
         url = balancer.url(f"/api/v1/agents/{self.agent}/timeline/stream")
+        previous = None
         with httpx.Client() as client:
             while not self.done() and time.monotonic() < deadline:
                 last = str(self.seqs[-1]) if self.seqs else None
@@ -146,8 +148,12 @@ class Subscriber:
                         clock.record(f"{reader.response.status_code // 100}xx stream {reader.response.status_code}")
                         time.sleep(0.1)
                         continue
-                    self.upstreams[upstream_of(reader.response)] += 1
+                    where = upstream_of(reader.response)
+                    self.upstreams[where] += 1
                     self.resumed += last is not None
+                    # Resumed with Last-Event-ID on the other instance than the previous connection.
+                    self.moved += last is not None and where != previous
+                    previous = where
                     reader.stop_when = self.done
                     self._read(reader, budget=rng.randint(3, 40))
                 except EOFError:
@@ -342,6 +348,7 @@ def test_two_instances_behind_nginx_survive_kill_and_drain(deployment, transport
         "gaps": gaps,
         "subscribers_wrong": len(subscriber_faults),
         "resumed_with_last_event_id": sum(s.resumed for s in subscribers),
+        "resumed_on_the_other_instance": sum(s.moved for s in subscribers),
         "streams_cut_by_kill": sum(s.cut for s in subscribers),
         "streams_ended_by_drain": sum(s.ended for s in subscribers),
         "5xx_graceful_stop": clock.count("draining", "5xx"),
@@ -356,7 +363,7 @@ def test_two_instances_behind_nginx_survive_kill_and_drain(deployment, transport
     assert not lost, lost[:10]
     assert duplicates == 0 and gaps == 0
     assert not subscriber_faults, subscriber_faults
-    assert figures["resumed_with_last_event_id"] >= 10
+    assert figures["resumed_with_last_event_id"] >= 10 and figures["resumed_on_the_other_instance"] >= 1
     assert len(stream_upstreams) == 2 and figures["write_upstreams"] == 2, figures
     # Only a crash may cost a client an error (a request in flight on the killed instance);
     # a graceful stop, and the time both instances are up, cost none.
