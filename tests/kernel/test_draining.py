@@ -8,7 +8,9 @@ from kernel import draining
 
 
 @pytest.fixture(autouse=True)
-def serving_again():
+def serving_again(monkeypatch):
+    # This test's listeners go away with it; the live hub's (registered at start-up) stay.
+    monkeypatch.setattr(draining, "_listeners", list(draining._listeners))
     draining.reset()
     yield
     draining.reset()
