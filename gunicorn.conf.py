@@ -17,6 +17,7 @@ updates fan out through an in-memory broker that only its own process sees.
 
 from __future__ import annotations
 
+import math
 import os
 
 import environ
@@ -48,7 +49,7 @@ def _default_workers() -> int:
     return min(2 * (os.cpu_count() or 1), 8)
 
 
-worker_class = _env("CHARTR_WORKER_CLASS", "uvicorn_worker.UvicornWorker")
+worker_class = _env("CHARTR_WORKER_CLASS", "chartr.workers.DrainingUvicornWorker")
 _asgi = "uvicorn" in worker_class.lower() or worker_class == "asgi"
 wsgi_app = "chartr.asgi:application" if _asgi else "chartr.wsgi:application"
 
@@ -56,7 +57,10 @@ bind = [address.strip() for address in _env("CHARTR_BIND", "127.0.0.1:8000").spl
 workers = int(_env("CHARTR_WORKERS", str(_default_workers())))
 threads = int(_env("CHARTR_THREADS", "1"))
 timeout = int(_env("CHARTR_TIMEOUT", "30"))
-graceful_timeout = int(_env("CHARTR_GRACEFUL_TIMEOUT", "30"))
+# On SIGTERM the worker drains for CHARTR_DRAIN_SECONDS (chartr/workers.py) before it stops
+# accepting; that comes out of the grace period, so the grace period keeps 5 s beyond it.
+_drain_seconds = float(_env("CHARTR_DRAIN_SECONDS", "0"))
+graceful_timeout = max(int(_env("CHARTR_GRACEFUL_TIMEOUT", "30")), math.ceil(_drain_seconds) + 5)
 keepalive = int(_env("CHARTR_KEEPALIVE", "5"))
 loglevel = _env("CHARTR_LOG_LEVEL", "info").lower()
 errorlog = "-"

@@ -32,7 +32,7 @@ wsgi_application = get_wsgi_application()
 
 from django.conf import settings  # noqa: E402  (after setup)
 
-from chartr.serving import BodyLimit, JsonServerErrors, fresh_context, is_api_path  # noqa: E402
+from chartr.serving import BodyLimit, JsonServerErrors, close_when_draining, fresh_context, is_api_path  # noqa: E402
 
 #: Paths served by Django's async handler; everything else goes to the pool.
 ASYNC_PATHS = re.compile(r"^/api/v1/agents/[^/]+/timeline/stream/?$")
@@ -74,6 +74,7 @@ def body_limit_for(path: str) -> int:
     return settings.CHARTR_MAX_BODY_BYTES if is_api_path(path) else settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 
-# Outermost first: a fresh context per request, the JSON 500 for any failure
-# before a response started, then the body limit, before anything reads the body.
-application = fresh_context(JsonServerErrors(BodyLimit(route, limit_for=body_limit_for)))
+# Outermost first: a fresh context per request, Connection: close once draining,
+# the JSON 500 for any failure before a response started, then the body limit,
+# before anything reads the body.
+application = fresh_context(close_when_draining(JsonServerErrors(BodyLimit(route, limit_for=body_limit_for))))

@@ -23,6 +23,8 @@ from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 
+from kernel import draining
+
 logger = logging.getLogger(__name__)
 
 HEALTHZ_PATH = "/healthz"
@@ -39,7 +41,16 @@ def unapplied_migrations(connection: BaseDatabaseWrapper) -> int:
 
 def readiness(connection: BaseDatabaseWrapper | None = None) -> str | None:
     """``None`` when ready, else the reason code the probe reports."""
+    if draining.is_draining():
+        # Shutting down: the balancer must stop sending before this process stops accepting.
+        return "shutting_down"
     connection = connection or connections[DEFAULT_DB_ALIAS]
+    # Each backend (chartr/db_backends) knows what makes its storage unsafe; SQLite: a network filesystem.
+    storage_problem = getattr(connection, "storage_problem", None)
+    problem = storage_problem() if storage_problem is not None else None
+    if problem is not None:
+        logger.error("readyz: %s (%s)", problem, connection.settings_dict.get("NAME"))
+        return problem
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")

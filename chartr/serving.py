@@ -15,6 +15,9 @@ Each answers one question before Django sees a request:
 - ``JsonServerErrors``: what a client sees when a handler fails before it
   started answering: the JSON error envelope under /api/, never the server's
   plain-text "Internal Server Error".
+- ``close_when_draining``: whether the connection stays open after the
+  answer. Not once the process is draining (chartr/workers.py): a load
+  balancer then keeps no idle connection to an instance about to stop.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from kernel import draining
 
 logger = logging.getLogger("chartr.serving")
 
@@ -152,3 +157,22 @@ class JsonServerErrors:
                 raise
             logger.exception("Unhandled error serving %s %s", scope.get("method"), scope.get("path"))
             await send_error(send, scope, 500, "server_error", "The server failed to handle this request.")
+
+
+def close_when_draining(app: ASGIApp) -> ASGIApp:
+    """Add ``Connection: close`` to every response that starts while the process is draining."""
+
+    async def closing_app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+
+        async def closing_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and draining.is_draining():
+                headers = [(name, value) for name, value in message.get("headers", ()) if name.lower() != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            await send(message)
+
+        await app(scope, receive, closing_send)
+
+    return closing_app

@@ -63,3 +63,27 @@ def test_bench_smoke_prints_every_case_next_to_its_baseline(tmp_path):
     assert measured == expected
     for result in results["results"]:
         assert result["cost"] > 0, result
+
+
+@pytest.mark.process
+def test_multi_instance_bench_smoke_prints_both_rounds_and_their_ratio(tmp_path):
+    from tests.conftest import skip_or_fail
+    from tests.support.balancer import nginx_binary
+    from tests.support.processes import postgres_available, redis_available
+
+    if nginx_binary() is None or not postgres_available() or not redis_available():
+        skip_or_fail("the multi-instance bench needs nginx, PostgreSQL and Redis")
+    results_path = tmp_path / "multi.json"
+    completed = subprocess.run(
+        [sys.executable, "bench/multi_instance.py", "--smoke", "--json", str(results_path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    for count in (1, 2):
+        assert re.search(rf"instances {count}: appends +{FIGURE} rows/s \(0 errors\)", completed.stdout)
+    assert "2 instances / 1: appends_per_s x" in completed.stdout
+    results = json.loads(results_path.read_text())
+    assert [r["instances"] for r in results["rounds"]] == [1, 2]

@@ -93,6 +93,8 @@ class EventReader:
         self.response = self._context.__enter__()
         self._lines = self.response.iter_lines()
         self.comments = 0
+        #: Checked at every comment (keep-alive): when it says so, ``next`` stops waiting with EOFError.
+        self.stop_when = None
 
     def next(self) -> Event:
         """The next event (comments and retry lines are skipped, but counted)."""
@@ -105,6 +107,8 @@ class EventReader:
                 continue
             if line.startswith(":"):
                 self.comments += 1
+                if self.stop_when is not None and self.stop_when():
+                    raise EOFError("stopped by the reader")
                 continue
             name, _, value = line.partition(":")
             value = value[1:] if value.startswith(" ") else value

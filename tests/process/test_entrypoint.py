@@ -49,7 +49,7 @@ def test_serves_with_gunicorn_and_keeps_state_across_a_restart(tmp_path):
     server = start_server(env, tmp_path / "first.log")
     try:
         assert server.get("/readyz").json() == {"status": "ready"}
-        assert "uvicorn_worker.UvicornWorker" in server.output
+        assert "chartr.workers.DrainingUvicornWorker" in server.output
 
         # DEBUG is off, and whitenoise serves the collected, hashed admin CSS.
         assert "Using the URLconf" not in server.get("/no-such-page").text

@@ -48,7 +48,7 @@ GUNICORN = [
     "gunicorn",
     "chartr.asgi:application",
     "-k",
-    "uvicorn_worker.UvicornWorker",
+    "chartr.workers.DrainingUvicornWorker",
     "-b",
     "127.0.0.1:0",
     "-w",

@@ -18,9 +18,10 @@ from typing import Any
 
 from django.conf import settings
 
+from kernel import draining
 from snapshots.signals import agents_changed
 from timeline.live import reads
-from timeline.live.messages import AgentsChanged, Committed, Message, Provisional, Resync, decode_message
+from timeline.live.messages import AgentsChanged, Closing, Committed, Message, Provisional, Resync, decode_message
 from timeline.live.reads import DatabaseRunner, LiveBatch
 from timeline.live.transports.base import LiveTransport
 from timeline.live.transports.factory import make_transport
@@ -188,6 +189,9 @@ class Hub:
         subscription = Subscription(self, agent_id, capacity=self.buffer_size)
         subscription.joined_generation = channel.generation
         channel.subscribers.add(subscription)
+        if draining.is_draining():
+            # Subscribed after the streams were told to end: this one ends too.
+            subscription.put(channel.generation, Closing(agent_id))
         return subscription
 
     async def wait_listening(self, timeout: float) -> bool:
@@ -254,6 +258,20 @@ class Hub:
     def resync_all(self) -> None:
         for channel in list(self.channels.values()):
             channel.dispatch(Resync(channel.agent_id))
+
+    def end_streams(self) -> None:
+        """Tell every open stream to finish (the process is draining). Event-loop side."""
+        for channel in list(self.channels.values()):
+            channel.dispatch(Closing(channel.agent_id))
+
+    def end_streams_soon(self) -> None:
+        """``end_streams`` on the hub's loop; callable from any thread or a signal handler."""
+        loop = self.loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self.end_streams)
+            except RuntimeError:  # the loop closed in between
+                pass
 
     def receive_payload(self, payload: str | bytes) -> None:
         """Handle one message from the transport (event-loop side)."""
@@ -344,6 +362,13 @@ def on_agents_changed(sender, *, agent_ids, reason: str, **kwargs) -> None:
     get_hub().publish(AgentsChanged(agent_ids=tuple(agent_ids), reason=reason))
 
 
+def on_process_draining() -> None:
+    hub = _hub
+    if hub is not None:
+        hub.end_streams_soon()
+
+
 def connect_signals() -> None:
     timeline_committed.connect(on_timeline_committed, dispatch_uid="chartr-live-committed")
     agents_changed.connect(on_agents_changed, dispatch_uid="chartr-live-agents")
+    draining.on_draining(on_process_draining)

@@ -50,6 +50,14 @@ class Resync:
     agent_id: str = ""
 
 
+@dataclass(frozen=True)
+class Closing:
+    """Not a transport message: this process is shutting down, the stream ends
+    (its client reconnects, through the load balancer, to another instance)."""
+
+    agent_id: str = ""
+
+
 Message = Committed | AgentsChanged | Provisional
 
 

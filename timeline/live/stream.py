@@ -9,6 +9,9 @@ The handover has no gap and no duplicate because the stream
    cursor, which also fills any gap;
 4. on overflow (a slow client) or a transport reconnect, goes back to step 2.
 
+When the process starts draining (SIGTERM) the stream sends what it has
+already been told about and ends; its client reconnects with ``Last-Event-ID``.
+
 Rows are only ever sent from a database read, in seq order, and only when
 their seq is exactly ``last + 1``. Notifications only say when to read.
 """
@@ -20,7 +23,7 @@ from collections.abc import AsyncIterator
 from django.conf import settings
 
 from timeline.live.hub import Hub, Subscription
-from timeline.live.messages import AgentsChanged, Committed, Provisional, Resync
+from timeline.live.messages import AgentsChanged, Closing, Committed, Provisional, Resync
 from timeline.live.reads import LiveBatch
 from timeline.live.sse import KEEPALIVE, agent_event, sse_frame
 from timeline.selectors import RetainedRange
@@ -60,6 +63,8 @@ class TimelineStream:
                     continue
                 generation, message = news
                 self.generation = max(self.generation, generation)
+                if isinstance(message, Closing):
+                    return
                 if isinstance(message, Provisional):
                     yield sse_frame("provisional", {"item": message.item, "item_id": message.item_id})
                 elif isinstance(message, Committed):

@@ -20,6 +20,7 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from kernel import draining
 from kernel.api.errors import exception_handler
 from kernel.api.serializers import StrictCharField
 from timeline.live.hub import get_hub
@@ -81,6 +82,13 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
     if request.method != "GET":
         response = _error_response(exceptions.MethodNotAllowed(request.method))
         response["Allow"] = "GET"
+        return response
+    if draining.is_draining():
+        # A stream here would end within moments: a load balancer retries this on another instance.
+        response = JsonResponse(
+            {"error": {"code": "shutting_down", "message": "This server is shutting down; reconnect."}}, status=503
+        )
+        response["Retry-After"] = "1"
         return response
     try:
         hub = get_hub()

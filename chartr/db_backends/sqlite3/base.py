@@ -3,6 +3,7 @@ from django.db.backends.sqlite3 import base, schema
 from chartr.db_backends import CascadingForeignKeysMixin
 from chartr.db_backends.fence import FencedTransactionsMixin
 from chartr.db_backends.sqlite3.fence import SQLiteWriteFence
+from chartr.db_backends.sqlite3.filesystems import network_filesystem_of
 
 
 class DatabaseSchemaEditor(CascadingForeignKeysMixin, schema.DatabaseSchemaEditor):
@@ -25,3 +26,9 @@ class DatabaseWrapper(FencedTransactionsMixin, base.DatabaseWrapper):
     def _abandon_transaction(self) -> None:
         with self.wrap_database_errors:
             self.connection.execute("ROLLBACK")
+
+    def storage_problem(self) -> str | None:
+        """Why this database cannot be served safely, or None: SQLite's locks do not hold across machines."""
+        if network_filesystem_of(self.settings_dict["NAME"]):
+            return "sqlite_on_network_filesystem"
+        return None

@@ -8,7 +8,8 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.staticfiles.finders import get_finders
 from django.core.management import call_command
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 
 FINGERPRINT_FILENAME = ".chartr-collected"
 
@@ -44,6 +45,13 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, collectstatic: bool, verbosity: int, **options):
+        storage_problem = getattr(connection, "storage_problem", None)
+        problem = storage_problem() if storage_problem is not None else None
+        if problem is not None:
+            raise CommandError(
+                f"Refusing to serve {connection.settings_dict['NAME']}: {problem}. SQLite serves one machine; "
+                "several machines share PostgreSQL (docs/deploy.md, More than one machine)."
+            )
         call_command("migrate_safely", verbosity=verbosity, stdout=self.stdout._out)
         call_command("ensure_initial_admin", verbosity=verbosity, stdout=self.stdout._out)
         if collectstatic:

@@ -1,4 +1,5 @@
-"""compose.yaml: chartr with named volumes for /data and /config, PostgreSQL only under its profile."""
+"""compose.yaml: chartr with named volumes for /data and /config, PostgreSQL only under its profile,
+and the `scale` profile: two instances behind nginx on PostgreSQL and Redis."""
 
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ def test_chartr_keeps_state_in_two_named_volumes():
 def test_postgres_is_optional_and_the_documented_url_reaches_it():
     compose = load()
     postgres = compose["services"]["postgres"]
-    assert postgres["profiles"] == ["postgres"]
+    assert postgres["profiles"] == ["postgres", "scale"]
     assert compose["services"]["chartr"]["depends_on"]["postgres"]["required"] is False
     # Without the profile chartr runs on SQLite in /data; with it, the URL in the header comment.
     database_url = compose["services"]["chartr"]["environment"]["DATABASE_URL"]
@@ -50,3 +51,30 @@ def test_the_snapshots_sidecar_shares_the_volumes_and_snapshots_only_on_change()
     assert sidecar["volumes"] == chartr["volumes"]
     assert sidecar["environment"]["DATABASE_URL"] == chartr["environment"]["DATABASE_URL"]
     assert "manage snapshot --if-changed" in " ".join(sidecar["command"])
+
+
+def test_the_scale_profile_runs_two_alike_instances_behind_nginx():
+    services = load()["services"]
+    instances = [services["chartr-1"], services["chartr-2"]]
+    assert instances[0] == instances[1], "the same image, settings and config for both"
+    instance = instances[0]
+    assert instance["profiles"] == ["scale"] and instance["image"] == "chartr:local"
+    # One secret key and config for both; nothing of /data is shared (each keeps the image's own).
+    assert [volume.split(":")[1] for volume in instance["volumes"]] == ["/config"]
+    env = instance["environment"]
+    assert re.fullmatch(r"postgres://chartr:\S+@postgres:5432/chartr", env["DATABASE_URL"])
+    assert env["CHARTR_REDIS_URL"].startswith("redis://redis:6379/")
+    assert float(env["CHARTR_DRAIN_SECONDS"]) > 0
+    assert "/readyz" in instance["healthcheck"]["test"]
+    for service in ("postgres", "redis"):
+        assert "scale" in services[service]["profiles"]
+        assert instance["depends_on"][service]["condition"] == "service_healthy"
+
+    balancer = services["balancer"]
+    assert balancer["image"] == "nginx:stable" and balancer["profiles"] == ["scale"]
+    source, target, _ = balancer["volumes"][0].split(":")
+    assert target == "/etc/nginx/conf.d/default.conf"
+    site = (REPO / source).read_text()
+    # The upstream names the two services, on the port the image listens on.
+    assert re.findall(r"^\s*server (chartr-\d):8000 ", site, re.M) == ["chartr-1", "chartr-2"]
+    assert set(balancer["depends_on"]) == {"chartr-1", "chartr-2"}

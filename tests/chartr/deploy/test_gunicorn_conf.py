@@ -12,7 +12,7 @@ from tests.support.processes import REPO
 KNOBS = (
     "CHARTR_BIND", "CHARTR_WORKERS", "CHARTR_THREADS", "CHARTR_WORKER_CLASS", "CHARTR_TIMEOUT",
     "CHARTR_GRACEFUL_TIMEOUT", "CHARTR_KEEPALIVE", "CHARTR_LOG_LEVEL", "CHARTR_ACCESS_LOG",
-    "CHARTR_FORWARDED_ALLOW_IPS", "CHARTR_WORKER_TMP_DIR", "DATABASE_URL", "CHARTR_REDIS_URL",
+    "CHARTR_FORWARDED_ALLOW_IPS", "CHARTR_WORKER_TMP_DIR", "DATABASE_URL", "CHARTR_REDIS_URL", "CHARTR_DRAIN_SECONDS",
 )  # fmt: skip
 
 
@@ -41,7 +41,7 @@ def load_config(monkeypatch):
 def test_defaults_serve_asgi_on_loopback(load_config):
     config = load_config()
     assert config["bind"] == ["127.0.0.1:8000"]
-    assert config["worker_class"] == "uvicorn_worker.UvicornWorker"
+    assert config["worker_class"] == "chartr.workers.DrainingUvicornWorker"
     assert config["wsgi_app"] == "chartr.asgi:application"
     assert config["workers"] == 1  # embedded SQLite: the in-memory broker is per process
     assert (config["timeout"], config["graceful_timeout"], config["keepalive"]) == (30, 30, 5)
@@ -75,6 +75,11 @@ def test_more_workers_once_live_updates_fan_out_across_processes(load_config):
     assert load_config(DATABASE_URL="postgres://u@db:5432/chartr")["workers"] == expected
     assert load_config(CHARTR_REDIS_URL="redis://127.0.0.1:6379/0")["workers"] == expected
     assert load_config(DATABASE_URL="sqlite:////data/chartr.sqlite3")["workers"] == 1
+
+
+def test_the_grace_period_outlasts_the_drain_period(load_config):
+    assert load_config(CHARTR_DRAIN_SECONDS="10", CHARTR_GRACEFUL_TIMEOUT="30")["graceful_timeout"] == 30
+    assert load_config(CHARTR_DRAIN_SECONDS="28.5", CHARTR_GRACEFUL_TIMEOUT="30")["graceful_timeout"] == 34
 
 
 def test_a_thread_based_worker_class_serves_the_wsgi_application(load_config):

@@ -225,3 +225,34 @@ def test_a_cursor_right_before_the_retained_rows_resumes_without_reset():
         await reader.close()
 
     run(scenario)
+
+
+@db
+def test_draining_ends_open_streams_after_what_they_were_told_and_new_ones_after_catching_up():
+    from kernel import draining
+
+    agent = AgentFactory()
+    append(agent.pk, "a")
+
+    async def scenario(hub: Hub):
+        reader = Reader(TimelineStream(hub, agent.pk, after_seq=0, epoch=None))
+        assert (await reader.next())[0] == "agent"
+        assert await reader.committed_seqs(1) == [1]
+        await in_thread(append, agent.pk, "b")
+        draining.start_draining()  # what the worker does on SIGTERM
+        # News that came before the end is still sent, then the stream finishes.
+        assert await reader.committed_seqs(1) == [2]
+        with pytest.raises(StopAsyncIteration):
+            await reader.next()
+        assert hub.subscriber_count() == 0
+        # A stream that subscribes while draining catches up, then ends too.
+        late = Reader(TimelineStream(hub, agent.pk, after_seq=1, epoch=None))
+        assert (await late.next())[0] == "agent"
+        assert await late.committed_seqs(1) == [2]
+        with pytest.raises(StopAsyncIteration):
+            await late.next()
+
+    try:
+        run(scenario)
+    finally:
+        draining.reset()

@@ -1,0 +1,73 @@
+"""gunicorn's uvicorn worker, taught to drain before it stops (``CHARTR_WORKER_CLASS``'s default).
+
+On SIGTERM, uvicorn on its own stops accepting at once, then waits for the
+requests in flight; an open live stream never finishes by itself, so it is
+cut when gunicorn's grace period runs out. Behind a load balancer that is
+too abrupt. This worker, on the first SIGTERM:
+
+1. starts draining (``kernel.draining``): ``/readyz`` answers 503 from now
+   on, new live streams are refused with 503 (a balancer retries them on
+   another instance), open streams end cleanly so their clients reconnect
+   with ``Last-Event-ID``, and every response says ``Connection: close`` so
+   the balancer keeps no idle connection to this instance;
+2. keeps serving everything else for ``CHARTR_DRAIN_SECONDS`` (default 0),
+   the time a balancer needs to see ``/readyz`` fail and stop sending;
+3. then stops as uvicorn does: stops accepting, lets the requests in flight
+   finish (within gunicorn's ``CHARTR_GRACEFUL_TIMEOUT``), and exits.
+
+A second SIGTERM, or SIGINT, skips what is left of the wait (SIGINT, Ctrl-C,
+also ends the streams and fails readiness, without waiting).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from types import FrameType
+
+from gunicorn.arbiter import Arbiter
+from uvicorn.server import Server
+from uvicorn_worker import UvicornWorker
+
+from kernel import draining
+
+
+def drain_seconds() -> float:
+    """``CHARTR_DRAIN_SECONDS`` (gunicorn.conf.py has put ``chartr.env`` in the environment already)."""
+    return float(os.environ.get("CHARTR_DRAIN_SECONDS") or 0)
+
+
+class DrainingServer(Server):
+    """uvicorn's server with a drain period between SIGTERM and the end of accepting."""
+
+    def __init__(self, config, *, drain_seconds: float):
+        super().__init__(config)
+        self.drain_seconds = drain_seconds
+        self.drain_deadline: float | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        # Every stop ends the open streams and fails readiness; only SIGTERM waits first.
+        draining.start_draining()
+        if sig == signal.SIGTERM and self.drain_deadline is None and not self.should_exit:
+            self.drain_deadline = time.monotonic() + self.drain_seconds
+            if self.drain_seconds > 0:
+                return
+        super().handle_exit(sig, frame)
+
+    async def on_tick(self, counter: int) -> bool:
+        if self.drain_deadline is not None and time.monotonic() >= self.drain_deadline:
+            return True
+        return await super().on_tick(counter)
+
+
+class DrainingUvicornWorker(UvicornWorker):
+    async def _serve(self) -> None:
+        # UvicornWorker._serve, with DrainingServer in place of uvicorn's Server.
+        self.config.app = self.wsgi
+        server = DrainingServer(self.config, drain_seconds=drain_seconds())
+        self._install_sigquit_handler()
+        await server.serve(sockets=self.sockets)
+        if not server.started:
+            sys.exit(Arbiter.WORKER_BOOT_ERROR)
