@@ -28,6 +28,13 @@ class TimelineRow(models.Model):
             ),
             models.CheckConstraint(condition=models.Q(seq__gte=1), name="timeline_seq_positive"),
         ]
+        indexes = [
+            # The admin's timeline page: "the first row at or after a time" and
+            # "the newest rows of these types" as index ranges bounded by their limit.
+            # The text search index is engine-specific: timeline/search/.
+            models.Index(fields=["agent", "committed_at", "seq"], name="timeline_agent_time_idx"),
+            models.Index(fields=["agent", "item_type", "seq"], name="timeline_agent_type_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.agent_id}#{self.seq} {self.item_type}"

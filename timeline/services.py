@@ -29,6 +29,7 @@ from kernel.errors import ArchivedConflict, NotFound, SeqConflict
 from snapshots.models import AgentSnapshot
 from timeline.items import check_item_size, new_item_problems
 from timeline.models import TimelineRow
+from timeline.search import timeline_search
 from timeline.signals import timeline_committed
 
 MAX_ITEMS_PER_APPEND = 500
@@ -258,6 +259,7 @@ def _append_locked(
     start_head = agent.head_seq
     for batch in _batches(rows, batch_size):
         _insert_batch(agent_id=agent.agent_id, first_seq=agent.head_seq + 1, rows=batch)
+        _index_for_search(agent_id=agent.agent_id, first_seq=agent.head_seq + 1, last_seq=agent.head_seq + len(batch))
         agent.head_seq += len(batch)
         if on_batch is not None:
             on_batch(len(batch))
@@ -306,6 +308,16 @@ def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) 
     ]
     with connection.cursor() as cursor:
         cursor.executemany(sql, params)
+
+
+# --- the search index -------------------------------------------------------
+
+
+def _index_for_search(*, agent_id: str, first_seq: int, last_seq: int) -> None:
+    """Make the rows just inserted searchable, in the transaction that inserted
+    them: both appends come through here, so a committed row is always
+    searchable (SQLite's FTS5 table; PostgreSQL's expression index needs nothing)."""
+    timeline_search().index_rows(agent_id=agent_id, first_seq=first_seq, last_seq=last_seq)
 
 
 # --- the API append's idempotency -------------------------------------------
