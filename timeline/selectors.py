@@ -221,8 +221,10 @@ def _newer(querysets: list[QuerySet], *, above: int, limit: int) -> tuple[list[T
     return found[:limit], len(found) > limit
 
 
-def _exists(querysets: list[QuerySet], **bound) -> bool:
-    return any(queryset.filter(**bound).exists() for queryset in querysets)
+def _exists(querysets: list[QuerySet], *, nearest: str, **bound) -> bool:
+    """Whether any queryset has a row within ``bound``; ordered by ``nearest`` so the
+    database reads one index entry instead of choosing to scan the table."""
+    return any(queryset.filter(**bound).order_by(nearest).values_list("seq")[:1] for queryset in querysets)
 
 
 def browse_timeline(
@@ -237,10 +239,10 @@ def browse_timeline(
         has_newer = False
     elif direction == "before":
         rows, has_older = _older(querysets, below=seq, limit=limit)
-        has_newer = _exists(querysets, seq__gte=seq)
+        has_newer = _exists(querysets, nearest="seq", seq__gte=seq)
     elif direction == "after":
         rows, has_newer = _newer(querysets, above=seq, limit=limit)
-        has_older = _exists(querysets, seq__lte=seq)
+        has_older = _exists(querysets, nearest="-seq", seq__lte=seq)
     else:
         older, has_older = _older(querysets, below=seq + 1, limit=limit - limit // 2)
         newer, has_newer = _newer(querysets, above=seq, limit=limit - len(older))
@@ -282,6 +284,6 @@ def find_match(
         rows = rows.filter(seq__lt=seq)
     elif direction == "after":
         rows = rows.filter(seq__gt=seq)
-    matches = timeline_search().filter_matches(rows, terms)
-    order = "seq" if direction == "after" else "-seq"
-    return matches.order_by(order).values_list("seq", flat=True).first()
+    search = timeline_search()
+    matches = search.order_matches(search.filter_matches(rows, terms), newest_first=direction != "after")
+    return next(iter(matches.values_list("seq", flat=True)[:1]), None)

@@ -62,3 +62,7 @@ class TimelineSearch(ABC):
     @abstractmethod
     def filter_matches(self, rows: QuerySet, terms: list[list[str]]) -> QuerySet:
         """``rows`` narrowed to those whose text holds every term of ``terms`` (never empty)."""
+
+    def order_matches(self, matches: QuerySet, *, newest_first: bool) -> QuerySet:
+        """``matches`` (from ``filter_matches``) in seq order, the way this engine reads them best."""
+        return matches.order_by("-seq" if newest_first else "seq")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.contrib.postgres.search import SearchQuery, SearchVectorField
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
-from django.db.models import F, Func, QuerySet
+from django.db.models import BigIntegerField, ExpressionWrapper, F, Func, QuerySet
 
 from timeline.search.base import TimelineSearch
 
@@ -46,3 +46,11 @@ class PostgreSQLTimelineSearch(TimelineSearch):
         text = " ".join('"' + " ".join(words) + '"' for words in terms)
         query = SearchQuery(text, config="simple", search_type="websearch")
         return rows.annotate(item_text=ItemText(F("item"))).filter(item_text=query)
+
+    def order_matches(self, matches: QuerySet, *, newest_first: bool) -> QuerySet:
+        # Ordered by seq, the planner walks the agent's (agent, seq) index and tests
+        # every row's text until one matches: the whole history for a rare word.
+        # seq + 0 is an order no index serves, so it reads the GIN index's matches
+        # and keeps the first (a top-N sort): the cost is the word's matches.
+        order = ExpressionWrapper(F("seq") + 0, output_field=BigIntegerField())
+        return matches.order_by(order.desc() if newest_first else order.asc())
