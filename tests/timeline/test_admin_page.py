@@ -8,6 +8,8 @@ import datetime as dt
 import re
 
 import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
 from django.test import AsyncClient
 from django.urls import reverse
 
@@ -189,7 +191,16 @@ def stream_url(agent_id: str) -> str:
     return reverse("admin:snapshots_agentsnapshot_timeline_stream", args=[agent_id])
 
 
+@pytest.fixture
+def close_async_connections():
+    """The async client's session and login queries run on asgiref's shared thread;
+    close that thread's connection after the test, or PostgreSQL cannot drop the test database."""
+    yield
+    asyncio.run(sync_to_async(connections.close_all)())
+
+
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("close_async_connections")
 def test_the_stream_wants_a_staff_session_and_a_known_agent(fresh_hub, django_user_model):  # noqa: F811
     agent = AgentFactory()
     client = AsyncClient()
