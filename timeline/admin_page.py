@@ -18,6 +18,7 @@ import datetime as dt
 import zoneinfo
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote as unquote_cookie
 
 from django.conf import settings
 from django.contrib import admin
@@ -51,7 +52,8 @@ def _seq_param(value: str | None) -> int | None:
 
 def operator_zone(request: HttpRequest) -> zoneinfo.ZoneInfo:
     """The zone times are shown in: ``?tz=``, then the browser's (cookie), then ``TIME_ZONE``."""
-    for candidate in (request.GET.get("tz"), request.COOKIES.get(TZ_COOKIE)):
+    # The page's script writes the cookie with encodeURIComponent ("Europe%2FParis").
+    for candidate in (request.GET.get("tz"), unquote_cookie(request.COOKIES.get(TZ_COOKIE, ""))):
         if candidate and len(candidate) <= 64:
             try:
                 return zoneinfo.ZoneInfo(candidate)
