@@ -22,7 +22,7 @@ from urllib.parse import unquote as unquote_cookie
 
 from django.conf import settings
 from django.contrib import admin
-from django.contrib.admin.utils import unquote
+from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import render
@@ -196,8 +196,8 @@ def timeline_page(request: HttpRequest, object_id: str, *, model_admin: admin.Mo
         opts=opts,
         title=f"Timeline of {agent.agent_id}",
         subtitle=None,
-        change_url=reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[agent.pk]),
-        stream_url=reverse(f"admin:{opts.app_label}_{opts.model_name}_timeline_stream", args=[agent.pk]),
+        change_url=reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[quote(agent.pk)]),
+        stream_url=reverse(f"admin:{opts.app_label}_{opts.model_name}_timeline_stream", args=[quote(agent.pk)]),
         zone_name=str(view.zone.key),
         now=timezone.now(),
     )
