@@ -39,6 +39,7 @@ serve: $(RUNTIME)
 test: $(DEV)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# Everything but the tests marked `process` (real servers, the browser, the benchmark smoke run).
+# Everything but the tests marked `process` (real servers, the browser, the benchmark smoke run)
+# and `slow` (the 1M-row EXPLAIN checks).
 test-fast: $(DEV)
-	$(BIN)/python -m pytest -m "not process" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not process and not slow" $(PYTEST_ARGS)

@@ -2,8 +2,9 @@
 
 Two handlers share the process:
 
-- the live timeline stream (a long-lived async view) runs on Django's ASGI
-  handler, so thousands of open streams cost no thread each;
+- the live timeline stream (a long-lived async view), and the same stream for
+  the admin's timeline page, run on Django's ASGI handler, so thousands of open
+  streams cost no thread each;
 - every other request (the REST API, the admin, health probes, static files)
   runs on Django's WSGI handler in a small fixed pool of threads.
 
@@ -35,7 +36,9 @@ from django.conf import settings  # noqa: E402  (after setup)
 from chartr.serving import BodyLimit, JsonServerErrors, close_when_draining, fresh_context, is_api_path  # noqa: E402
 
 #: Paths served by Django's async handler; everything else goes to the pool.
-ASYNC_PATHS = re.compile(r"^/api/v1/agents/[^/]+/timeline/stream/?$")
+ASYNC_PATHS = re.compile(
+    r"^/api/v1/agents/[^/]+/timeline/stream/?$|^/admin/snapshots/agentsnapshot/[^/]+/timeline/stream/$"
+)
 
 _sync_pool = ThreadPoolExecutor(max_workers=settings.CHARTR_SYNC_THREADS, thread_name_prefix="chartr-sync")
 

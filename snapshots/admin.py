@@ -1,8 +1,9 @@
 """Agent snapshots in the admin: every write goes through snapshots.services.
 
 Apps above snapshots add read-only sections to the agent's change page with
-``register_agent_page_section`` (the timeline shows the agent's committed rows
-this way), so snapshots imports none of them.
+``register_agent_page_section``, and pages of their own for one agent, linked
+at the top of its change page, with ``register_agent_page`` (the timeline does
+both), so snapshots imports none of them.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.http import QueryDict
+from django.urls import URLPattern
 
 from kernel.admin import ArchivableAdmin, ArchivedListFilter, ServiceForm
 from registry.models import Workspace
@@ -44,6 +46,28 @@ def register_agent_page_section(
 ) -> None:
     """Add a section to every agent's change page; called from the owning app's ``AppConfig.ready()``."""
     _agent_page_sections[template] = AgentPageSection(template=template, context=context)
+
+
+@dataclass(frozen=True)
+class AgentPage:
+    """A page of one agent's own, linked at the top of its change page.
+
+    ``urls(model_admin)`` returns the page's URL patterns (and any it needs,
+    such as a stream), added to the agent admin's; the link goes to the one
+    named ``snapshots_agentsnapshot_<name>``, which takes the agent's id.
+    """
+
+    name: str
+    label: str
+    urls: Callable[[admin.ModelAdmin], list[URLPattern]]
+
+
+_agent_pages: dict[str, AgentPage] = {}
+
+
+def register_agent_page(*, name: str, label: str, urls: Callable[[admin.ModelAdmin], list[URLPattern]]) -> None:
+    """Add a page to every agent; called from the owning app's ``AppConfig.ready()``."""
+    _agent_pages[name] = AgentPage(name=name, label=label, urls=urls)
 
 
 AGENT_ADD_FIELDS = [
@@ -238,7 +262,11 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     def deletion_counts(self, objs):
         return deletion_cascade(agents=objs).by_label()
 
+    def get_urls(self):
+        return [*(pattern for page in _agent_pages.values() for pattern in page.urls(self)), *super().get_urls()]
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
+        extra_context = {**(extra_context or {}), "agent_pages": list(_agent_pages.values())}
         agent = self.get_object(request, unquote(object_id))
         if agent is not None and self.has_view_or_change_permission(request, agent):
             extra_context = {**(extra_context or {}), **self.page_sections_context(agent, request.GET)}

@@ -1,8 +1,9 @@
 """Timeline rows in the admin: read-only for everyone, superusers included.
 
 Committed history is never changed after the fact, so there is no add, change
-or delete here. ``agent_timeline_section`` (through ``timeline_window``) feeds
-the timeline shown on the agent's change page, and ``count_rows_deleted_with``
+or delete here. ``entry_for`` shapes a row for the agent's timeline page
+(``timeline.admin_page``), ``agent_timeline_section`` links to that page from
+the bottom of the agent's change page, and ``count_rows_deleted_with``
 the row count on a project's, workspace's or agent's delete confirmation;
 ``TimelineConfig.ready()`` registers both with the apps below, which do not
 import the timeline.
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 from typing import Any
 
 from django.contrib import admin
@@ -21,12 +21,11 @@ from django.http import QueryDict
 from registry.cascade import DeletionScope
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineRow
-from timeline.selectors import read_timeline
 
-#: Rows per page on the agent's change page.
-TIMELINE_PAGE_SIZE = 50
 #: A rendered text or JSON block is cut here; an item may be up to a MiB.
 MAX_RENDERED_CHARS = 20_000
+#: Longer texts show this many lines, the rest folded (``<details>``).
+FOLD_AFTER_LINES = 20
 
 TEXT_ITEM_TYPES = {"user_message", "assistant_message", "reasoning"}
 KNOWN_ITEM_TYPES = TEXT_ITEM_TYPES | {"tool_call", "todo", "interaction", "error", "compaction"}
@@ -62,6 +61,21 @@ class TimelineEntry:
     todo_items: list[tuple[str, str]] = field(default_factory=list)
     #: The rest of the item, as indented JSON.
     details: str = ""
+    max_rendered_chars: int = MAX_RENDERED_CHARS
+
+    @property
+    def text_head(self) -> str:
+        """The first ``FOLD_AFTER_LINES`` lines of ``text``, shown unfolded."""
+        return "\n".join(self.text.split("\n")[:FOLD_AFTER_LINES])
+
+    @property
+    def text_rest(self) -> str:
+        """The lines of ``text`` after the first ``FOLD_AFTER_LINES``, folded."""
+        return "\n".join(self.text.split("\n")[FOLD_AFTER_LINES:])
+
+    @property
+    def folded_lines(self) -> int:
+        return max(0, self.text.count("\n") + 1 - FOLD_AFTER_LINES)
 
 
 def entry_for(row: TimelineRow) -> TimelineEntry:
@@ -105,70 +119,14 @@ def entry_for(row: TimelineRow) -> TimelineEntry:
     return entry
 
 
-@dataclass
-class TimelineWindow:
-    entries: list[TimelineEntry]
-    head_seq: int
-    has_older: bool
-    has_newer: bool
-    #: The seqs to page from: ?before_seq=<min_seq> and ?after_seq=<max_seq>.
-    min_seq: int | None
-    max_seq: int | None
-    #: Whether this page is the newest one (no before/after cursor given).
-    is_newest_page: bool = True
-    page_size: int = TIMELINE_PAGE_SIZE
-    max_rendered_chars: int = MAX_RENDERED_CHARS
-
-    @property
-    def older_query(self) -> str:
-        return f"?before_seq={self.min_seq}" if self.min_seq is not None else "?"
-
-    @property
-    def newer_query(self) -> str:
-        return f"?after_seq={self.max_seq}" if self.max_seq is not None else "?"
-
-
-def _parse_seq(value: str | None) -> int | None:
-    # isascii(): str.isdigit() also accepts characters like "²" that int() refuses.
-    value = (value or "").strip()
-    if not (value.isascii() and value.isdigit()):
-        return None
-    return int(value)
-
-
-def timeline_window(agent, params, *, page_size: int = TIMELINE_PAGE_SIZE) -> TimelineWindow:
-    """One page of the agent's timeline in ascending seq: the newest rows by
-    default, or those just before ``before_seq`` / just after ``after_seq``.
-
-    The same selector as the API's reads, so the same O(limit) index range.
-    """
-    before = _parse_seq(params.get("before_seq"))
-    after = _parse_seq(params.get("after_seq")) if before is None else None
-    if before is not None:
-        page = read_timeline(agent_id=agent.pk, direction="before", seq=before, limit=page_size)
-    elif after is not None:
-        page = read_timeline(agent_id=agent.pk, direction="after", seq=after, limit=page_size)
-    else:
-        page = read_timeline(agent_id=agent.pk, direction="tail", limit=page_size)
-    return TimelineWindow(
-        entries=[entry_for(SimpleNamespace(**row)) for row in page.rows],
-        head_seq=page.head_seq,
-        has_older=page.has_older,
-        has_newer=page.has_newer,
-        min_seq=page.rows[0]["seq"] if page.rows else None,
-        max_seq=page.rows[-1]["seq"] if page.rows else None,
-        is_newest_page=before is None and after is None,
-        page_size=page_size,
-    )
-
-
 #: The template the agent's change page includes, with ``agent_timeline_section``'s variables.
 AGENT_TIMELINE_TEMPLATE = "admin/timeline/timeline.html"
 
 
 def agent_timeline_section(agent: AgentSnapshot, params: QueryDict) -> dict[str, Any]:
-    """The variables of the agent page's timeline section (``snapshots.admin.register_agent_page_section``)."""
-    return {"timeline": timeline_window(agent, params)}
+    """The variables of the agent page's timeline section (``snapshots.admin.register_agent_page_section``):
+    a link to the timeline's own page (``timeline.admin_page``), not the rows themselves."""
+    return {"timeline_rows": agent.committed_rows}
 
 
 #: The path from a timeline row to the records a hard delete starts from.

@@ -17,8 +17,10 @@ class TimelineConfig(AppConfig):
     def register_with_lower_apps() -> None:
         """Registry and snapshots count and show timeline rows without importing the timeline."""
         from registry.cascade import register_deletion_counter
-        from snapshots.admin import register_agent_page_section
+        from snapshots.admin import register_agent_page, register_agent_page_section
         from timeline.admin import AGENT_TIMELINE_TEMPLATE, agent_timeline_section, count_rows_deleted_with
+        from timeline.admin_page import agent_timeline_urls
 
         register_deletion_counter("timeline_rows", count_rows_deleted_with)
+        register_agent_page(name="timeline", label="Timeline", urls=agent_timeline_urls)
         register_agent_page_section(template=AGENT_TIMELINE_TEMPLATE, context=agent_timeline_section)

@@ -33,6 +33,11 @@ class TimelineRow(models.Model):
         indexes = [
             # The dashboard's rows-per-day chart reads the last 30 days by commit time.
             models.Index(fields=["committed_at"], name="timeline_committed_at_idx"),
+            # The admin's timeline page: "the first row at or after a time" and
+            # "the newest rows of these types" as index ranges bounded by their limit.
+            # The text search index is engine-specific: timeline/search/.
+            models.Index(fields=["agent", "committed_at", "seq"], name="timeline_agent_time_idx"),
+            models.Index(fields=["agent", "item_type", "seq"], name="timeline_agent_type_idx"),
         ]
 
     def __str__(self) -> str:

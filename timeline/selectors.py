@@ -10,14 +10,19 @@ anything.
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from django.core.exceptions import ValidationError
+from django.db.models import QuerySet
 
 from kernel.errors import NotFound
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineRow
+from timeline.search import timeline_search
+from timeline.search.base import query_terms
 
 Direction = Literal["tail", "before", "after"]
 Projection = Literal["canonical", "projected"]
@@ -225,3 +230,122 @@ def project_rows(rows: list[dict]) -> list[dict]:
             }
         )
     return projected
+
+
+# --- Browsing: the admin's timeline page ---------------------------------------
+#
+# Every read below is bounded by its limit through an index: (agent, seq) for
+# pages, (agent, item_type, seq) once per wanted type for filtered pages (merged
+# here), (agent, committed_at, seq) for a jump to a time. Only a text search
+# costs more: it reads the search index's matches for the words (timeline/search/).
+
+Browse = Literal["tail", "before", "after", "around"]
+
+
+@dataclass(frozen=True)
+class BrowsePage:
+    """Rows of one agent in ascending seq, possibly of some item types only."""
+
+    rows: list[TimelineRow]
+    head_seq: int
+    has_older: bool
+    has_newer: bool
+
+    @property
+    def min_seq(self) -> int | None:
+        return self.rows[0].seq if self.rows else None
+
+    @property
+    def max_seq(self) -> int | None:
+        return self.rows[-1].seq if self.rows else None
+
+
+def _rows_of_types(agent_id: str, item_types: Sequence[str]) -> list[QuerySet]:
+    rows = TimelineRow.objects.filter(agent_id=agent_id)
+    return [rows.filter(item_type=item_type) for item_type in sorted(set(item_types))] or [rows]
+
+
+def _older(querysets: list[QuerySet], *, below: int | None, limit: int) -> tuple[list[TimelineRow], bool]:
+    """Up to ``limit`` rows with seq < ``below`` (all when None), ascending, and whether there are more.
+
+    Each queryset is read through its own index range, at most ``limit + 1`` rows."""
+    if below is not None:
+        querysets = [queryset.filter(seq__lt=below) for queryset in querysets]
+    found = [row for queryset in querysets for row in queryset.order_by("-seq")[: limit + 1]]
+    found.sort(key=lambda row: row.seq, reverse=True)
+    return found[:limit][::-1], len(found) > limit
+
+
+def _newer(querysets: list[QuerySet], *, above: int, limit: int) -> tuple[list[TimelineRow], bool]:
+    """Up to ``limit`` rows with seq > ``above``, ascending, and whether there are more."""
+    found = [row for queryset in querysets for row in queryset.filter(seq__gt=above).order_by("seq")[: limit + 1]]
+    found.sort(key=lambda row: row.seq)
+    return found[:limit], len(found) > limit
+
+
+def _exists(querysets: list[QuerySet], *, nearest: str, **bound) -> bool:
+    """Whether any queryset has a row within ``bound``; ordered by ``nearest`` so the
+    database reads one index entry instead of choosing to scan the table."""
+    return any(queryset.filter(**bound).order_by(nearest).values_list("seq")[:1] for queryset in querysets)
+
+
+def browse_timeline(
+    *, agent: AgentSnapshot, item_types: Sequence[str] = (), direction: Browse = "tail", seq: int = 0, limit: int = 50
+) -> BrowsePage:
+    """A page of ``agent``'s rows (only of ``item_types`` when given): the newest
+    (``tail``), those just before or after ``seq``, or those ``around`` it: ``seq``
+    itself when it is one of them, up to half a page before it and the rest after."""
+    querysets = _rows_of_types(agent.pk, item_types)
+    if direction == "tail":
+        rows, has_older = _older(querysets, below=None, limit=limit)
+        has_newer = False
+    elif direction == "before":
+        rows, has_older = _older(querysets, below=seq, limit=limit)
+        has_newer = _exists(querysets, nearest="seq", seq__gte=seq)
+    elif direction == "after":
+        rows, has_newer = _newer(querysets, above=seq, limit=limit)
+        has_older = _exists(querysets, nearest="-seq", seq__lte=seq)
+    else:
+        older, has_older = _older(querysets, below=seq + 1, limit=limit - limit // 2)
+        newer, has_newer = _newer(querysets, above=seq, limit=limit - len(older))
+        rows = older + newer
+    return BrowsePage(rows=rows, head_seq=agent.head_seq, has_older=has_older, has_newer=has_newer)
+
+
+def seq_at_or_after_time(*, agent_id: str, at: dt.datetime) -> int | None:
+    """The seq of the agent's first row committed at or after ``at``, or None."""
+    return (
+        TimelineRow.objects.filter(agent_id=agent_id, committed_at__gte=at)
+        .order_by("committed_at", "seq")
+        .values_list("seq", flat=True)
+        .first()
+    )
+
+
+SearchDirection = Literal["newest", "before", "after"]
+
+
+def find_match(
+    *,
+    agent_id: str,
+    query: str,
+    item_types: Sequence[str] = (),
+    direction: SearchDirection = "newest",
+    seq: int = 0,
+) -> int | None:
+    """The seq of the agent's newest row whose text holds every word of ``query``
+    (``newest``), or of the nearest such row before or after ``seq``; None when
+    there is none, or when ``query`` has no word in it."""
+    terms = query_terms(query)
+    if not terms:
+        return None
+    rows = TimelineRow.objects.filter(agent_id=agent_id)
+    if item_types:
+        rows = rows.filter(item_type__in=sorted(set(item_types)))
+    if direction == "before":
+        rows = rows.filter(seq__lt=seq)
+    elif direction == "after":
+        rows = rows.filter(seq__gt=seq)
+    search = timeline_search()
+    matches = search.order_matches(search.filter_matches(rows, terms), newest_first=direction != "after")
+    return next(iter(matches.values_list("seq", flat=True)[:1]), None)

@@ -30,10 +30,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from kernel.errors import ArchivedConflict, Conflict, ItemConflict, NotFound, SeqConflict
+from kernel.errors import ArchivedConflict, Conflict, NotFound, SeqConflict
 from snapshots.models import AgentSnapshot
-from timeline.items import check_item_size, item_bytes, new_item_problems, same_item
+from timeline.idempotency import check_replays_match, committed_by_item_id, refuse_committed_item_ids
+from timeline.items import check_item_size, item_bytes, new_item_problems
 from timeline.models import TimelineRow
+from timeline.search import timeline_search
 from timeline.signals import timeline_committed
 
 MAX_ITEMS_PER_APPEND = 500
@@ -145,8 +147,8 @@ def append_timeline_items(
     validate_new_items(items)
     with transaction.atomic():
         agent = _lock_agent(agent_id, allow_archived=False)
-        committed = _committed_by_item_id(agent, items)
-        _check_replays_match(items, committed)
+        committed = committed_by_item_id(agent.agent_id, items)
+        check_replays_match(items, committed)
         new_items = [new for new in items if new.item_id is None or new.item_id not in committed]
         if new_items:
             _check_expected_head(agent, expected_head_seq)
@@ -374,8 +376,9 @@ def _append_locked(
     start_head = agent.head_seq
     for batch in _batches(rows, batch_size):
         if check_item_ids:
-            _refuse_committed_item_ids(agent, batch)
+            refuse_committed_item_ids(agent.agent_id, batch)
         _insert_batch(agent_id=agent.agent_id, first_seq=agent.head_seq + 1, rows=batch)
+        _index_for_search(agent_id=agent.agent_id, first_seq=agent.head_seq + 1, last_seq=agent.head_seq + len(batch))
         agent.head_seq += len(batch)
         for row in batch:
             agent.saw(row)
@@ -432,50 +435,17 @@ def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) 
         cursor.executemany(sql, params)
 
 
-# --- the API append's idempotency -------------------------------------------
+# --- the search index -------------------------------------------------------
 
 
-def _committed_by_item_id(agent: _AgentHead, items: Sequence[NewTimelineItem]) -> dict[str, TimelineRow]:
-    """The rows already committed under the item ids of this call (read under the agent's lock)."""
-    wanted_ids = [new.item_id for new in items if new.item_id is not None]
-    if not wanted_ids:
-        return {}
-    stored = TimelineRow.objects.filter(agent_id=agent.agent_id, item_id__in=wanted_ids).only(
-        "seq", "committed_at", "item_id", "item"
-    )
-    return {row.item_id: row for row in stored}
+def _index_for_search(*, agent_id: str, first_seq: int, last_seq: int) -> None:
+    """Make the rows just inserted searchable, in the transaction that inserted
+    them: both appends come through here, so a committed row is always
+    searchable (SQLite's FTS5 table; PostgreSQL's expression index needs nothing)."""
+    timeline_search().index_rows(agent_id=agent_id, first_seq=first_seq, last_seq=last_seq)
 
 
-def _check_replays_match(items: Sequence[NewTimelineItem], committed: dict[str, TimelineRow]) -> None:
-    for index, new in enumerate(items):
-        stored = committed.get(new.item_id) if new.item_id is not None else None
-        if stored is not None and not same_item(stored.item, new.item):
-            raise ItemConflict(
-                f"items[{index}]: item_id {new.item_id!r} is already committed as seq {stored.seq} "
-                "with different content; a retry must send the same item, new content needs a new item_id.",
-                extra={"item_id": new.item_id, "seq": stored.seq},
-            )
-
-
-def _refuse_committed_item_ids(agent: _AgentHead, batch: Sequence[CheckedRow]) -> None:
-    """The bulk append's check: no row of ``batch`` may reuse an item id the agent has committed."""
-    wanted_ids = [row.item_id for row in batch if row.item_id is not None]
-    for start in range(0, len(wanted_ids), MAX_ITEMS_PER_APPEND):
-        # Chunks of 500 ids stay far below any SQLite build's limit on query parameters.
-        chunk = wanted_ids[start : start + MAX_ITEMS_PER_APPEND]
-        stored = (
-            TimelineRow.objects.filter(agent_id=agent.agent_id, item_id__in=chunk)
-            .order_by("seq")
-            .values_list("item_id", "seq")
-            .first()
-        )
-        if stored is None:
-            continue
-        item_id, seq = stored
-        raise ItemConflict(
-            f"item_id {item_id!r} is already committed as seq {seq} for agent {agent.agent_id}.",
-            extra={"item_id": item_id, "seq": seq},
-        )
+# --- the API append's answer ------------------------------------------------
 
 
 def _rows_in_call_order(

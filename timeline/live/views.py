@@ -1,4 +1,5 @@
-"""The live side of the timeline API: the SSE stream and provisional updates.
+"""The live side of the timeline API: the SSE stream and provisional updates, and the
+same stream for the admin's timeline page (``admin_timeline_stream``, session-authenticated).
 
 The stream is a plain async Django view, not a DRF view: DRF's APIView is
 synchronous and would tie a worker thread to every open stream. It applies the
@@ -11,9 +12,10 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from django.contrib.admin.utils import unquote
 from django.core.exceptions import ValidationError
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpRequest, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse, StreamingHttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import exceptions, serializers, status
@@ -23,6 +25,7 @@ from rest_framework.views import APIView
 from kernel import draining
 from kernel.api.errors import exception_handler
 from kernel.api.serializers import StrictCharField
+from kernel.errors import NotFound
 from timeline.live.hub import get_hub
 from timeline.live.provisional import publish_provisional
 from timeline.live.stream import TimelineStream
@@ -150,3 +153,46 @@ class ProvisionalView(APIView):
             item_id=serializer.validated_data.get("item_id"),
         )
         return Response({"agent_id": message.agent_id, "item_id": message.item_id}, status=status.HTTP_202_ACCEPTED)
+
+
+# --- The admin's timeline page: the same stream for a logged-in operator -------
+
+
+def _authorize_operator(user, agent_id: str) -> int:
+    """403 for anyone but active staff who may view agents, 404 for an unknown agent. Blocking (ORM)."""
+    if not (user.is_active and user.is_staff):
+        return 403
+    if not (user.has_perm("snapshots.view_agentsnapshot") or user.has_perm("snapshots.change_agentsnapshot")):
+        return 403
+    try:
+        get_agent_for_timeline(agent_id=agent_id)
+    except NotFound:
+        return 404
+    return 200
+
+
+async def admin_timeline_stream(request: HttpRequest, object_id: str):
+    """GET /admin/snapshots/agentsnapshot/{agent_id}/timeline/stream/: the agent's SSE stream for
+    the admin's timeline page, authenticated by the admin session (same origin, so no token
+    ever goes into a page). Resumes from ``Last-Event-ID``, as EventSource sends it on reconnect,
+    else from ``?after_seq=``."""
+    if not isinstance(request, ASGIRequest):
+        return HttpResponse("The live stream is served only under ASGI.", status=503, content_type="text/plain")
+    if request.method != "GET":
+        return HttpResponseNotAllowed(["GET"])
+    hub = get_hub()
+    agent_id = unquote(object_id)
+    user = await request.auser()
+    verdict = await hub.db.run(_authorize_operator, user, agent_id)
+    if verdict != 200:
+        return HttpResponse(status=verdict)
+    cursor = request.headers.get("Last-Event-ID", "").strip() or request.GET.get("after_seq", "").strip()
+    try:
+        after_seq = _non_negative_int(cursor, "after_seq") if cursor else None
+    except ValidationError:
+        return HttpResponse("after_seq and Last-Event-ID are whole numbers.", status=400, content_type="text/plain")
+    stream = TimelineStream(hub, agent_id, after_seq=after_seq, epoch=None)
+    response = StreamingHttpResponse(stream.events(), content_type="text/event-stream; charset=utf-8")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    return response

@@ -1,0 +1,215 @@
+"""The agent's timeline page in the admin, without JavaScript: filter, search, jumps, zones, the live
+tail's fragment reads, who may see it, and its session-authenticated stream's refusals."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import re
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
+from django.test import AsyncClient
+from django.urls import reverse
+
+from tests.factories import AgentFactory
+from tests.timeline.live.test_views import fresh_hub  # noqa: F401 - a fixture
+from timeline.models import TimelineRow
+from timeline.services import NewTimelineItem, append_timeline_items
+
+pytestmark = pytest.mark.django_db
+
+TYPES = ["user_message", "assistant_message", "tool_call"]
+BASE_TIME = dt.datetime(2026, 1, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def item(n: int) -> dict:
+    kind = TYPES[n % 3]
+    if kind == "tool_call":
+        return {"type": kind, "callId": f"c{n}", "name": "bash", "status": "completed", "input": {"cmd": f"make t{n}"}}
+    return {"type": kind, "text": f"message number{n} about {'zebra' if n % 10 == 0 else 'llama'}"}
+
+
+@pytest.fixture
+def agent():
+    """120 rows, seq n committed at BASE_TIME + n minutes; 'zebra' in 10, 30, 40, 60, 70, 90, 100, 120."""
+    agent = AgentFactory()
+    append_timeline_items(agent_id=agent.pk, items=[NewTimelineItem(item=item(n)) for n in range(1, 121)])
+    for seq in range(1, 121):
+        TimelineRow.objects.filter(agent=agent, seq=seq).update(committed_at=BASE_TIME + dt.timedelta(minutes=seq))
+    agent.refresh_from_db()
+    return agent
+
+
+def page_url(agent_id: str) -> str:
+    return reverse("admin:snapshots_agentsnapshot_timeline", args=[agent_id])
+
+
+def shown_seqs(response) -> list[int]:
+    return [int(seq) for seq in re.findall(r'data-seq="(\d+)"', response.content.decode())]
+
+
+def hit_seqs(response) -> list[int]:
+    return [int(seq) for seq in re.findall(r'class="tl-row [^"]* tl-hit" id="seq-(\d+)"', response.content.decode())]
+
+
+class TestAccess:
+    def test_linked_at_the_top_of_the_agent_page_and_from_its_bottom(self, admin_client, agent):
+        text = admin_client.get(reverse("admin:snapshots_agentsnapshot_change", args=[agent.pk])).content.decode()
+        link = f'href="{page_url(agent.pk)}" id="agent-page-timeline"'
+        assert link in text
+        assert text.index(link) < text.index('id="agentsnapshot_form"'), "the link is above the form"
+        assert 'class="tl-open"' in text and "120 committed rows" in text
+        assert "data-seq=" not in text, "the rows themselves are on the timeline page only"
+
+    def test_staff_only(self, client, staff_client, agent):
+        response = client.get(page_url(agent.pk))
+        assert response.status_code == 302 and "/admin/login/" in response["Location"]
+        assert staff_client().get(page_url(agent.pk)).status_code == 403
+
+    def test_a_staff_member_who_may_view_agents_sees_it(self, staff_client, agent):
+        response = staff_client("snapshots.view_agentsnapshot").get(page_url(agent.pk))
+        assert response.status_code == 200 and shown_seqs(response) == list(range(71, 121))
+
+    def test_unknown_agent_is_404(self, admin_client):
+        assert admin_client.get(page_url("no-such-agent")).status_code == 404
+
+
+class TestFilter:
+    def test_chips_filter_by_item_type_and_paging_keeps_the_filter(self, admin_client, agent):
+        response = admin_client.get(page_url(agent.pk), {"type": "tool_call"})
+        assert shown_seqs(response) == [n for n in range(1, 121) if n % 3 == 2][-50:]
+        text = response.content.decode()
+        assert 'name="type" value="tool_call" checked' in text
+        assert 'name="type" value="user_message">' in text
+        assert "tl-older" not in text, "all 40 tool calls fit one page"
+
+    def test_several_types(self, admin_client, agent):
+        wanted = [n for n in range(1, 121) if n % 3 != 1]
+        response = admin_client.get(page_url(agent.pk) + "?type=tool_call&type=user_message")
+        assert shown_seqs(response) == wanted[-50:]
+        older = re.search(r'href="(\?[^"]*)" class="tl-older"', response.content.decode()).group(1)
+        older = older.replace("&amp;", "&")
+        assert "type=tool_call" in older and "type=user_message" in older
+        assert shown_seqs(admin_client.get(page_url(agent.pk) + older)) == wanted[:-50]
+
+
+class TestSearch:
+    def test_a_match_lands_on_its_row_in_context(self, admin_client, agent):
+        response = admin_client.get(page_url(agent.pk), {"q": "zebra"})
+        assert response.status_code == 302
+        assert response["Location"].endswith("around=120&q=zebra#seq-120")
+        page = admin_client.get(response["Location"])
+        assert hit_seqs(page) == [120] and 120 in shown_seqs(page)
+
+    def test_previous_and_next_match(self, admin_client, agent):
+        page = admin_client.get(page_url(agent.pk) + "?q=zebra&around=70")
+        assert hit_seqs(page) == [70] and shown_seqs(page) == list(range(46, 96))
+        text = page.content.decode().replace("&amp;", "&")
+        previous = re.search(r'href="(\?[^"]*)" class="tl-prev-match"', text).group(1)
+        following = re.search(r'href="(\?[^"]*)" class="tl-next-match"', text).group(1)
+        assert admin_client.get(page_url(agent.pk) + previous)["Location"].endswith("#seq-60")
+        assert admin_client.get(page_url(agent.pk) + following)["Location"].endswith("#seq-90")
+
+    def test_search_within_the_chosen_types(self, admin_client, agent):
+        response = admin_client.get(page_url(agent.pk), {"q": "zebra", "type": "assistant_message"})
+        assert response["Location"].endswith("#seq-100")
+
+    def test_no_match_says_so_and_shows_the_newest(self, admin_client, agent):
+        response = admin_client.get(page_url(agent.pk), {"q": "okapi"})
+        assert response.status_code == 200 and "No row matches “okapi”." in response.content.decode()
+        assert shown_seqs(response) == list(range(71, 121))
+
+
+class TestJump:
+    def test_to_a_seq(self, admin_client, agent):
+        response = admin_client.get(page_url(agent.pk), {"seq": "15"})
+        assert response.status_code == 302 and response["Location"].endswith("around=15#seq-15")
+        page = admin_client.get(response["Location"])
+        assert hit_seqs(page) == [15] and shown_seqs(page)[0] == 1
+
+    @pytest.mark.parametrize("bad", ["0", "121", "abc", "-4", "1e3"])
+    def test_to_a_seq_that_does_not_exist(self, admin_client, agent, bad):
+        response = admin_client.get(page_url(agent.pk), {"seq": bad})
+        assert response.status_code == 200 and "this timeline has seq 1 to 120" in response.content.decode()
+
+    def test_to_the_first_row_at_or_after_a_time_in_the_operators_zone(self, admin_client, agent):
+        # 13:07 in Paris (UTC+1 in January) is 12:07 UTC: seq 7.
+        response = admin_client.get(page_url(agent.pk), {"at": "2026-01-01T13:07", "tz": "Europe/Paris"})
+        assert response["Location"].endswith("#seq-7") and "tz=Europe%2FParis" in response["Location"]
+        response = admin_client.get(page_url(agent.pk), {"at": "2026-01-01T12:07:01"})
+        assert response["Location"].endswith("#seq-8")
+
+    @pytest.mark.parametrize("at, notice", [("2027-01-01 00:00", "No row was committed"), ("soon", "YYYY-MM-DD")])
+    def test_to_a_time_without_rows_or_not_a_time(self, admin_client, agent, at, notice):
+        response = admin_client.get(page_url(agent.pk), {"at": at})
+        assert response.status_code == 200 and notice in response.content.decode()
+
+
+class TestRows:
+    def test_times_have_seconds_and_a_named_zone(self, admin_client, agent):
+        text = admin_client.get(page_url(agent.pk) + "?around=7&tz=Europe/Paris").content.decode()
+        assert ">2026-01-01 13:07:00 CET</time>" in text and "Europe/Paris" in text
+        text = admin_client.get(page_url(agent.pk) + "?around=7").content.decode()
+        assert ">2026-01-01 12:07:00 UTC</time>" in text
+
+    def test_the_browsers_zone_from_its_cookie_and_a_bad_zone_falls_back(self, admin_client, agent):
+        admin_client.cookies["chartr_tz"] = "Asia%2FTokyo"  # as the script writes it
+        assert ">2026-01-01 21:07:00 JST</time>" in admin_client.get(page_url(agent.pk) + "?around=7").content.decode()
+        text = admin_client.get(page_url(agent.pk) + "?around=7&tz=Not/AZone").content.decode()
+        assert ">2026-01-01 21:07:00 JST</time>" in text
+
+    def test_tool_calls_collapse_and_long_texts_fold(self, admin_client):
+        agent = AgentFactory()
+        long_text = "\n".join(f"line {n}" for n in range(1, 31))
+        append_timeline_items(
+            agent_id=agent.pk,
+            items=[
+                NewTimelineItem(item=item(2)),
+                NewTimelineItem(item={"type": "assistant_message", "text": long_text}),
+            ],
+        )
+        text = admin_client.get(page_url(agent.pk)).content.decode()
+        assert re.search(r'<details class="tl-tool">\s*<summary><strong>Tool call</strong> <code>bash</code>', text)
+        assert "line 20</pre>" in text and '<details class="tl-fold"><summary>10 more lines</summary>' in text
+
+    def test_the_live_tails_fragment_read(self, admin_client, agent):
+        response = admin_client.get(page_url(agent.pk), {"fragment": "rows", "after_seq": "117", "type": "tool_call"})
+        text = response.content.decode()
+        assert shown_seqs(response) == [119] and 'data-through="120"' in text and "<html" not in text
+
+    def test_no_inline_script_or_style(self, admin_client, agent):
+        text = admin_client.get(page_url(agent.pk)).content.decode()
+        for script in re.findall(r"<script[^>]*>", text):
+            assert "src=" in script
+        assert "<style" not in text and "style=" not in text
+        assert "timeline/agent_timeline.js" in text and "timeline/agent_timeline.css" in text
+
+
+def stream_url(agent_id: str) -> str:
+    return reverse("admin:snapshots_agentsnapshot_timeline_stream", args=[agent_id])
+
+
+@pytest.fixture
+def close_async_connections():
+    """The async client's session and login queries run on asgiref's shared thread;
+    close that thread's connection after the test, or PostgreSQL cannot drop the test database."""
+    yield
+    asyncio.run(sync_to_async(connections.close_all)())
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("close_async_connections")
+def test_the_stream_wants_a_staff_session_and_a_known_agent(fresh_hub, django_user_model):  # noqa: F811
+    agent = AgentFactory()
+    client = AsyncClient()
+    assert asyncio.run(client.get(stream_url(agent.pk))).status_code == 403
+    django_user_model.objects.create_user(username="plain", password="pw", is_staff=False)
+    asyncio.run(client.alogin(username="plain", password="pw"))
+    assert asyncio.run(client.get(stream_url(agent.pk))).status_code == 403
+    django_user_model.objects.create_superuser(username="boss", password="pw")
+    asyncio.run(client.alogin(username="boss", password="pw"))
+    assert asyncio.run(client.get(stream_url("no-such-agent"))).status_code == 404
+    assert asyncio.run(client.get(stream_url(agent.pk) + "?after_seq=x")).status_code == 400
+    assert asyncio.run(client.post(stream_url(agent.pk))).status_code == 405

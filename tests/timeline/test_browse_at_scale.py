@@ -1,0 +1,142 @@
+"""At 1M rows, the timeline page's reads stay bounded by their limit: proven by EXPLAIN, not by timing.
+
+The million rows are one agent's, built by one INSERT ... SELECT (a recursive
+CTE on SQLite, generate_series on PostgreSQL) inside the test's transaction,
+then indexed for search the way each engine does it. Marked ``slow`` (about
+half a minute on SQLite, a minute on PostgreSQL): ``make test-fast`` leaves
+it out, ``make test`` runs it.
+
+What each engine's plan must show for a page, a filtered page, a jump to a
+seq or a time: a range of one of the (agent, ...) indexes, walked in order
+(no sort of the agent's rows, no scan of the table). On PostgreSQL the plan is
+also run (EXPLAIN ANALYZE), and the index node must have returned at most
+limit + 1 rows. A text search reads the search index (never the table) for
+its words' matches.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from snapshots.models import AgentSnapshot
+from tests.factories import AgentFactory
+from timeline.search import timeline_search
+from timeline.selectors import browse_timeline, find_match, seq_at_or_after_time
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+
+ROWS = 1_000_000
+LIMIT = 50
+
+SQLITE_ROWS = f"""
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {ROWS})
+INSERT INTO timeline_timelinerow (agent_id, seq, committed_at, item_type, item, item_id)
+SELECT %s, i, datetime('2026-01-01', '+' || i || ' seconds'),
+       CASE WHEN i % 1000 = 0 THEN 'tool_call' ELSE 'user_message' END,
+       json_object('type', CASE WHEN i % 1000 = 0 THEN 'tool_call' ELSE 'user_message' END,
+                   'text', CASE WHEN i % 250000 = 0 THEN 'needle ' ELSE '' END || 'row w' || i),
+       NULL
+FROM n
+"""
+POSTGRES_ROWS = """
+INSERT INTO timeline_timelinerow (agent_id, seq, committed_at, item_type, item, item_id)
+SELECT %s, i, timestamptz '2026-01-01 00:00:00+00' + i * interval '1 second',
+       CASE WHEN mod(i, 1000) = 0 THEN 'tool_call' ELSE 'user_message' END,
+       jsonb_build_object('type', CASE WHEN mod(i, 1000) = 0 THEN 'tool_call' ELSE 'user_message' END,
+                          'text', CASE WHEN mod(i, 250000) = 0 THEN 'needle ' ELSE '' END || 'row w' || i),
+       NULL
+FROM generate_series(1, %s) AS i
+"""
+
+
+@pytest.fixture
+def million_row_agent(django_db_blocker):
+    agent = AgentFactory()
+    search = timeline_search()
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # Building the GIN index once is much cheaper than maintaining it row by row;
+            # DDL is transactional here, so the test's rollback restores it.
+            with connection.schema_editor(atomic=False) as editor:
+                search.drop_index(editor)
+            cursor.execute(POSTGRES_ROWS, [agent.pk, ROWS])
+            # The deferred foreign-key checks must run before an index can be built in this transaction.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            with connection.schema_editor(atomic=False) as editor:
+                search.create_index(editor)
+            cursor.execute("ANALYZE timeline_timelinerow")
+        else:
+            cursor.execute(SQLITE_ROWS, [agent.pk])
+            search.index_rows(agent_id=agent.pk, first_seq=1, last_seq=ROWS)
+            cursor.execute("ANALYZE")
+    AgentSnapshot.objects.filter(pk=agent.pk).update(head_seq=ROWS)
+    agent.refresh_from_db()
+    return agent
+
+
+def plans_of(read) -> tuple[object, list[str]]:
+    """``read()``'s result and the plan of every query it ran."""
+    with CaptureQueriesContext(connection) as queries:
+        result = read()
+    plans = []
+    with connection.cursor() as cursor:
+        for query in queries.captured_queries:
+            if connection.vendor == "postgresql":
+                cursor.execute("EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + query["sql"])
+            else:
+                cursor.execute("EXPLAIN QUERY PLAN " + query["sql"])
+            plans.append("\n".join(str(row[-1]) for row in cursor.fetchall()))
+    return result, plans
+
+
+def assert_bounded_index_range(plan: str, limit: int) -> None:
+    if connection.vendor == "postgresql":
+        assert "Seq Scan" not in plan and "Sort" not in plan, plan
+        index_nodes = [line for line in plan.splitlines() if "Index Scan" in line or "Index Only Scan" in line]
+        assert index_nodes, plan
+        for line in index_nodes:
+            returned = int(re.search(r"actual rows=(\d+)", line).group(1))
+            assert returned <= limit + 1, plan
+    else:
+        assert re.search(r"SEARCH timeline_timelinerow USING (COVERING )?INDEX", plan), plan
+        assert "SCAN timeline_timelinerow" not in plan and "TEMP B-TREE" not in plan, plan
+
+
+def test_page_reads_at_a_million_rows_are_bounded_by_their_limit(million_row_agent):
+    agent = million_row_agent
+    reads = {
+        "tail": lambda: browse_timeline(agent=agent, limit=LIMIT),
+        "before": lambda: browse_timeline(agent=agent, direction="before", seq=500_000, limit=LIMIT),
+        "around": lambda: browse_timeline(agent=agent, direction="around", seq=500_000, limit=LIMIT),
+        "filtered": lambda: browse_timeline(
+            agent=agent, item_types=["tool_call"], direction="before", seq=900_000, limit=LIMIT
+        ),
+        "time": lambda: seq_at_or_after_time(agent_id=agent.pk, at=dt.datetime(2026, 1, 6, 0, 0, 1, tzinfo=dt.UTC)),
+    }
+    results = {}
+    for name, read in reads.items():
+        results[name], plans = plans_of(read)
+        assert plans, name
+        for plan in plans:
+            assert_bounded_index_range(plan, LIMIT)
+    assert [row.seq for row in results["tail"].rows] == list(range(ROWS - LIMIT + 1, ROWS + 1))
+    assert [row.seq for row in results["filtered"].rows][-1] == 899_000
+    assert len(results["filtered"].rows) == LIMIT and results["filtered"].has_older
+    assert results["time"] == 5 * 86_400 + 1
+
+
+def test_search_at_a_million_rows_reads_the_search_index(million_row_agent):
+    found, plans = plans_of(
+        lambda: find_match(agent_id=million_row_agent.pk, query="needle", direction="before", seq=ROWS)
+    )
+    assert found == 750_000
+    (plan,) = plans
+    if connection.vendor == "postgresql":
+        assert "Bitmap Index Scan on timeline_item_text_search" in plan and "Seq Scan" not in plan, plan
+    else:
+        assert "SCAN timeline_row_search VIRTUAL TABLE" in plan and "SCAN timeline_timelinerow" not in plan, plan

@@ -1,0 +1,37 @@
+"""Text search within an agent's timeline: one ``TimelineSearch`` class per database engine.
+
+The selectors (``timeline.selectors.find_match``), the append service's index
+hook and the migration that builds the index all go through
+``timeline_search()``, so each engine's way of searching lives in one class
+(``base.py`` says what every engine provides):
+
+* PostgreSQL (``postgresql.py``): full-text search over an expression GIN
+  index, nothing to maintain;
+* SQLite (``sqlite.py``): an FTS5 table the append service fills in the same
+  transaction as the rows, and a trigger empties as rows are deleted.
+"""
+
+from __future__ import annotations
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.utils.module_loading import import_string
+
+from timeline.search.base import TimelineSearch
+
+#: Connection vendor -> the class searching it.
+SEARCH_BACKENDS = {
+    "sqlite": "timeline.search.sqlite.SQLiteTimelineSearch",
+    "postgresql": "timeline.search.postgresql.PostgreSQLTimelineSearch",
+}
+
+
+def timeline_search(connection: BaseDatabaseWrapper | None = None) -> TimelineSearch:
+    """The search of ``connection``'s engine (default: the default database's)."""
+    if connection is None:
+        connection = connections[DEFAULT_DB_ALIAS]
+    try:
+        backend_class = import_string(SEARCH_BACKENDS[connection.vendor])
+    except KeyError:
+        raise NotImplementedError(f"Timeline search supports SQLite and PostgreSQL, not {connection.vendor}.") from None
+    return backend_class(connection)

@@ -1,0 +1,68 @@
+"""What a database engine provides for searching timeline rows.
+
+"The text of a row" is every string value anywhere in its item (keys and
+numbers are not text), split into words the same way on both engines:
+lower-cased, on Unicode word boundaries, without stemming, so a word matches
+the same rows on SQLite and PostgreSQL. A query is a list of words, all of
+which must occur; ``"quoted words"`` must occur together, in that order.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.backends.base.schema import BaseDatabaseSchemaEditor
+from django.db.models import QuerySet
+
+#: A search is refused past this many characters: a query is a few words, not a document.
+MAX_QUERY_LENGTH = 200
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_PHRASE_OR_WORD = re.compile(r'"([^"]*)"|(\S+)')
+
+
+def query_terms(query: str) -> list[list[str]]:
+    """``query`` as terms, each a list of words (a phrase when it has more than one).
+
+    Punctuation separates words, as it does in the indexed text, so
+    ``foo.bar`` is the phrase ``foo bar`` on both engines.
+    """
+    terms: list[list[str]] = []
+    for phrase, word in _PHRASE_OR_WORD.findall(query[:MAX_QUERY_LENGTH]):
+        words = [w.lower() for w in _WORD.findall(phrase or word)]
+        if words:
+            terms.append(words)
+    return terms
+
+
+class TimelineSearch(ABC):
+    """One engine's text search over ``timeline_timelinerow``."""
+
+    def __init__(self, connection: BaseDatabaseWrapper):
+        self.connection = connection
+
+    @abstractmethod
+    def create_index(self, schema_editor: BaseDatabaseSchemaEditor) -> None:
+        """Build the search index, including the rows already stored (a migration runs it)."""
+
+    @abstractmethod
+    def drop_index(self, schema_editor: BaseDatabaseSchemaEditor) -> None:
+        """Undo ``create_index``."""
+
+    @abstractmethod
+    def index_rows(self, *, agent_id: str, first_seq: int, last_seq: int) -> None:
+        """Make the agent's just-inserted rows ``first_seq..last_seq`` searchable.
+
+        Called by the append service inside the transaction that inserted them,
+        so a row is searchable exactly when it is committed.
+        """
+
+    @abstractmethod
+    def filter_matches(self, rows: QuerySet, terms: list[list[str]]) -> QuerySet:
+        """``rows`` narrowed to those whose text holds every term of ``terms`` (never empty)."""
+
+    def order_matches(self, matches: QuerySet, *, newest_first: bool) -> QuerySet:
+        """``matches`` (from ``filter_matches``) in seq order, the way this engine reads them best."""
+        return matches.order_by("-seq" if newest_first else "seq")

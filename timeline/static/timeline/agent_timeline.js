@@ -1,0 +1,188 @@
+/* The agent's timeline page: live tail, operator's time zone, type chips, j/k and "/".
+ *
+ * The page works without this file (paged HTML); this only enhances it. No
+ * framework and no inline script: the page's Content-Security-Policy may
+ * forbid inline code. Committed rows are rendered by the server (the page's
+ * own URL with ?fragment=rows), so every row looks the same whether it came
+ * with the page or live; provisional items, which the server never stores,
+ * are drawn here until the committed row replaces them.
+ */
+(function () {
+  "use strict";
+
+  var page = document.getElementById("timeline-page");
+  if (!page) return;
+  var rowsBox = document.getElementById("timeline");
+  var provisionalBox = document.getElementById("tl-provisional");
+  var statusBox = document.getElementById("tl-live-status");
+  var params = new URLSearchParams(window.location.search);
+
+  // --- Time zone: the server renders times in the zone named by the chartr_tz cookie.
+  function followBrowserZone() {
+    var zone;
+    try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) { return false; }
+    if (!zone || params.get("tz") || page.dataset.zone === zone) return false;
+    var cookieName = page.dataset.tzCookie;
+    var current = document.cookie.split("; ").filter(function (c) { return c.indexOf(cookieName + "=") === 0; })[0];
+    if (current === cookieName + "=" + encodeURIComponent(zone)) return false; // the server refused it: keep its zone
+    document.cookie = cookieName + "=" + encodeURIComponent(zone) + "; path=/; max-age=31536000; SameSite=Lax";
+    window.location.reload();
+    return true;
+  }
+  if (followBrowserZone()) return;
+
+  // --- Type chips submit as soon as one is toggled.
+  var filterForm = document.getElementById("tl-filter-form");
+  if (filterForm) {
+    filterForm.addEventListener("change", function (event) {
+      if (event.target && event.target.name === "type") filterForm.submit();
+    });
+  }
+
+  // --- Keyboard: j/k move between rows, "/" focuses the search box.
+  function rows() { return Array.prototype.slice.call(document.querySelectorAll("#timeline .tl-row, #tl-provisional .tl-row")); }
+  var current = null;
+  function select(row) {
+    if (!row) return;
+    if (current) current.classList.remove("tl-current");
+    current = row;
+    row.classList.add("tl-current");
+    row.focus({ preventScroll: true });
+    row.scrollIntoView({ block: "nearest" });
+  }
+  document.addEventListener("keydown", function (event) {
+    var target = event.target;
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+    if (event.key === "/") {
+      var search = document.getElementById("tl-search");
+      if (search) { event.preventDefault(); search.focus(); search.select(); }
+      return;
+    }
+    if (event.key !== "j" && event.key !== "k") return;
+    var all = rows();
+    if (!all.length) return;
+    var index = current ? all.indexOf(current) : -1;
+    if (index < 0) index = event.key === "j" ? -1 : all.length;
+    select(all[Math.max(0, Math.min(all.length - 1, index + (event.key === "j" ? 1 : -1)))]);
+    event.preventDefault();
+  });
+  var hit = document.querySelector("#timeline .tl-hit");
+  if (hit) select(hit);
+
+  // --- Live tail: only on the newest page, which the new rows continue.
+  if (page.dataset.live !== "1" || !window.EventSource || !rowsBox) return;
+  var wanted = params.getAll("type");
+  var fetchedThrough = parseInt(page.dataset.through, 10) || 0;
+  var committedThrough = fetchedThrough;
+  var fetching = false;
+
+  function showStatus(text, live) {
+    statusBox.hidden = false;
+    statusBox.textContent = text;
+    statusBox.classList.toggle("tl-live-on", !!live);
+  }
+
+  function nearBottom() {
+    return window.innerHeight + window.scrollY >= document.body.scrollHeight - 200;
+  }
+
+  function dropProvisional(row) {
+    var itemId = row.getAttribute("data-item-id");
+    Array.prototype.forEach.call(provisionalBox.querySelectorAll(".tl-row"), function (draft) {
+      var draftId = draft.getAttribute("data-item-id");
+      if (itemId ? draftId === itemId : !draftId && draft.getAttribute("data-item-type") === row.getAttribute("data-item-type")) {
+        draft.remove();
+      }
+    });
+  }
+
+  function fetchCommitted() {
+    if (fetching || committedThrough <= fetchedThrough) return;
+    fetching = true;
+    var query = new URLSearchParams();
+    wanted.forEach(function (name) { query.append("type", name); });
+    if (params.get("tz")) query.set("tz", params.get("tz"));
+    query.set("fragment", "rows");
+    query.set("after_seq", String(fetchedThrough));
+    var follow = nearBottom();
+    fetch(window.location.pathname + "?" + query.toString(), { credentials: "same-origin", headers: { Accept: "text/html" } })
+      .then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        return response.text();
+      })
+      .then(function (html) {
+        var fragment = new DOMParser().parseFromString(html, "text/html").getElementById("tl-fragment");
+        var empty = rowsBox.querySelector(".tl-empty");
+        Array.prototype.forEach.call(fragment.querySelectorAll(".tl-row"), function (row) {
+          if (document.getElementById(row.id)) return;
+          var node = document.importNode(row, true);
+          node.classList.add("tl-new");
+          rowsBox.appendChild(node);
+          dropProvisional(node);
+          if (empty) { empty.remove(); empty = null; }
+        });
+        var through = parseInt(fragment.getAttribute("data-through"), 10) || parseInt(fragment.getAttribute("data-max-seq"), 10);
+        if (through > fetchedThrough) fetchedThrough = through;
+        document.getElementById("tl-head").textContent = String(Math.max(committedThrough, fetchedThrough));
+        if (follow && rowsBox.lastElementChild) rowsBox.lastElementChild.scrollIntoView({ block: "end" });
+      })
+      .catch(function () { showStatus("could not load new rows; retrying", false); })
+      .then(function () {
+        fetching = false;
+        if (committedThrough > fetchedThrough) window.setTimeout(fetchCommitted, 250);
+      });
+  }
+
+  function provisionalText(item) {
+    if (typeof item.text === "string") return item.text;
+    if (typeof item.message === "string") return item.message;
+    var rest = {};
+    Object.keys(item).forEach(function (key) { if (key !== "type") rest[key] = item[key]; });
+    return JSON.stringify(rest, null, 2);
+  }
+
+  function showProvisional(data) {
+    var item = data.item || {};
+    var type = String(item.type || "");
+    if (wanted.length && wanted.indexOf(type) < 0) return;
+    var itemId = data.item_id || "";
+    var existing = Array.prototype.filter.call(provisionalBox.querySelectorAll(".tl-row"), function (draft) {
+      return itemId ? draft.getAttribute("data-item-id") === itemId
+        : !draft.getAttribute("data-item-id") && draft.getAttribute("data-item-type") === type;
+    })[0];
+    var row = existing || document.createElement("div");
+    row.className = "tl-row tl-provisional tl-" + type;
+    row.setAttribute("data-item-type", type);
+    row.setAttribute("tabindex", "-1");
+    if (itemId) row.setAttribute("data-item-id", itemId);
+    row.textContent = "";
+    var meta = document.createElement("div");
+    meta.className = "tl-meta";
+    meta.textContent = "provisional · " + type + (itemId ? " · id " + itemId : "") + " · not committed yet";
+    var body = document.createElement("pre");
+    body.className = "tl-text";
+    body.textContent = provisionalText(item);
+    row.appendChild(meta);
+    row.appendChild(body);
+    if (!existing) provisionalBox.appendChild(row);
+  }
+
+  var source = new EventSource(page.dataset.streamUrl + "?after_seq=" + fetchedThrough);
+  source.addEventListener("open", function () { showStatus("live", true); });
+  source.addEventListener("error", function () { showStatus("reconnecting…", false); });
+  source.addEventListener("committed", function (event) {
+    var seq = parseInt(event.lastEventId, 10);
+    if (seq > committedThrough) committedThrough = seq;
+    fetchCommitted();
+  });
+  source.addEventListener("provisional", function (event) { showProvisional(JSON.parse(event.data)); });
+  source.addEventListener("reset", function () {
+    showStatus("this history was replaced: reload the page", false);
+    source.close();
+  });
+  source.addEventListener("agent", function (event) {
+    var data = JSON.parse(event.data);
+    if (data.deleted) { showStatus("this agent was deleted", false); source.close(); }
+  });
+})();
