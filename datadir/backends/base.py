@@ -65,6 +65,16 @@ class DatabaseBackend(ABC):
                 raise SnapshotFailed(f"Could not hold writes back: {exc}. Nothing was changed.") from exc
             yield
 
+    @contextmanager
+    def store_locked(self, *, wait: bool) -> Iterator[None]:
+        """Where the engine's database is shared by several machines, hold the store lock there too.
+
+        The data dir's flock (datadir.lock) is seen by one machine only. An
+        engine whose database one machine owns (SQLite) needs nothing more:
+        raise StoreBusy when ``wait`` is false and another machine holds it.
+        """
+        yield
+
     def live_files(self) -> tuple[set[str], set[tuple[int, int]]]:
         """Paths and (device, inode) pairs of the live database inside the data
         dir: the file copy leaves them out, because dump() copies the database.

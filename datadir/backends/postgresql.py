@@ -11,6 +11,9 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -19,7 +22,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 
 from datadir import store
 from datadir.backends.base import CheckedDump, DatabaseBackend, DumpRejected, quote_name
-from datadir.errors import SnapshotFailed, SnapshotToolMissing
+from datadir.errors import SnapshotFailed, SnapshotToolMissing, StoreBusy
 from kernel.postgres import libpq_environment
 from snapshots.models import AgentSnapshot
 
@@ -36,9 +39,34 @@ _ABORT_RESTORE_SQL = (
 )
 
 
+#: The store lock's advisory key: a fixed 32-bit value derived from a name other tools are unlikely to use.
+STORE_LOCK_KEY = zlib.crc32(b"chartr.datadir-store")
+
+
 class PostgreSQLBackend(DatabaseBackend):
     engine = "postgresql"
     dump_name = store.POSTGRES_DUMP_NAME
+
+    @contextmanager
+    def store_locked(self, *, wait: bool) -> Iterator[None]:
+        """A session-level advisory lock on a connection of its own: every instance sharing
+        this database sees it, and it goes with the session if the holder dies."""
+        holder = self.connection.copy()
+        try:
+            holder.ensure_connection()
+            with holder.connection.cursor() as cursor:
+                if wait:
+                    cursor.execute("SELECT pg_advisory_lock(%s)", [STORE_LOCK_KEY])
+                else:
+                    cursor.execute("SELECT pg_try_advisory_lock(%s)", [STORE_LOCK_KEY])
+                    if not cursor.fetchone()[0]:
+                        raise StoreBusy(
+                            "Another data snapshot or restore is running on another instance sharing this "
+                            "PostgreSQL database. Try again when it has finished, or run without --no-wait to wait."
+                        )
+            yield
+        finally:
+            holder.close()  # ending the session releases the lock
 
     def table_names(self, cursor: Any) -> list[str]:
         cursor.execute("SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema() ORDER BY 1")

@@ -13,9 +13,11 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections
 from datadir.backends import database_backend
 from datadir.backends.postgresql import PostgreSQLBackend, tables_parents_first
 from datadir.backends.sqlite import SQLiteBackend
-from datadir.errors import SnapshotFailed, SnapshotToolMissing
+from datadir.errors import SnapshotFailed, SnapshotToolMissing, StoreBusy
+from datadir.lock import store_lock
 from datadir.services import restore_snapshot, take_snapshot
 from tests.datadir.conftest import append_rows, build_state, database_state, epochs, rehash_db, snapshot_dirs
+from tests.factories import AgentFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -99,3 +101,22 @@ def test_restore_locks_tables_parents_first_like_the_writers_do():
     assert [order.index(table) for table in chain] == sorted(order.index(table) for table in chain)
     assert order.index("auth_user") < order.index("chartr_apitoken")
     assert len(order) == len(set(order))
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'")
+def test_on_postgres_instances_with_their_own_data_dirs_still_take_turns(data_dir, tmp_path):
+    """Another instance's data dir has its own flock; the advisory lock in the shared database is what they share."""
+    AgentFactory(agent_id="a0")
+    other_instance = store_lock(data_dir=tmp_path / "other-instance-data")
+    with other_instance, pytest.raises(StoreBusy, match="another instance sharing this PostgreSQL database"):
+        take_snapshot(wait=False)
+    assert snapshot_dirs(data_dir) == []
+    assert take_snapshot(wait=False).name in snapshot_dirs(data_dir), "released when the holder's block ended"
+
+
+@pytest.mark.skipif("connection.vendor != 'sqlite'")
+def test_on_sqlite_the_data_dir_lock_is_the_whole_story(data_dir, tmp_path):
+    """SQLite serves one machine: another data dir is another database, and does not wait."""
+    AgentFactory(agent_id="a0")
+    with store_lock(data_dir=tmp_path / "elsewhere"):
+        assert take_snapshot(wait=False).name in snapshot_dirs(data_dir)
