@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 import shutil
 from io import StringIO
@@ -22,6 +21,7 @@ from tests.legacy.conftest import backups, dump_database
 from tests.timeline.live.support import Reader
 from tests.timeline.live.support import db as stream_db
 from tests.timeline.live.support import run as run_stream
+from timeline.counters import check_counters
 from timeline.live.hub import Hub
 from timeline.live.stream import TimelineStream
 
@@ -199,6 +199,9 @@ def test_new_rows_in_paseo_are_appended_on_a_rerun(paseo_home, api):
     report = import_legacy(source=paseo_home.root)
     assert report.counts["timeline_rows"].created == 3
     assert [row["seq"] for row in rows_of(api, "a-pruned")["rows"]] == list(range(11, 19))
+    # The agents' row and byte counters moved with every imported row, on both runs.
+    assert check_counters(repair=False) == []
+    assert AgentSnapshot.objects.get(pk="a-pruned").committed_rows == 8
 
 
 def test_an_interrupted_copy_leaves_no_half_backup(paseo_home, monkeypatch):
@@ -262,7 +265,7 @@ def test_a_paseo_cursor_resumes_on_the_stream_without_reset(paseo_home):
 @pytest.mark.django_db(transaction=True)
 def test_an_import_snapshots_first(paseo_home, settings):
     out = run(paseo_home.root)
-    listing = io.StringIO()
+    listing = StringIO()
     call_command("restore", "--list", stdout=listing)
     [line] = [line for line in listing.getvalue().splitlines() if "pre-import" in line]
     name = line.split()[0]
