@@ -44,14 +44,8 @@ class TimelinePage:
         return self.head_seq + 1
 
 
-def row_as_dict(row: TimelineRow) -> dict:
-    return {
-        "seq": row.seq,
-        "committed_at": row.committed_at,
-        "item_type": row.item_type,
-        "item": row.item,
-        "item_id": row.item_id,
-    }
+#: What a page row carries, in the order the API renders it.
+ROW_FIELDS = ("seq", "committed_at", "item_type", "item", "item_id")
 
 
 def get_agent_for_timeline(*, agent_id: str) -> AgentSnapshot:
@@ -61,6 +55,24 @@ def get_agent_for_timeline(*, agent_id: str) -> AgentSnapshot:
     if agent is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
     return agent
+
+
+def _timeline_head(agent_id: str) -> tuple[int, str]:
+    """``(head_seq, timeline_epoch)`` of the agent, one indexed lookup without ordering."""
+    found = list(AgentSnapshot.objects.filter(pk=agent_id).order_by().values_list("head_seq", "timeline_epoch")[:1])
+    if not found:
+        raise NotFound(f"Agent {agent_id} does not exist.")
+    return found[0]
+
+
+def _page_values(agent_id: str, direction: Direction, seq: int | None, limit: int) -> list[tuple]:
+    """The page's rows in ascending seq, as plain tuples of ``ROW_FIELDS``: no model instances."""
+    rows_qs = TimelineRow.objects.filter(agent_id=agent_id).values_list(*ROW_FIELDS)
+    if direction == "tail":
+        return list(rows_qs.order_by("-seq")[:limit])[::-1]
+    if direction == "before":
+        return list(rows_qs.filter(seq__lt=seq).order_by("-seq")[:limit])[::-1]
+    return list(rows_qs.filter(seq__gt=seq).order_by("seq")[:limit])
 
 
 def rows_after(*, agent_id: str, after_seq: int, limit: int) -> list[TimelineRow]:
@@ -88,24 +100,20 @@ def read_timeline(
     if seq is not None and seq < 0:
         raise ValidationError({"seq": ["seq is 0 or more."]}, code="invalid")
 
-    agent = get_agent_for_timeline(agent_id=agent_id)
-    reset = epoch is not None and epoch != agent.timeline_epoch
+    head, timeline_epoch = _timeline_head(agent_id)
+    reset = epoch is not None and epoch != timeline_epoch
     if reset:
         # The history was replaced: the client's seqs mean nothing now, so it
         # gets a fresh tail instead of silently wrong rows.
         direction, seq = "tail", None
 
-    rows_qs = TimelineRow.objects.filter(agent_id=agent.pk)
-    if direction == "tail":
-        rows = list(rows_qs.order_by("-seq")[:limit])[::-1]
-    elif direction == "before":
-        rows = list(rows_qs.filter(seq__lt=seq).order_by("-seq")[:limit])[::-1]
-    else:
-        rows = list(rows_qs.filter(seq__gt=seq).order_by("seq")[:limit])
+    values = _page_values(agent_id, direction, seq, limit)
+    entries = [dict(zip(ROW_FIELDS, row)) for row in values]
 
-    head = agent.head_seq
-    if rows:
-        has_older, has_newer = rows[0].seq > 1, rows[-1].seq < head
+    first_seq = values[0][0] if values else None
+    last_seq = values[-1][0] if values else None
+    if values:
+        has_older, has_newer = first_seq > 1, last_seq < head
     elif direction == "before":
         has_older, has_newer = False, head >= max(seq, 1)
     elif direction == "after":
@@ -113,17 +121,16 @@ def read_timeline(
     else:
         has_older = has_newer = False
 
-    entries = [row_as_dict(row) for row in rows]
     if projection == "projected":
         entries = project_rows(entries)
     return TimelinePage(
-        agent_id=agent.pk,
-        epoch=agent.timeline_epoch,
+        agent_id=agent_id,
+        epoch=timeline_epoch,
         head_seq=head,
         direction=direction,
         rows=entries,
-        min_seq=rows[0].seq if rows else None,
-        max_seq=rows[-1].seq if rows else None,
+        min_seq=first_seq,
+        max_seq=last_seq,
         has_older=has_older,
         has_newer=has_newer,
         reset=reset,

@@ -7,9 +7,9 @@ class TokensConfig(AppConfig):
 
     def ready(self) -> None:
         # Registers the OpenAPI description of the bearer tokens.
-        import tokens.schema  # noqa: F401
         from django.db.models.signals import post_delete, post_save
 
+        import tokens.schema  # noqa: F401
         from tokens.cache import token_cache
         from tokens.models import ApiToken
 
