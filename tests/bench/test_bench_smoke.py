@@ -63,3 +63,16 @@ def test_bench_smoke_prints_every_case_next_to_its_baseline(tmp_path):
     assert measured == expected
     for result in results["results"]:
         assert result["cost"] > 0, result
+
+
+@pytest.mark.process
+def test_streams_bench_smoke_prints_threads_rss_and_delivery():
+    completed = subprocess.run(
+        [sys.executable, "bench/streams.py", "--smoke"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=240
+    )
+    output = completed.stdout
+    assert completed.returncode == 0, f"bench failed:\n{output}\n{completed.stderr}"
+    for phase in ("idle", "open", "closed"):
+        assert re.search(rf"^worker {phase} +threads +\d+ +rss +{FIGURE} MiB$", output, re.M), output
+    assert re.search(r"^threads per open stream +[\d.]+ +\(grew by -?\d+ for 5\)$", output, re.M), output
+    assert re.search(rf"^delivery to the last of 5 +p50 {FIGURE} ms +p99 {FIGURE} ms", output, re.M), output
