@@ -146,10 +146,10 @@ def wall_p50_ms(call, calls: int) -> float:
 
 
 def seed_chartr(agent_id: str, history: int) -> None:
-    from timeline.services import NewTimelineItem, append_timeline_items
+    from timeline.services import MAX_ITEMS_PER_APPEND, NewTimelineItem, append_timeline_items
 
-    for start in range(0, history, 1000):
-        size = min(1000, history - start)
+    for start in range(0, history, MAX_ITEMS_PER_APPEND):
+        size = min(MAX_ITEMS_PER_APPEND, history - start)
         append_timeline_items(
             agent_id=agent_id, items=[NewTimelineItem(item=new_item(start + i), item_id=None) for i in range(size)]
         )
