@@ -6,10 +6,9 @@ class TokensConfig(AppConfig):
     verbose_name = "API tokens"
 
     def ready(self) -> None:
-        # Registers the OpenAPI description of the bearer tokens.
         from django.db.models.signals import post_delete, post_save
 
-        import tokens.schema  # noqa: F401
+        import tokens.schema  # noqa: F401  (registers the OpenAPI description of the bearer tokens)
         from tokens.cache import token_cache
         from tokens.models import ApiToken
 
