@@ -14,6 +14,8 @@ Cases, each at every history length, the two sides alternating in chunks:
   of one ``StoredEvent`` (JSON state) at the next version. Both in WAL mode;
   chartr runs ``synchronous=NORMAL`` (its setting), eventsourcing SQLite's
   default for its connections (``FULL``), which costs fsync wall time, not CPU.
+  On PostgreSQL both write to the same scratch database at the server's
+  ``synchronous_commit`` (on).
 - ``read newest 100``: p50 wall time. chartr: ``read_timeline(limit=100)``;
   eventsourcing: ``select_events(desc=True, limit=100)`` plus decoding each
   state's JSON.
@@ -23,7 +25,7 @@ Cases, each at every history length, the two sides alternating in chunks:
 
 Each line prints ``cost xN``: chartr's figure over the peer's, median of the
 repetitions, and the spread (min-max) of the per-repetition ratios. A missing
-peer is skipped with a message. PostgreSQL and the API-against-raw cases (see bench/timeline_bench.py) are not in this script yet.
+peer is skipped with a message. The API against raw sqlite3/psycopg is bench/timeline_bench.py's.
 Nothing here is a test: no figure is asserted.
 """
 
@@ -52,14 +54,37 @@ def cost_line(case: str, ratios: list[float], chartr: float, peer_name: str, pee
 
 
 class EventsourcingStore:
+    """eventsourcing's aggregate recorder: SQLite in its own file, or PostgreSQL in chartr's scratch database."""
+
     name = "eventsourcing"
 
-    def __init__(self, path: Path):
-        from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteDatastore
+    def __init__(self, path: Path, database_url: str | None = None):
+        if database_url:
+            from urllib.parse import urlsplit
 
-        self.recorder = SQLiteAggregateRecorder(SQLiteDatastore(str(path), originator_id_type="text"))
+            from eventsourcing.postgres import PostgresAggregateRecorder, PostgresDatastore
+
+            url = urlsplit(database_url)
+            datastore = PostgresDatastore(
+                url.path.lstrip("/"),
+                url.hostname or "127.0.0.1",
+                url.port or 5432,
+                url.username or "postgres",
+                url.password or "",
+                originator_id_type="text",
+            )
+            self.recorder = PostgresAggregateRecorder(datastore, events_table_name="bench_stored_events")
+        else:
+            from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteDatastore
+
+            self.recorder = SQLiteAggregateRecorder(SQLiteDatastore(str(path), originator_id_type="text"))
         self.recorder.create_table()
         self.versions: dict[str, int] = {}
+
+    def close(self) -> None:
+        close = getattr(self.recorder.datastore, "close", None)
+        if close:
+            close()
 
     def append(self, stream: str, n: int) -> None:
         from eventsourcing.persistence import StoredEvent
@@ -195,20 +220,26 @@ def main(argv: list[str] | None = None) -> int:
             f"load={os.getloadavg()[0]:.2f}",
             flush=True,
         )
-        if environment.backend != "sqlite":
-            print("eventsourcing postgresql  skipped: only the SQLite comparison is implemented")
-            return 0
         setup_django()
+        database_url = environment.database.url if environment.backend == "postgresql" else None
         peers = []
-        for make, package in ((EventsourcingStore, "eventsourcing"), (LangGraphStore, "langgraph-checkpoint-sqlite")):
+        try:
+            peers.append(EventsourcingStore(root / "eventsourcing.sqlite3", database_url))
+        except ImportError:
+            print("eventsourcing  skipped: eventsourcing[postgres] is not installed (make install)", flush=True)
+        if database_url:
+            print("langgraph-sqlite  skipped: SqliteSaver compares on SQLite only", flush=True)
+        else:
             try:
-                peers.append(make(root / f"{make.name}.sqlite3"))
+                peers.append(LangGraphStore(root / "langgraph.sqlite3"))
             except ImportError:
-                print(f"{make.name}  skipped: {package} is not installed (make install)", flush=True)
+                print("langgraph-sqlite  skipped: langgraph-checkpoint-sqlite is not installed (make install)")
         create_agents([f"peers-{peer.name}-{history}" for peer in peers for history in args.history])
         for peer in peers:
             for history in args.history:
                 bench_history(peer, history, args.repetitions, args.chunk)
+        for peer in peers:
+            getattr(peer, "close", lambda: None)()
         print(f"done, load={os.getloadavg()[0]:.2f}", flush=True)
         return 0
     finally:
