@@ -3,8 +3,10 @@
 Two handlers share the process:
 
 - the live timeline stream (a long-lived async view), and the same stream for
-  the admin's timeline page, run on Django's ASGI handler, so thousands of open
-  streams cost no thread each;
+  the admin's timeline page, run on Django's ASGI handler without a
+  per-request thread-sensitive context (``chartr.serving.SharedThreadAsgiHandler``),
+  so thousands of open streams cost no thread each: their database reads go
+  to the live pool (``CHARTR_LIVE_DB_THREADS``) and the rest is asyncio;
 - every other request (the REST API, the admin, health probes, static files)
   runs on Django's WSGI handler in a small fixed pool of threads.
 
@@ -23,17 +25,24 @@ from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import sync_to_async
 from asgiref.wsgi import WsgiToAsgiInstance
-from django.core.asgi import get_asgi_application
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chartr.settings")
 
-native_application = get_asgi_application()  # also runs django.setup()
-wsgi_application = get_wsgi_application()
+wsgi_application = get_wsgi_application()  # also runs django.setup()
 
 from django.conf import settings  # noqa: E402  (after setup)
 
-from chartr.serving import BodyLimit, JsonServerErrors, close_when_draining, fresh_context, is_api_path  # noqa: E402
+from chartr.serving import (  # noqa: E402
+    BodyLimit,
+    JsonServerErrors,
+    SharedThreadAsgiHandler,
+    close_when_draining,
+    fresh_context,
+    is_api_path,
+)
+
+native_application = SharedThreadAsgiHandler()
 
 #: Paths served by Django's async handler; everything else goes to the pool.
 ASYNC_PATHS = re.compile(

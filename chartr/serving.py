@@ -12,6 +12,13 @@ Each answers one question before Django sees a request:
   ``Content-Length`` over the limit is refused before a byte is read, and a
   chunked body is cut off at the limit, so nothing larger than the limit is
   ever buffered in memory or spooled to disk, whoever sends it.
+- ``SharedThreadAsgiHandler``: which thread a stream's synchronous steps
+  (request signals, middleware, closing the response) run on. Django's own
+  handler gives every request a ``ThreadSensitiveContext``, and asgiref gives
+  each such context its own one-thread executor, alive until the request
+  ends: an open SSE stream kept an idle thread for its whole life (1,000
+  streams, 1,007 threads). Without the context those steps share asgiref's
+  one process-wide thread.
 - ``JsonServerErrors``: what a client sees when a handler fails before it
   started answering: the JSON error envelope under /api/, never the server's
   plain-text "Internal Server Error".
@@ -28,6 +35,8 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from django.core.handlers.asgi import ASGIHandler
 
 from kernel import draining
 
@@ -66,6 +75,21 @@ async def send_error(send: Send, scope: Scope, status: int, code: str, message: 
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+class SharedThreadAsgiHandler(ASGIHandler):
+    """Django's ASGI handler minus the per-request ``ThreadSensitiveContext``.
+
+    Its thread-sensitive ``sync_to_async`` calls (signals, sync middleware
+    hooks, ``response.close``) then run on asgiref's single process-wide
+    thread, which they were only ever briefly on; blocking work belongs on a
+    pool of its own (the stream's reads use the live hub's pool).
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        await self.handle(scope, receive, send)
 
 
 class _TrackedSend:

@@ -171,6 +171,11 @@ CHARTR_MAX_BODY_BYTES = env.int("CHARTR_MAX_BODY_BYTES", default=1024 * 1024)
 CHARTR_MAX_ITEM_BYTES = env.int("CHARTR_MAX_ITEM_BYTES", default=1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(CHARTR_MAX_BODY_BYTES, 2_621_440)
 
+# --- API tokens (tokens/cache.py) -------------------------------------------
+# Seconds a process keeps an active token it looked up; a token revoked by
+# another process is refused here at most this long after; 0 turns it off.
+CHARTR_TOKEN_CACHE_SECONDS = env.float("CHARTR_TOKEN_CACHE_SECONDS", default=5.0)
+
 # --- Agents -----------------------------------------------------------------
 # A running or initializing agent with no append, update or heartbeat for this
 # long is stale: its daemon is presumably gone (docs/snapshots-api in README).

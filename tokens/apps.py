@@ -6,5 +6,15 @@ class TokensConfig(AppConfig):
     verbose_name = "API tokens"
 
     def ready(self) -> None:
-        # Registers the OpenAPI description of the bearer tokens.
-        import tokens.schema  # noqa: F401
+        from django.db.models.signals import post_delete, post_save
+
+        import tokens.schema  # noqa: F401  (registers the OpenAPI description of the bearer tokens)
+        from tokens.cache import token_cache
+        from tokens.models import ApiToken
+
+        def forget_token(sender, instance, **kwargs) -> None:
+            # Any edit (read-only flag, revocation through the admin's form) is seen at once in this process.
+            token_cache.forget(instance.token_hash)
+
+        post_save.connect(forget_token, sender=ApiToken, dispatch_uid="chartr-token-cache-save", weak=False)
+        post_delete.connect(forget_token, sender=ApiToken, dispatch_uid="chartr-token-cache-delete", weak=False)

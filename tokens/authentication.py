@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import authentication, exceptions
 
+from tokens.cache import token_cache
 from tokens.models import ApiToken
 from tokens.services import hash_token, record_api_token_use
 
@@ -36,8 +37,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         raw = raw.strip()
         if keyword.lower() != self.keyword.lower() or not raw or " " in raw:
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <token>'.")
-        token = ApiToken.objects.filter(token_hash=hash_token(raw)).first()
-        if token is None or token.revoked_at is not None:
+        # Keyed by the hash: the raw token is never kept in memory past this request.
+        token = token_cache.active_token(hash_token(raw))
+        if token is None:
             raise exceptions.AuthenticationFailed("The token is unknown or has been revoked.")
         record_api_token_use(token=token)
         return ApiClient(token), token

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from kernel.services import validate_fields
+from tokens.cache import token_cache
 from tokens.models import ApiToken
 
 
@@ -33,6 +34,8 @@ def create_api_token(*, name: str, read_only: bool = False, created_by=None) -> 
 
 #: last_used_at is a hint for operators, not an audit log: refreshing it at
 #: most once a minute keeps a busy client from turning every read into a write.
+#: With the token cache (tokens/cache.py) the stamp seen is the cached token's,
+#: so each process writes it at most once a minute per token.
 LAST_USED_RESOLUTION_SECONDS = 60
 
 
@@ -50,4 +53,7 @@ def revoke_api_token(*, token: ApiToken) -> bool:
 
     with transaction.atomic():
         changed = ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now())
+        # Again after the commit: a request in between may have cached the still-active row.
+        token_cache.forget(token.token_hash)
+        transaction.on_commit(lambda: token_cache.forget(token.token_hash))
     return bool(changed)

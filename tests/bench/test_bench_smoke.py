@@ -87,3 +87,46 @@ def test_multi_instance_bench_smoke_prints_both_rounds_and_their_ratio(tmp_path)
     assert "2 instances / 1: appends_per_s x" in completed.stdout
     results = json.loads(results_path.read_text())
     assert [r["instances"] for r in results["rounds"]] == [1, 2]
+
+
+def test_streams_bench_smoke_prints_threads_rss_and_delivery():
+    completed = subprocess.run(
+        [sys.executable, "bench/streams.py", "--smoke"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=240
+    )
+    output = completed.stdout
+    assert completed.returncode == 0, f"bench failed:\n{output}\n{completed.stderr}"
+    for phase in ("idle", "open", "closed"):
+        assert re.search(rf"^worker {phase} +threads +\d+ +rss +{FIGURE} MiB$", output, re.M), output
+    assert re.search(r"^threads per open stream +[\d.]+ +\(grew by -?\d+ for 5\)$", output, re.M), output
+    assert re.search(rf"^delivery to the last of 5 +p50 {FIGURE} ms +p99 {FIGURE} ms", output, re.M), output
+
+
+@pytest.mark.process
+def test_concurrency_bench_smoke_prints_rate_latency_and_server_cpu():
+    completed = subprocess.run(
+        [sys.executable, "bench/concurrency.py", "--smoke"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=240
+    )
+    output = completed.stdout
+    assert completed.returncode == 0, f"bench failed:\n{output}\n{completed.stderr}"
+    for clients in (1, 2):
+        for mode in ("separate", "shared"):
+            line = (
+                rf"^ +{clients} clients {mode} +{FIGURE} rows/s +p50 +{FIGURE} ms +p99 +{FIGURE} ms +"
+                rf"server CPU +{FIGURE} ms/request"
+            )
+            assert re.search(line, output, re.M), f"no figure for {clients} {mode}:\n{output}"
+
+
+@pytest.mark.process
+def test_peers_bench_smoke_prints_a_cost_per_peer_or_skips_it():
+    completed = subprocess.run(
+        [sys.executable, "bench/peers.py", "--smoke"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=240
+    )
+    output = completed.stdout
+    assert completed.returncode == 0, f"bench failed:\n{output}\n{completed.stderr}"
+    for peer in ("eventsourcing", "langgraph-sqlite"):
+        if re.search(rf"^{peer} +skipped: ", output, re.M):
+            continue
+        for case in ("append service CPU/append @100", "read newest 100 p50 @100"):
+            line = rf"^{re.escape(case)} +chartr +{FIGURE} ms +{peer} +{FIGURE} ms +cost x{FIGURE} \(spread x{FIGURE}-x{FIGURE}\)$"
+            assert re.search(line, output, re.M), f"no {case!r} for {peer}:\n{output}"

@@ -1,0 +1,159 @@
+#!/usr/bin/env python
+"""Concurrent API appends: rows/s, p50, p99 and server CPU per request at 1, 4, 16 and 64 clients.
+
+Run from the repo root with the project's venv::
+
+    .venv/bin/python bench/concurrency.py                       # SQLite, 1/4/16/64 clients, 3 s each
+    .venv/bin/python bench/concurrency.py --seconds 10 --workers 4
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/chartr_bench .venv/bin/python bench/concurrency.py
+    .venv/bin/python bench/concurrency.py --smoke               # seconds; only proves it runs
+
+Each client is a thread with its own keep-alive ``httpx.Client`` that POSTs
+1-item appends back to back for ``--seconds``; ``separate`` gives every client
+its own agent, ``shared`` puts them all on one agent. The server is gunicorn
+with ``--workers`` uvicorn workers on a scratch database (SQLite, or
+PostgreSQL when DATABASE_URL points at it). Server CPU is the user + system
+time of every process in the server's process group (``/proc/<pid>/stat``)
+over the case, divided by the requests answered. The clients run in this
+process on the same cores. Nothing here is a test: no figure is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+from bench.timeline_bench import create_agents, new_item, percentile, prepare_environment, setup_django  # noqa: E402
+from tests.support.processes import GUNICORN, Server  # noqa: E402
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def group_cpu_seconds(pgid: int) -> float:
+    """User + system CPU of every live process in process group ``pgid``."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[2]) == pgid:  # field 5 of stat, the process group
+            total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / CLOCK_TICKS
+
+
+def run_case(server: Server, token: str, agents: list[str], seconds: float) -> dict:
+    import httpx
+
+    latencies: list[list[float]] = [[] for _ in agents]
+    failures: list[str] = []
+    start = threading.Barrier(len(agents) + 1)
+
+    def client(index: int, agent_id: str) -> None:
+        with httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+            start.wait()
+            deadline = time.perf_counter() + seconds
+            n = 0
+            while time.perf_counter() < deadline:
+                began = time.perf_counter()
+                response = http.post(f"/api/v1/agents/{agent_id}/timeline", json={"items": [{"item": new_item(n)}]})
+                if response.status_code not in (200, 201):
+                    failures.append(f"{response.status_code} {response.text[:200]}")
+                    return
+                latencies[index].append((time.perf_counter() - began) * 1000)
+                n += 1
+
+    threads = [threading.Thread(target=client, args=(i, a), daemon=True) for i, a in enumerate(agents)]
+    for thread in threads:
+        thread.start()
+    cpu_before = group_cpu_seconds(server.process.pid)
+    start.wait()
+    began = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    elapsed = time.perf_counter() - began
+    cpu = group_cpu_seconds(server.process.pid) - cpu_before
+    if failures:
+        raise RuntimeError(f"{len(failures)} failed requests, first: {failures[0]}")
+    samples = [ms for per_client in latencies for ms in per_client]
+    return {
+        "rows_per_s": len(samples) / elapsed,
+        "p50": percentile(samples, 50),
+        "p99": percentile(samples, 99),
+        "cpu_ms": cpu * 1000 / max(len(samples), 1),
+        "requests": len(samples),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16, 64])
+    parser.add_argument("--seconds", type=float, default=3.0, help="per case")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--smoke", action="store_true", help="1 and 2 clients, 0.5 s each")
+    args = parser.parse_args(argv)
+    if args.smoke:
+        args.clients, args.seconds = [1, 2], 0.5
+
+    root = Path(tempfile.mkdtemp(prefix="chartr-bench-concurrency-"))
+    environment = prepare_environment(root)
+    server: Server | None = None
+    try:
+        setup_django()
+        most = max(args.clients)
+        create_agents([f"conc-{i}" for i in range(most)] + ["conc-shared"])
+        from django.db import connections
+
+        from tokens.services import create_api_token
+
+        _, token = create_api_token(name="bench")
+        connections.close_all()
+        command = [sys.executable, *GUNICORN]
+        command[command.index("-w") + 1] = str(args.workers)
+        server = Server(environment.env, root / "server.log", command=command).start()
+        print(
+            f"chartr concurrency benchmark: backend={environment.backend} workers={args.workers} "
+            f"seconds={args.seconds} cores={os.cpu_count()} load={os.getloadavg()[0]:.2f}",
+            flush=True,
+        )
+        run_case(server, token, ["conc-shared"], min(args.seconds, 1.0))  # warm the pools and connections
+        baseline = None
+        for clients in args.clients:
+            for mode in ("separate", "shared"):
+                agents = [f"conc-{i}" for i in range(clients)] if mode == "separate" else ["conc-shared"] * clients
+                result = run_case(server, token, agents, args.seconds)
+                if baseline is None:
+                    baseline = result
+                print(
+                    f"{clients:>3} clients {mode:<8}  {result['rows_per_s']:8.1f} rows/s  "
+                    f"p50 {result['p50']:8.1f} ms  p99 {result['p99']:8.1f} ms  "
+                    f"server CPU {result['cpu_ms']:6.2f} ms/request  "
+                    f"(x{result['rows_per_s'] / baseline['rows_per_s']:.2f} the 1-client rate, "
+                    f"p99 x{result['p99'] / baseline['p50']:.1f} its p50)",
+                    flush=True,
+                )
+        print(f"done, load={os.getloadavg()[0]:.2f}", flush=True)
+        return 0
+    finally:
+        if server is not None:
+            server.stop()
+        from django.db import connections
+
+        connections.close_all()
+        environment.database.drop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
