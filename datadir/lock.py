@@ -1,11 +1,11 @@
-"""The store lock: one snapshot or restore at a time, across processes and instances.
+"""The store lock: one snapshot or restore at a time, across processes.
 
-An exclusive ``flock(2)`` on ``<data dir>/.locks/store``, and where the
-database is shared by several machines (PostgreSQL) an advisory lock in it as
-well (``DatabaseBackend.store_locked``): each instance has its own data dir.
-The kernel drops the flock when the holder's file descriptor closes, and the
-database drops the advisory lock when the holder's session ends, including
-when the holder dies, so a crashed run never leaves a stale lock behind. The holder's pid is written into
+An exclusive ``flock(2)`` on ``<data dir>/.locks/store``. Where the database
+is shared by several machines (PostgreSQL), the services also take an
+advisory lock in it (``DatabaseBackend.store_locked``), since each instance
+has its own data dir. The kernel drops the flock when the holder's file
+descriptor closes, including when the holder dies, so a crashed run never
+leaves a stale lock behind. The holder's pid is written into
 the file only to make the "busy" message useful; the lock itself is the flock.
 """
 
@@ -19,7 +19,6 @@ from pathlib import Path
 
 from django.conf import settings
 
-from datadir.backends import database_backend
 from datadir.errors import StoreBusy
 from kernel.files import ensure_private_dir
 
@@ -53,7 +52,6 @@ def store_lock(*, wait: bool = True, data_dir: Path | None = None) -> Iterator[P
             ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        with database_backend().store_locked(wait=wait):
-            yield path
+        yield path
     finally:
         os.close(fd)

@@ -14,6 +14,7 @@ that interface in one class (datadir/backends/sqlite.py, postgresql.py).
 from __future__ import annotations
 
 from datadir import store
+from datadir.backends import database_backend
 from datadir.errors import SnapshotsDisabled
 from datadir.lock import store_lock
 from datadir.services.changes import summarize_changes
@@ -46,7 +47,7 @@ def take_snapshot(
     """
     if store.snapshots_keep() == 0:
         raise SnapshotsDisabled("Data snapshots are disabled (CHARTR_SNAPSHOTS_KEEP=0); nothing was done.")
-    with store_lock(wait=wait):
+    with store_lock(wait=wait), database_backend().store_locked(wait=wait):
         store.remove_leftovers(store.snapshots_root(create=True))
         return take_locked(reason=reason, note=note, if_changed=if_changed)
 
@@ -82,7 +83,7 @@ def restore_snapshot(*, name: str | None = None, wait: bool = True, dry_run: boo
             "Data snapshots are disabled (CHARTR_SNAPSHOTS_KEEP=0), so this restore could not be undone; "
             "set CHARTR_SNAPSHOTS_KEEP to 1 or more to restore. Nothing was changed."
         )
-    with store_lock(wait=wait):
+    with store_lock(wait=wait), database_backend().store_locked(wait=wait):
         result = restore_locked(name=name, dry_run=dry_run)
     if result.agents_with_new_epoch:
         agents_changed.send(sender=AgentSnapshot, agent_ids=all_agent_ids(), reason="restore")

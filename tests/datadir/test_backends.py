@@ -107,8 +107,11 @@ def test_restore_locks_tables_parents_first_like_the_writers_do():
 def test_on_postgres_instances_with_their_own_data_dirs_still_take_turns(data_dir, tmp_path):
     """Another instance's data dir has its own flock; the advisory lock in the shared database is what they share."""
     AgentFactory(agent_id="a0")
-    other_instance = store_lock(data_dir=tmp_path / "other-instance-data")
-    with other_instance, pytest.raises(StoreBusy, match="another instance sharing this PostgreSQL database"):
+    # What take_snapshot holds on the other instance: its own data dir's flock, and the database's lock.
+    other_flock = store_lock(data_dir=tmp_path / "other-instance-data")
+    other_database_lock = database_backend().store_locked(wait=True)
+    refused = pytest.raises(StoreBusy, match="another instance sharing this PostgreSQL database")
+    with other_flock, other_database_lock, refused:
         take_snapshot(wait=False)
     assert snapshot_dirs(data_dir) == []
     assert take_snapshot(wait=False).name in snapshot_dirs(data_dir), "released when the holder's block ended"
