@@ -166,3 +166,33 @@ def test_docs_page_serves_its_own_assets(api):
         assert fetched.status_code == 200, asset
         body = b"".join(fetched.streaming_content) if fetched.streaming else fetched.content
         assert len(body) > 100
+
+
+@pytest.mark.parametrize(
+    ("query", "accept", "content_type"),
+    [
+        ("", "application/json", "application/json"),
+        ("?format=json", "application/json", "application/json"),
+        ("?format=json", "", "application/vnd.oai.openapi+json"),
+        ("", "application/vnd.oai.openapi+json", "application/vnd.oai.openapi+json"),
+        ("", "*/*", "application/vnd.oai.openapi+json"),
+    ],
+)
+def test_json_for_every_way_a_client_asks(api, query, accept, content_type):
+    response = api.get("/api/v1/schema" + query, **({"HTTP_ACCEPT": accept} if accept else {}))
+    assert response.status_code == 200
+    assert response["Content-Type"].split(";")[0] == content_type
+    assert response.json()["openapi"].startswith("3.")
+
+
+@pytest.mark.parametrize(
+    ("query", "accept"), [("?format=yaml", ""), ("", "application/yaml"), ("", "application/vnd.oai.openapi")]
+)
+def test_yaml_for_every_way_a_client_asks(api, query, accept):
+    response = api.get("/api/v1/schema" + query, **({"HTTP_ACCEPT": accept} if accept else {}))
+    assert response.status_code == 200
+    assert response.content.startswith(b"openapi: 3.")
+
+
+def test_a_media_type_it_cannot_render_is_refused_with_the_envelope(api):
+    assert_error(api.get("/api/v1/schema", HTTP_ACCEPT="text/html"), 406, "not_acceptable")
