@@ -84,6 +84,16 @@ class AutoSchema(SpectacularAutoSchema):
         operation["responses"] = dict(sorted(responses.items()))
         return operation
 
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        # drf-spectacular documents a ListField's bounds but not those of a nested serializer with many=True.
+        result = super()._map_serializer_field(field, direction, bypass_extensions)
+        if isinstance(field, serializers.ListSerializer) and result.get("type") == "array":
+            if field.min_length is not None:
+                result["minItems"] = field.min_length
+            if field.max_length is not None:
+                result["maxItems"] = field.max_length
+        return result
+
     def error_statuses(self, operation: dict) -> list[int]:
         locations = {parameter.get("in") for parameter in operation.get("parameters", [])}
         has_body = "requestBody" in operation

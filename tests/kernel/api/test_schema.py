@@ -114,7 +114,7 @@ def test_lists_document_keyset_pages_and_filters(schema):
     page = schema["paths"]["/api/v1/agents"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
     component = schema["components"]["schemas"][page["$ref"].rsplit("/", 1)[1]]
     assert set(component["properties"]) == {"results", "next_cursor"}
-    assert component["properties"]["next_cursor"]["nullable"] is True
+    assert component["properties"]["next_cursor"]["type"] == ["string", "null"]
     project_params = {p["name"] for p in schema["paths"]["/api/v1/projects"]["get"]["parameters"]}
     assert {"archived", "kind", "directory", "search"} <= project_params
 
