@@ -51,7 +51,8 @@ def _event(name: str, description: str, data: dict, *, id_: str) -> dict:
     return {"type": "object", "description": description, "properties": properties, "required": required}
 
 
-def stream_event_components() -> dict[str, dict]:
+def _agent_event_data() -> dict:
+    """The ``agent`` event's data: the agent's state, or the notice that it was deleted."""
     agent_state = {
         "type": "object",
         "properties": {
@@ -81,6 +82,10 @@ def stream_event_components() -> dict[str, dict]:
         },
         "required": ["agent_id", "reason", "deleted"],
     }
+    return {"oneOf": [agent_state, agent_deleted]}
+
+
+def stream_event_components() -> dict[str, dict]:
     events = {
         "CommittedEvent": _event(
             "committed",
@@ -103,7 +108,7 @@ def stream_event_components() -> dict[str, dict]:
             "The agent's state. The opening event (`reason: snapshot`) has `id`: the cursor the stream starts "
             "from (0 for an empty history); later ones send no `id:` line. A deleted agent's event is "
             "`{agent_id, reason: deleted, deleted: true}`, and the stream ends.",
-            {"oneOf": [agent_state, agent_deleted]},
+            _agent_event_data(),
             id_="sometimes",
         ),
         "ResetEvent": _event(
