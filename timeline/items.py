@@ -20,7 +20,7 @@ MAX_ITEM_ID_LENGTH = 256
 TOOL_CALL_STATUSES = ("running", "completed", "failed", "canceled")
 
 #: A JSON value that is anything but null.
-PRESENT: dict[str, Any] = {"type": ["object", "array", "string", "number", "boolean"]}
+PRESENT: dict[str, Any] = {"not": {"type": "null"}}
 
 #: The one declaration of the known item types: type -> {required field: JSON Schema of its value}.
 #: The server's checks below read these schemas, and timeline/schema.py publishes them as the
@@ -46,12 +46,15 @@ _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "object": lambda v: isinstance(v, dict),
     "boolean": lambda v: isinstance(v, bool),
     "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "null": lambda v: v is None,
 }
 _TYPE_WORDS = {"string": "a string", "array": "a list"}
 
 
 def value_matches(schema: dict[str, Any], value: Any) -> bool:
     """Whether ``value`` fits one of the field schemas above (the small part of JSON Schema they use)."""
+    if "not" in schema and value_matches(schema["not"], value):
+        return False
     types = schema.get("type")
     if types is not None:
         types = [types] if isinstance(types, str) else types

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from snapshots.models import AttentionReason, Lifecycle
 from timeline.items import KNOWN_ITEM_TYPES, MAX_ITEM_TYPE_LENGTH
+from timeline.live.views import LAST_EVENT_ID_PATTERN
 
 STREAM_PATH = "/api/v1/agents/{agent_id}/timeline/stream"
 
@@ -170,8 +171,9 @@ def document_timeline_stream(result, generator, request, public):
                     "name": "Last-Event-ID",
                     "in": "header",
                     "required": False,
-                    "schema": {"type": "string"},
-                    "description": "The last committed seq the client received.",
+                    "schema": {"type": "string", "pattern": LAST_EVENT_ID_PATTERN},
+                    "description": "The `id` of the last event the client received (a seq). "
+                    "One beyond the head gets `reset`.",
                 },
             ],
             "responses": {

@@ -68,6 +68,15 @@ def rows_after(*, agent_id: str, after_seq: int, limit: int) -> list[TimelineRow
     return list(TimelineRow.objects.filter(agent_id=agent_id, seq__gt=after_seq).order_by("seq")[:limit])
 
 
+def check_read_arguments(*, projection: str, limit: int, seq: int | None) -> None:
+    if projection not in ("canonical", "projected"):
+        raise ValidationError({"projection": ["Use canonical or projected."]}, code="invalid")
+    if not 1 <= limit <= MAX_READ_LIMIT:
+        raise ValidationError({"limit": [f"limit is between 1 and {MAX_READ_LIMIT}."]}, code="invalid")
+    if seq is not None and seq < 0:
+        raise ValidationError({"seq": ["seq is 0 or more."]}, code="invalid")
+
+
 def read_timeline(
     *,
     agent_id: str,
@@ -79,14 +88,7 @@ def read_timeline(
 ) -> TimelinePage:
     if direction not in ("tail", "before", "after"):
         raise ValidationError({"direction": ["Use tail, before or after."]}, code="invalid")
-    if projection not in ("canonical", "projected"):
-        raise ValidationError({"projection": ["Use canonical or projected."]}, code="invalid")
-    if not 1 <= limit <= MAX_READ_LIMIT:
-        raise ValidationError({"limit": [f"limit is between 1 and {MAX_READ_LIMIT}."]}, code="invalid")
-    if direction != "tail" and seq is None:
-        raise ValidationError({"seq": [f"direction={direction} needs seq."]}, code="invalid")
-    if seq is not None and seq < 0:
-        raise ValidationError({"seq": ["seq is 0 or more."]}, code="invalid")
+    check_read_arguments(projection=projection, limit=limit, seq=seq)
 
     agent = get_agent_for_timeline(agent_id=agent_id)
     reset = epoch is not None and epoch != agent.timeline_epoch
@@ -94,6 +96,9 @@ def read_timeline(
         # The history was replaced: the client's seqs mean nothing now, so it
         # gets a fresh tail instead of silently wrong rows.
         direction, seq = "tail", None
+    elif seq is None:
+        # Without a seq, `after` reads from the start and `before` from the head.
+        seq = 0 if direction == "after" else agent.head_seq + 1
 
     rows_qs = TimelineRow.objects.filter(agent_id=agent.pk)
     if direction == "tail":

@@ -57,15 +57,16 @@ class AppendResponseSerializer(serializers.Serializer):
 
 class ReadQuerySerializer(StrictInputSerializer):
     direction = serializers.ChoiceField(choices=["tail", "before", "after"], default="tail")
-    seq = QueryIntegerField(required=False, min_value=0, max_value=MAX_SEQ)
+    seq = QueryIntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_SEQ,
+        help_text="The cursor for `before`/`after` (exclusive). Without it, `after` reads from the start "
+        "and `before` from the head; `tail` ignores it.",
+    )
     limit = QueryIntegerField(required=False, default=DEFAULT_READ_LIMIT, min_value=1, max_value=MAX_READ_LIMIT)
-    epoch = serializers.CharField(required=False, max_length=64)
+    epoch = StrictCharField(required=False, max_length=64)
     projection = serializers.ChoiceField(choices=["canonical", "projected"], default="canonical")
-
-    def validate(self, attrs):
-        if attrs["direction"] != "tail" and attrs.get("seq") is None:
-            raise serializers.ValidationError({"seq": [f"direction={attrs['direction']} needs seq."]})
-        return attrs
 
 
 class CanonicalRowSerializer(serializers.Serializer):
