@@ -196,3 +196,13 @@ def test_yaml_for_every_way_a_client_asks(api, query, accept):
 
 def test_a_media_type_it_cannot_render_is_refused_with_the_envelope(api):
     assert_error(api.get("/api/v1/schema", HTTP_ACCEPT="text/html"), 406, "not_acceptable")
+
+
+def test_docs_api_md_lists_every_error_code():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "api.md").read_text()
+    codes = {code for codes, _ in ERROR_CODES.values() for code in codes}
+    codes |= {"method_not_allowed", "not_acceptable", "busy", "asgi_required"}
+    missing = sorted(code for code in codes if f"`{code}`" not in doc)
+    assert not missing, f"docs/api.md does not list {missing}"
