@@ -19,7 +19,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
+import schemathesis
+from schemathesis.core.failures import FailureGroup
+from schemathesis.core.transport import Response
 
 from tests.process.live_support import ServerProcess
 
@@ -89,3 +93,39 @@ def test_schemathesis_finds_nothing_against_the_live_server(server, tmp_path):
     print(report[-3000:])
     assert result.returncode == 0, f"Schemathesis failed; each failure has a curl to reproduce it:\n{report}"
     assert "Failures:" not in report
+
+
+def test_the_stream_events_match_their_documented_schemas(server):
+    """The fuzzing above mostly meets unknown agents (404); this reads a real stream with rows,
+    a provisional update and the opening snapshot, and validates each event as Schemathesis does."""
+    live, token = server
+    auth = {"Authorization": f"Bearer {token}"}
+    items = [
+        {"item": {"type": "user_message", "text": "hi"}, "item_id": "m1"},
+        {"item": {"type": "tool_call", "callId": "c1", "name": "shell", "status": "running"}},
+        {"item": {"type": "a_kind_from_the_future", "payload": [1, 2]}},
+    ]
+    assert (
+        httpx.post(live.url("/api/v1/agents/fuzz-0/timeline"), json={"items": items}, headers=auth).status_code == 201
+    )
+    schema = schemathesis.openapi.from_url(live.url("/api/v1/schema"), headers=auth)
+    operation = schema["/api/v1/agents/{agent_id}/timeline/stream"]["GET"]
+    case = operation.Case(path_parameters={"agent_id": "fuzz-0"}, query={"after_seq": 0})
+    response = case.call(headers=auth, timeout=3)
+    events = [line for line in response.text.splitlines() if line.startswith("event: ")]
+    assert events == ["event: agent", "event: committed", "event: committed", "event: committed"], response.text
+    case.validate_response(response)
+    # The same check fails for an event the schema does not describe.
+    wrong = b'id: 1\nevent: committed\ndata: {"seq": 1}\n\n'
+    forged = Response(
+        status_code=200,
+        headers={key: [value] for key, value in response.headers.items() if isinstance(value, str)}
+        | {key: value for key, value in response.headers.items() if isinstance(value, list)},
+        content=wrong,
+        request=response.request,
+        elapsed=response.elapsed,
+        verify=response.verify,
+    )
+    with pytest.raises(FailureGroup) as failures:
+        case.validate_response(forged)
+    assert "SSE event violates schema" in str(failures.value)
