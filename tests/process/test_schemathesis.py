@@ -49,6 +49,7 @@ def server(tmp_path, scratch_db):
 
 
 def st_run(base_url: str, token: str, report_dir: Path) -> subprocess.CompletedProcess:
+    report_dir.mkdir(parents=True, exist_ok=True)
     command = [
         str(Path(sys.executable).parent / "st"),
         "--config-file",
@@ -82,7 +83,8 @@ def st_run(base_url: str, token: str, report_dir: Path) -> subprocess.CompletedP
         "SCHEMATHESIS_HOOKS": "tests.process.schemathesis_hooks",
         "PYTHONPATH": str(REPO),
     }
-    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=REPO, timeout=RUN_TIMEOUT)
+    # Run from the report dir: st keeps its cache (.schemathesis/) in the working directory.
+    return subprocess.run(command, capture_output=True, text=True, env=env, cwd=report_dir, timeout=RUN_TIMEOUT)
 
 
 def test_schemathesis_finds_nothing_against_the_live_server(server, tmp_path):
