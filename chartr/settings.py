@@ -212,6 +212,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # 3.1: JSON Schema proper (`const`, type lists, `contentSchema` for the stream's event data).
+    "OAS_VERSION": "3.1.0",
     # The schema and docs accept a token or a staff admin session (a browser
     # cannot send a bearer token to open /docs); the session opens only these.
     "SERVE_AUTHENTICATION": [
@@ -222,6 +224,7 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "kernel.api.schema.forbid_unknown_request_fields",
+        "timeline.schema.document_item_types",
         "timeline.schema.document_timeline_stream",
     ],
     "ENUM_NAME_OVERRIDES": {

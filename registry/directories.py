@@ -17,10 +17,17 @@ MAX_DIRECTORY_LENGTH = 4096
 #: Length of ``directory_hash``: a sha256 in hex.
 DIRECTORY_HASH_LENGTH = 64
 
+# A segment that is neither "." nor "..".
+_SEGMENT = r"(?:[^/.][^/]*|\.[^/.][^/]*|\.\.[^/]+)"
+#: What ``normalize_directory`` accepts (NUL and the length aside), for the OpenAPI schema.
+DIRECTORY_PATTERN = rf"^/+(?:{_SEGMENT}/+)*(?:{_SEGMENT})?$"
+
 
 def normalize_directory(raw: object) -> str:
     if not isinstance(raw, str):
         raise ValidationError("Directory must be a string.", code="invalid")
+    if len(raw) > MAX_DIRECTORY_LENGTH:
+        raise ValidationError(f"Directory must be at most {MAX_DIRECTORY_LENGTH} characters.", code="invalid")
     if "\x00" in raw:
         raise ValidationError("Directory must not contain NUL bytes.", code="invalid")
     if not raw.startswith("/"):
@@ -28,10 +35,7 @@ def normalize_directory(raw: object) -> str:
     segments = [segment for segment in raw.split("/") if segment]
     if any(segment in (".", "..") for segment in segments):
         raise ValidationError("Directory must not contain '.' or '..' segments.", code="invalid")
-    normalized = "/" + "/".join(segments)
-    if len(normalized) > MAX_DIRECTORY_LENGTH:
-        raise ValidationError(f"Directory must be at most {MAX_DIRECTORY_LENGTH} characters.", code="invalid")
-    return normalized
+    return "/" + "/".join(segments)
 
 
 def last_segment(directory: str) -> str:

@@ -4,11 +4,10 @@ import django_filters
 from django import forms
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Q
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 
 from kernel.api.filters import ArchivedFilterSet, IdFilter
-from registry.directories import normalize_directory
+from registry.directories import DIRECTORY_PATTERN, MAX_DIRECTORY_LENGTH, normalize_directory
 from registry.models import Project, ProjectKind, Workspace, WorkspaceKind
 
 
@@ -23,7 +22,7 @@ class DirectoryFormField(forms.CharField):
             raise forms.ValidationError(exc.messages) from None
 
 
-@extend_schema_field(OpenApiTypes.STR)
+@extend_schema_field({"type": "string", "pattern": DIRECTORY_PATTERN, "maxLength": MAX_DIRECTORY_LENGTH})
 class DirectoryFilter(django_filters.CharFilter):
     """Exact match after the same normalization as on create. A path that cannot be normalized is a 400."""
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from kernel.api.serializers import (
@@ -12,14 +13,19 @@ from kernel.api.serializers import (
     StrictInputSerializer,
     id_field,
 )
-from registry.directories import MAX_DIRECTORY_LENGTH, normalize_directory
+from registry.directories import DIRECTORY_PATTERN, MAX_DIRECTORY_LENGTH, normalize_directory
 from registry.models import Project, ProjectKind, Workspace, WorkspaceKind
+
+
+@extend_schema_field({"type": "string", "pattern": DIRECTORY_PATTERN, "maxLength": MAX_DIRECTORY_LENGTH})
+class DirectoryField(StrictCharField):
+    """Checked by ``normalize_directory``; the schema states the same rule as a pattern."""
 
 
 def directory_field() -> serializers.CharField:
     # Not trimmed: " /a" is refused as relative rather than quietly becoming "/a".
-    return StrictCharField(
-        max_length=MAX_DIRECTORY_LENGTH * 2,
+    return DirectoryField(
+        max_length=MAX_DIRECTORY_LENGTH,
         trim_whitespace=False,
         help_text="An absolute path. Redundant and trailing slashes are folded away; '.' and '..' are refused.",
     )

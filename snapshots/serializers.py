@@ -13,6 +13,7 @@ from kernel.api.serializers import (
     StrictInputSerializer,
     id_field,
 )
+from registry.directories import DIRECTORY_PATTERN, MAX_DIRECTORY_LENGTH
 from snapshots.models import (
     AGENT_ID_RE,
     DOT_SEGMENT_IDS,
@@ -37,6 +38,11 @@ class AgentIdField(StrictCharField):
         if value in DOT_SEGMENT_IDS:
             raise serializers.ValidationError(DOT_SEGMENT_MESSAGE)
         return value
+
+
+@extend_schema_field({"type": "string", "pattern": f"(?:{DIRECTORY_PATTERN})|^$", "maxLength": MAX_DIRECTORY_LENGTH})
+class CwdField(StrictCharField):
+    """An absolute directory, or empty for unknown: ``normalize_directory``'s rule, stated in the schema."""
 
 
 def labels_field(**kwargs) -> serializers.DictField:
@@ -121,8 +127,8 @@ class AgentCreateSerializer(StrictInputSerializer):
         help_text="1 to 128 of letters, digits, '.', '_', ':' and '-'. A UUID is generated when omitted.",
     )
     provider = StrictCharField(max_length=64)
-    cwd = StrictCharField(
-        max_length=8192,
+    cwd = CwdField(
+        max_length=MAX_DIRECTORY_LENGTH,
         required=False,
         allow_blank=True,
         trim_whitespace=False,

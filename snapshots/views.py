@@ -29,7 +29,9 @@ from snapshots.serializers import (
     AgentUpdateSerializer,
 )
 
-ENTITY_TAG_RE = re.compile(r'\s*(?:W/)?"([0-9]{1,20})"\s*')
+#: ``*`` or one entity tag (the HTTP server strips spaces around it); the schema publishes the same pattern.
+IF_MATCH_PATTERN = r'^(?:\*|(?:W/)?"([0-9]{1,20})")$'
+IF_MATCH_RE = re.compile(IF_MATCH_PATTERN)
 
 ETAG_HEADER = OpenApiParameter(
     "ETag",
@@ -40,7 +42,7 @@ ETAG_HEADER = OpenApiParameter(
 )
 IF_MATCH_HEADER = OpenApiParameter(
     "If-Match",
-    str,
+    {"type": "string", "pattern": IF_MATCH_PATTERN},
     OpenApiParameter.HEADER,
     required=False,
     description='The ETag of the version this change is based on, e.g. `"7"`, or `*`. '
@@ -54,12 +56,12 @@ def etag(agent: AgentSnapshot) -> str:
 
 def expected_version(request) -> int | None:
     header = request.headers.get("If-Match")
-    if header is None or header.strip() == "*":
+    if header is None:
         return None
-    match = ENTITY_TAG_RE.fullmatch(header)
+    match = IF_MATCH_RE.fullmatch(header.strip(" \t"))
     if match is None:
         raise serializers.ValidationError({"If-Match": ['Expected one entity tag such as "7", or *.']})
-    return int(match.group(1))
+    return None if match.group(1) is None else int(match.group(1))
 
 
 def agent_response(agent: AgentSnapshot, *, status_code: int = status.HTTP_200_OK, **headers) -> Response:

@@ -8,6 +8,7 @@ store item kinds this server does not know yet.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -19,26 +20,56 @@ MAX_ITEM_TYPE_LENGTH = 64
 MAX_ITEM_ID_LENGTH = 256
 TOOL_CALL_STATUSES = ("running", "completed", "failed", "canceled")
 
+#: A JSON value that is anything but null.
+PRESENT: dict[str, Any] = {"not": {"type": "null"}}
 
-def _is_str(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-# type -> {field: (check, description)}
-KNOWN_ITEM_FIELDS: dict[str, dict[str, tuple]] = {
-    "user_message": {"text": (_is_str, "a string")},
-    "assistant_message": {"text": (_is_str, "a string")},
-    "reasoning": {"text": (_is_str, "a string")},
+#: The one declaration of the known item types: type -> {required field: JSON Schema of its value}.
+#: The server's checks below read these schemas, and timeline/schema.py publishes them as the
+#: OpenAPI components, so what the API documents and what it enforces cannot drift apart.
+KNOWN_ITEM_TYPES: dict[str, dict[str, dict[str, Any]]] = {
+    "user_message": {"text": {"type": "string"}},
+    "assistant_message": {"text": {"type": "string"}},
+    "reasoning": {"text": {"type": "string"}},
     "tool_call": {
-        "callId": (_is_str, "a string"),
-        "name": (_is_str, "a string"),
-        "status": (lambda v: v in TOOL_CALL_STATUSES, "one of " + ", ".join(TOOL_CALL_STATUSES)),
+        "callId": {"type": "string"},
+        "name": {"type": "string"},
+        "status": {"type": "string", "enum": list(TOOL_CALL_STATUSES)},
     },
-    "todo": {"items": (lambda v: isinstance(v, list), "a list")},
-    "interaction": {"request": (lambda v: v is not None, "present")},
-    "error": {"message": (_is_str, "a string")},
-    "compaction": {"status": (_is_str, "a string")},
+    "todo": {"items": {"type": "array", "items": {}}},
+    "interaction": {"request": PRESENT},
+    "error": {"message": {"type": "string"}},
+    "compaction": {"status": {"type": "string"}},
 }
+
+_JSON_TYPES: dict[str, Callable[[Any], bool]] = {
+    "string": lambda v: isinstance(v, str),
+    "array": lambda v: isinstance(v, list),
+    "object": lambda v: isinstance(v, dict),
+    "boolean": lambda v: isinstance(v, bool),
+    "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+    "null": lambda v: v is None,
+}
+_TYPE_WORDS = {"string": "a string", "array": "a list"}
+
+
+def value_matches(schema: dict[str, Any], value: Any) -> bool:
+    """Whether ``value`` fits one of the field schemas above (the small part of JSON Schema they use)."""
+    if "not" in schema and value_matches(schema["not"], value):
+        return False
+    types = schema.get("type")
+    if types is not None:
+        types = [types] if isinstance(types, str) else types
+        if not any(_JSON_TYPES[name](value) for name in types):
+            return False
+    return "enum" not in schema or value in schema["enum"]
+
+
+def describe(schema: dict[str, Any]) -> str:
+    if "enum" in schema:
+        return "one of " + ", ".join(schema["enum"])
+    if schema is PRESENT:
+        return "present (not null)"
+    return _TYPE_WORDS[schema["type"]]
 
 
 def item_problems(item: Any) -> list[str]:
@@ -51,11 +82,11 @@ def item_problems(item: Any) -> list[str]:
     if len(item_type) > MAX_ITEM_TYPE_LENGTH:
         return [f"An item type is at most {MAX_ITEM_TYPE_LENGTH} characters."]
     problems = []
-    for field, (check, description) in KNOWN_ITEM_FIELDS.get(item_type, {}).items():
+    for field, schema in KNOWN_ITEM_TYPES.get(item_type, {}).items():
         if field not in item:
             problems.append(f"A {item_type} item needs '{field}'.")
-        elif not check(item[field]):
-            problems.append(f"A {item_type} item's '{field}' must be {description}.")
+        elif not value_matches(schema, item[field]):
+            problems.append(f"A {item_type} item's '{field}' must be {describe(schema)}.")
     return problems
 
 

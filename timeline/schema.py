@@ -1,11 +1,19 @@
-"""OpenAPI for the live stream.
+"""OpenAPI for timeline items and the live stream.
+
+Items: one component per known type, built from the declaration the server
+validates with (``timeline.items.KNOWN_ITEM_TYPES``), plus ``OtherItem`` for
+the types it accepts without knowing them.
 
 The stream is a plain async view, which drf-spectacular cannot inspect, so
-this post-processing hook writes its operation into the schema by hand. Keep
-it in step with timeline/live/views.py and docs/timeline.md.
+a post-processing hook writes its operation into the schema by hand. Keep
+it in step with timeline/live/views.py, timeline/live/sse.py and docs/timeline.md.
 """
 
 from __future__ import annotations
+
+from snapshots.models import AttentionReason, Lifecycle
+from timeline.items import KNOWN_ITEM_TYPES, MAX_ITEM_TYPE_LENGTH
+from timeline.live.views import LAST_EVENT_ID_PATTERN
 
 STREAM_PATH = "/api/v1/agents/{agent_id}/timeline/stream"
 
@@ -28,6 +36,106 @@ Served only under ASGI; under WSGI it answers 503 `asgi_required`.
 """
 
 
+_SEQ_ID = {"type": "string", "pattern": "^[0-9]+$", "description": "A seq: where a reconnect resumes."}
+_TIMESTAMP = {"type": "string", "format": "date-time"}
+_NULLABLE_TIMESTAMP = {"type": ["string", "null"], "format": "date-time"}
+
+
+def _event(name: str, description: str, data: dict, *, id_: str) -> dict:
+    """One SSE event as Schemathesis and OpenAPI 3.1 read it: ``{event, data, id?, retry?}``, data a JSON string."""
+    properties = {
+        "event": {"type": "string", "const": name},
+        "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data},
+        "id": _SEQ_ID,
+        "retry": {"type": "integer", "description": "Only on a connection's first event: the reconnect delay (ms)."},
+    }
+    required = ["event", "data"] + (["id"] if id_ == "always" else [])
+    return {"type": "object", "description": description, "properties": properties, "required": required}
+
+
+def _agent_event_data() -> dict:
+    """The ``agent`` event's data: the agent's state, or the notice that it was deleted."""
+    agent_state = {
+        "type": "object",
+        "properties": {
+            "agent_id": {"type": "string"},
+            "reason": {
+                "type": "string",
+                "enum": ["snapshot", "created", "updated", "archived", "unarchived", "changed"],
+            },
+            "lifecycle": {"type": "string", "enum": list(Lifecycle.values)},
+            "requires_attention": {"type": "boolean"},
+            "attention_reason": {"type": ["string", "null"], "enum": [*AttentionReason.values, None]},
+            "attention_at": _NULLABLE_TIMESTAMP,
+            "archived_at": _NULLABLE_TIMESTAMP,
+            "updated_at": _TIMESTAMP,
+            "version": {"type": "integer"},
+            "head_seq": {"type": "integer", "minimum": 0},
+            "epoch": {"type": "string"},
+        },
+    }
+    agent_state["required"] = list(agent_state["properties"])
+    agent_deleted = {
+        "type": "object",
+        "properties": {
+            "agent_id": {"type": "string"},
+            "reason": {"type": "string", "const": "deleted"},
+            "deleted": {"type": "boolean", "const": True},
+        },
+        "required": ["agent_id", "reason", "deleted"],
+    }
+    return {"oneOf": [agent_state, agent_deleted]}
+
+
+def stream_event_components() -> dict[str, dict]:
+    events = {
+        "CommittedEvent": _event(
+            "committed",
+            "A committed row, exactly as the REST read returns it. `id` is its seq.",
+            _ref("CanonicalRow"),
+            id_="always",
+        ),
+        "ProvisionalEvent": _event(
+            "provisional",
+            "A streaming update, never stored. Sends no `id:` line (an SSE parser repeats the last id it saw).",
+            {
+                "type": "object",
+                "properties": {"item": _ref("TimelineItem"), "item_id": {"type": ["string", "null"]}},
+                "required": ["item", "item_id"],
+            },
+            id_="never",
+        ),
+        "AgentEvent": _event(
+            "agent",
+            "The agent's state. The opening event (`reason: snapshot`) has `id`: the cursor the stream starts "
+            "from (0 for an empty history); later ones send no `id:` line. A deleted agent's event is "
+            "`{agent_id, reason: deleted, deleted: true}`, and the stream ends.",
+            _agent_event_data(),
+            id_="sometimes",
+        ),
+        "ResetEvent": _event(
+            "reset",
+            "The cursor cannot be resumed (another epoch, or beyond the head): drop your rows, re-read the tail; "
+            "the stream goes on after `head_seq`, which is also its `id`.",
+            {
+                "type": "object",
+                "properties": {
+                    "reason": {"type": "string", "enum": ["epoch", "cursor_ahead"]},
+                    "epoch": {"type": "string"},
+                    "head_seq": {"type": "integer", "minimum": 0},
+                },
+                "required": ["reason", "epoch", "head_seq"],
+            },
+            id_="always",
+        ),
+    }
+    events["TimelineStreamEvent"] = {
+        "description": "One event of the timeline stream, named by `event`.",
+        "oneOf": [_ref(name) for name in events],
+    }
+    return events
+
+
 def _error(description: str) -> dict:
     return {
         "description": description,
@@ -36,6 +144,7 @@ def _error(description: str) -> dict:
 
 
 def document_timeline_stream(result, generator, request, public):
+    result.setdefault("components", {}).setdefault("schemas", {}).update(stream_event_components())
     result.setdefault("paths", {})[STREAM_PATH] = {
         "get": {
             "operationId": "timeline_stream",
@@ -63,14 +172,17 @@ def document_timeline_stream(result, generator, request, public):
                     "name": "Last-Event-ID",
                     "in": "header",
                     "required": False,
-                    "schema": {"type": "string"},
-                    "description": "The last committed seq the client received.",
+                    "schema": {"type": "string", "pattern": LAST_EVENT_ID_PATTERN},
+                    "description": "The `id` of the last event the client received (a seq). "
+                    "One beyond the head gets `reset`.",
                 },
             ],
             "responses": {
                 "200": {
-                    "description": "An endless text/event-stream.",
-                    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    "description": "An endless text/event-stream. The schema describes one event "
+                    "(OpenAPI before 3.2 has no `itemSchema`): `event` names it, `data` is JSON "
+                    "(`contentSchema`), and `id` is present exactly on the events that move the resume cursor.",
+                    "content": {"text/event-stream": {"schema": _ref("TimelineStreamEvent")}},
                 },
                 "400": _error("`after_seq` or `Last-Event-ID` is not a whole number in range (`invalid`)."),
                 "401": _error("The bearer token is missing, malformed, unknown or revoked (`not_authenticated`)."),
@@ -80,4 +192,53 @@ def document_timeline_stream(result, generator, request, public):
             },
         }
     }
+    return result
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def item_component_name(item_type: str) -> str:
+    return "".join(part.capitalize() for part in item_type.split("_")) + "Item"
+
+
+def item_components() -> dict[str, dict]:
+    """``TimelineItem`` (a ``oneOf`` keyed by ``type``), one component per known type, and ``OtherItem``."""
+    components: dict[str, dict] = {}
+    for item_type, fields in KNOWN_ITEM_TYPES.items():
+        components[item_component_name(item_type)] = {
+            "type": "object",
+            "description": f"A `{item_type}` item. Further keys are kept as sent.",
+            "properties": {"type": {"type": "string", "const": item_type}, **fields},
+            "required": ["type", *fields],
+            "additionalProperties": True,
+        }
+    components["OtherItem"] = {
+        "type": "object",
+        "description": "An item of a type this server does not know: only `type` is checked, "
+        "so newer agents can store new kinds. Further keys are kept as sent.",
+        "properties": {
+            "type": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": MAX_ITEM_TYPE_LENGTH,
+                "not": {"enum": list(KNOWN_ITEM_TYPES)},
+            }
+        },
+        "required": ["type"],
+        "additionalProperties": True,
+    }
+    known = ", ".join(f"`{item_type}`" for item_type in KNOWN_ITEM_TYPES)
+    components["TimelineItem"] = {
+        "description": f"A timeline item, discriminated by its `type`: {known} each have their own schema "
+        "with their required fields; any other `type` is `OtherItem`. (No `discriminator` object: the set of "
+        "types is open, and a discriminator mapping would call every other type an error.)",
+        "oneOf": [_ref(name) for name in components],
+    }
+    return components
+
+
+def document_item_types(result, generator, request, public):
+    result.setdefault("components", {}).setdefault("schemas", {}).update(item_components())
     return result

@@ -121,6 +121,15 @@ def rows_after(*, agent_id: str, after_seq: int, limit: int) -> list[TimelineRow
     return list(TimelineRow.objects.filter(agent_id=agent_id, seq__gt=after_seq).order_by("seq")[:limit])
 
 
+def check_read_arguments(*, projection: str, limit: int, seq: int | None) -> None:
+    if projection not in ("canonical", "projected"):
+        raise ValidationError({"projection": ["Use canonical or projected."]}, code="invalid")
+    if not 1 <= limit <= MAX_READ_LIMIT:
+        raise ValidationError({"limit": [f"limit is between 1 and {MAX_READ_LIMIT}."]}, code="invalid")
+    if seq is not None and seq < 0:
+        raise ValidationError({"seq": ["seq is 0 or more."]}, code="invalid")
+
+
 def read_timeline(
     *,
     agent_id: str,
@@ -132,17 +141,13 @@ def read_timeline(
 ) -> TimelinePage:
     if direction not in ("tail", "before", "after"):
         raise ValidationError({"direction": ["Use tail, before or after."]}, code="invalid")
-    if projection not in ("canonical", "projected"):
-        raise ValidationError({"projection": ["Use canonical or projected."]}, code="invalid")
-    if not 1 <= limit <= MAX_READ_LIMIT:
-        raise ValidationError({"limit": [f"limit is between 1 and {MAX_READ_LIMIT}."]}, code="invalid")
-    if direction != "tail" and seq is None:
-        raise ValidationError({"seq": [f"direction={direction} needs seq."]}, code="invalid")
-    if seq is not None and seq < 0:
-        raise ValidationError({"seq": ["seq is 0 or more."]}, code="invalid")
+    check_read_arguments(projection=projection, limit=limit, seq=seq)
 
     agent = get_agent_for_timeline(agent_id=agent_id)
     retained = retained_range(agent)
+    if seq is None and direction != "tail":
+        # Without a seq, `after` reads from the first retained row and `before` from the head.
+        seq = retained.min_seq - 1 if direction == "after" else agent.head_seq + 1
     stale_cursor = epoch is not None and epoch != agent.timeline_epoch
     gap = not stale_cursor and direction == "after" and retained.gap_after(seq)
     if stale_cursor:

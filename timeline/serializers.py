@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema_field
 from rest_framework import serializers
 
 from kernel.api.serializers import (
@@ -21,8 +22,13 @@ MAX_SEQ = INT64_MAX
 render_timestamp = OffsetDateTimeField().to_representation
 
 
+@extend_schema_field({"$ref": "#/components/schemas/TimelineItem"})
+class TimelineItemField(serializers.JSONField):
+    """An item: the schema is built from timeline/items.py by timeline/schema.py; services check it."""
+
+
 class NewItemSerializer(StrictInputSerializer):
-    item = serializers.JSONField(help_text="A JSON object with a string `type`.")
+    item = TimelineItemField(help_text="A JSON object with a string `type`; known types have required fields.")
     item_id = StrictCharField(
         required=False,
         allow_null=True,
@@ -51,31 +57,38 @@ class AppendResponseSerializer(serializers.Serializer):
 
 class ReadQuerySerializer(StrictInputSerializer):
     direction = serializers.ChoiceField(choices=["tail", "before", "after"], default="tail")
-    seq = QueryIntegerField(required=False, min_value=0, max_value=MAX_SEQ)
+    seq = QueryIntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_SEQ,
+        help_text="The cursor for `before`/`after` (exclusive). Without it, `after` reads from the start "
+        "and `before` from the head; `tail` ignores it.",
+    )
     limit = QueryIntegerField(required=False, default=DEFAULT_READ_LIMIT, min_value=1, max_value=MAX_READ_LIMIT)
-    epoch = serializers.CharField(required=False, max_length=64)
+    epoch = StrictCharField(required=False, max_length=64)
     projection = serializers.ChoiceField(choices=["canonical", "projected"], default="canonical")
 
-    def validate(self, attrs):
-        if attrs["direction"] != "tail" and attrs.get("seq") is None:
-            raise serializers.ValidationError({"seq": [f"direction={attrs['direction']} needs seq."]})
-        return attrs
 
+class CanonicalRowSerializer(serializers.Serializer):
+    """One committed row, as stored (``projection=canonical`` and the stream's ``committed`` events)."""
 
-class TimelineRowSerializer(serializers.Serializer):
-    seq = serializers.IntegerField(required=False, help_text="Canonical rows only.")
-    seq_start = serializers.IntegerField(required=False, help_text="Projected entries only.")
-    seq_end = serializers.IntegerField(required=False, help_text="Projected entries only.")
+    seq = serializers.IntegerField(min_value=1)
     committed_at = OffsetDateTimeField()
     item_type = serializers.CharField()
-    item = serializers.JSONField()
-    item_id = serializers.CharField(required=False, allow_null=True, help_text="Canonical rows only.")
-    turn_id = serializers.CharField(
-        required=False, allow_null=True, help_text="Canonical rows only: the turn (Paseo's turnId), or null."
-    )
-    item_ids = serializers.ListField(
-        child=serializers.CharField(allow_null=True), required=False, help_text="Projected entries only."
-    )
+    item = TimelineItemField()
+    item_id = serializers.CharField(allow_null=True)
+    turn_id = serializers.CharField(allow_null=True, help_text="The turn (Paseo's turnId), or null.")
+
+
+class ProjectedEntrySerializer(serializers.Serializer):
+    """One entry of ``projection=projected``: a run of rows merged, or one row, with its seq range."""
+
+    seq_start = serializers.IntegerField(min_value=1)
+    seq_end = serializers.IntegerField(min_value=1)
+    committed_at = OffsetDateTimeField(help_text="The last merged row's.")
+    item_type = serializers.CharField()
+    item = TimelineItemField()
+    item_ids = serializers.ListField(child=serializers.CharField(allow_null=True))
 
 
 class WindowSerializer(serializers.Serializer):
@@ -90,7 +103,13 @@ class TimelinePageSerializer(serializers.Serializer):
     agent_id = serializers.CharField()
     epoch = serializers.CharField()
     direction = serializers.CharField()
-    rows = TimelineRowSerializer(many=True)
+    rows = PolymorphicProxySerializer(
+        component_name="TimelineRowOrEntry",
+        serializers=[CanonicalRowSerializer, ProjectedEntrySerializer],
+        resource_type_field_name=None,
+        many=True,
+        help_text="Canonical rows, or projected entries with `projection=projected`.",
+    )
     window = WindowSerializer()
     has_older = serializers.BooleanField()
     has_newer = serializers.BooleanField()

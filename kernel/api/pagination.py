@@ -198,8 +198,7 @@ class KeysetCursorPagination(BasePagination):
             "properties": {
                 "results": schema,
                 "next_cursor": {
-                    "type": "string",
-                    "nullable": True,
+                    "type": ["string", "null"],
                     "description": "Pass as `cursor` to get the next page; null on the last page.",
                 },
             },

@@ -30,6 +30,10 @@ ERROR_CODES: dict[int, tuple[tuple[str, ...], str]] = {
 }
 
 
+#: Some character that ``str.strip()`` keeps (DRF trims with it), spelt so every regex engine reads it alike.
+NOT_ONLY_WHITESPACE = "[^\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
+
+
 class ErrorBodySerializer(serializers.Serializer):
     code = serializers.CharField(help_text="A stable, machine-readable code, e.g. `not_found`.")
     message = serializers.CharField(help_text="A readable sentence.")
@@ -84,6 +88,26 @@ class AutoSchema(SpectacularAutoSchema):
             )
         operation["responses"] = dict(sorted(responses.items()))
         return operation
+
+    def _map_serializer_field(self, field, direction, bypass_extensions=False):
+        result = super()._map_serializer_field(field, direction, bypass_extensions)
+        if (
+            direction == "request"
+            and isinstance(field, serializers.CharField)
+            and field.trim_whitespace
+            and not field.allow_blank
+            and result.get("type") in ("string", ["string", "null"])
+            and not {"pattern", "format", "enum"} & set(result)
+        ):
+            # Trimmed text that may not be blank: whitespace alone is refused, so the schema says so.
+            result["pattern"] = NOT_ONLY_WHITESPACE
+        # drf-spectacular documents a ListField's bounds but not those of a nested serializer with many=True.
+        if isinstance(field, serializers.ListSerializer) and result.get("type") == "array":
+            if field.min_length is not None:
+                result["minItems"] = field.min_length
+            if field.max_length is not None:
+                result["maxItems"] = field.max_length
+        return result
 
     def error_statuses(self, operation: dict) -> list[int]:
         locations = {parameter.get("in") for parameter in operation.get("parameters", [])}

@@ -48,11 +48,17 @@ class StrictCharField(serializers.CharField):
     def to_internal_value(self, data):
         if not isinstance(data, str):
             self.fail("invalid")
+        # The limit counts what was sent, as the schema's maxLength does, not what is left after trimming.
+        if self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
         return super().to_internal_value(data)
 
 
 class StrictIntegerField(serializers.IntegerField):
     def to_internal_value(self, data):
+        # JSON Schema (and so the OpenAPI document) counts 7.0 as an integer; JSON parsers make it a float.
+        if isinstance(data, float) and data.is_integer():
+            data = int(data)
         if isinstance(data, bool) or not isinstance(data, int):
             self.fail("invalid")
         return super().to_internal_value(data)

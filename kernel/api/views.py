@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from django.urls import reverse
-from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiYamlRenderer
+from drf_spectacular.renderers import (
+    OpenApiJsonRenderer,
+    OpenApiJsonRenderer2,
+    OpenApiYamlRenderer,
+    OpenApiYamlRenderer2,
+)
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework import serializers, viewsets
 from rest_framework.renderers import JSONRenderer
@@ -87,9 +92,13 @@ class JsonErrorsMixin:
 
 
 class SchemaView(JsonErrorsMixin, SpectacularAPIView):
-    """The OpenAPI document, JSON by default (``?format=yaml`` for YAML)."""
+    """The OpenAPI document, JSON by default (``?format=yaml`` for YAML).
 
-    renderer_classes = [OpenApiJsonRenderer, OpenApiYamlRenderer]
+    Besides the OpenAPI media types, plain ``application/json`` and
+    ``application/yaml``: what generic HTTP clients and generators ask for.
+    """
+
+    renderer_classes = [OpenApiJsonRenderer, OpenApiYamlRenderer, OpenApiJsonRenderer2, OpenApiYamlRenderer2]
 
 
 class DocsView(JsonErrorsMixin, SpectacularSwaggerSplitView):

@@ -175,7 +175,14 @@ class Examples:
         node = self.resolve(node)
         if "enum" in node:
             return next(value for value in node["enum"] if value is not None)
+        for union in ("oneOf", "anyOf"):
+            # OpenAPI 3.1 writes nullable as a union with {"type": "null"}: take the first real choice.
+            choices = [choice for choice in node.get(union, []) if self.resolve(choice).get("type") != "null"]
+            if choices:
+                return self.value(choices[0], name)
         kind = node.get("type")
+        if isinstance(kind, list):
+            kind = next((k for k in kind if k != "null"), None)
         if kind == "object" or "properties" in node:
             return {
                 key: self.value(sub, key) for key, sub in node.get("properties", {}).items() if not sub.get("readOnly")

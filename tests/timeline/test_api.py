@@ -151,7 +151,6 @@ def test_archived_is_409_unknown_is_404_and_history_stays_readable(api):
 def test_read_parameters_are_validated(api):
     agent = AgentFactory()
     for params in (
-        {"direction": "before"},
         {"direction": "sideways"},
         {"limit": 0},
         {"limit": 1001},
@@ -162,6 +161,16 @@ def test_read_parameters_are_validated(api):
         response = api.get(url(agent.pk), params)
         assert response.status_code == 400, (params, response.content)
         assert response.json()["error"]["code"] == "invalid"
+
+
+def test_after_without_seq_reads_from_the_start_and_before_from_the_head(api):
+    agent = AgentFactory()
+    api.post(url(agent.pk), {"items": items(*"abcde")}, format="json")
+    after = api.get(url(agent.pk), {"direction": "after", "limit": 2}).json()
+    assert [r["seq"] for r in after["rows"]] == [1, 2] and after["has_newer"] is True
+    before = api.get(url(agent.pk), {"direction": "before", "limit": 2}).json()
+    assert [r["seq"] for r in before["rows"]] == [4, 5] and before["has_older"] is True
+    assert before["direction"] == "before"
 
 
 def test_stale_epoch_returns_reset_and_tail(api):

@@ -87,7 +87,6 @@ def test_archived_agent_stays_readable(agent_with_10_rows):
 def test_bad_arguments_and_unknown_agent(agent_with_10_rows):
     for kwargs in (
         {"direction": "sideways"},
-        {"direction": "before"},
         {"limit": 0},
         {"limit": 1001},
         {"direction": "after", "seq": -1},

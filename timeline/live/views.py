@@ -10,6 +10,7 @@ handler.
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 
 from django.contrib.admin.utils import unquote
@@ -34,6 +35,10 @@ from timeline.serializers import MAX_SEQ, NewItemSerializer
 from tokens.authentication import BearerTokenAuthentication
 from tokens.permissions import HasApiToken
 
+#: What a Last-Event-ID must look like; timeline/schema.py publishes it.
+LAST_EVENT_ID_PATTERN = "^[0-9]+$"
+LAST_EVENT_ID_RE = re.compile(LAST_EVENT_ID_PATTERN)
+
 
 def _error_response(exc: Exception) -> JsonResponse:
     drf_response = exception_handler(exc, {"view": None})
@@ -52,6 +57,18 @@ def _non_negative_int(raw: str, field: str) -> int:
     if not 0 <= value <= MAX_SEQ:
         raise ValidationError({field: [f"Must be between 0 and {MAX_SEQ}."]}, code="invalid")
     return value
+
+
+def _last_event_id(raw: str) -> int:
+    """An id this stream sent is a seq: ASCII digits (LAST_EVENT_ID_PATTERN). One beyond any seq
+    is a cursor ahead of the head, answered with ``reset`` like any other."""
+    if LAST_EVENT_ID_RE.fullmatch(raw) is None:
+        raise ValidationError({"Last-Event-ID": ["Must be a seq: ASCII digits only."]}, code="invalid")
+    digits = raw.lstrip("0")
+    # Longer than any seq: Python would refuse to convert thousands of digits, and the answer is the same.
+    if len(digits) > len(str(MAX_SEQ)):
+        return MAX_SEQ
+    return min(int(digits or "0"), MAX_SEQ)
 
 
 def _authorize_stream(request: HttpRequest, agent_id: str) -> None:
@@ -96,13 +113,12 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
     try:
         hub = get_hub()
         await hub.db.run(_authorize_stream, request, agent_id)
-        last_event_id = request.headers.get("Last-Event-ID", "").strip()
-        if last_event_id:
-            after_seq: int | None = _non_negative_int(last_event_id, "Last-Event-ID")
-        elif request.GET.get("after_seq", "") != "":
-            after_seq = _non_negative_int(request.GET["after_seq"], "after_seq")
-        else:
-            after_seq = None
+        last_event_id = request.headers.get("Last-Event-ID")
+        # after_seq is checked even when Last-Event-ID wins: a bad parameter is never silently ignored.
+        after_seq_param = request.GET.get("after_seq", "")
+        after_seq = _non_negative_int(after_seq_param, "after_seq") if after_seq_param != "" else None
+        if last_event_id is not None:
+            after_seq = _last_event_id(last_event_id)
         epoch = request.GET.get("epoch") or None
     except Exception as exc:  # noqa: BLE001 - the handler maps everything, unknown errors to a logged 500
         return _error_response(exc)

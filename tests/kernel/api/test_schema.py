@@ -114,7 +114,7 @@ def test_lists_document_keyset_pages_and_filters(schema):
     page = schema["paths"]["/api/v1/agents"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
     component = schema["components"]["schemas"][page["$ref"].rsplit("/", 1)[1]]
     assert set(component["properties"]) == {"results", "next_cursor"}
-    assert component["properties"]["next_cursor"]["nullable"] is True
+    assert component["properties"]["next_cursor"]["type"] == ["string", "null"]
     project_params = {p["name"] for p in schema["paths"]["/api/v1/projects"]["get"]["parameters"]}
     assert {"archived", "kind", "directory", "search"} <= project_params
 
@@ -171,3 +171,43 @@ def test_docs_page_serves_its_own_assets(api):
         assert fetched.status_code == 200, asset
         body = b"".join(fetched.streaming_content) if fetched.streaming else fetched.content
         assert len(body) > 100
+
+
+@pytest.mark.parametrize(
+    ("query", "accept", "content_type"),
+    [
+        ("", "application/json", "application/json"),
+        ("?format=json", "application/json", "application/json"),
+        ("?format=json", "", "application/vnd.oai.openapi+json"),
+        ("", "application/vnd.oai.openapi+json", "application/vnd.oai.openapi+json"),
+        ("", "*/*", "application/vnd.oai.openapi+json"),
+    ],
+)
+def test_json_for_every_way_a_client_asks(api, query, accept, content_type):
+    response = api.get("/api/v1/schema" + query, **({"HTTP_ACCEPT": accept} if accept else {}))
+    assert response.status_code == 200
+    assert response["Content-Type"].split(";")[0] == content_type
+    assert response.json()["openapi"].startswith("3.")
+
+
+@pytest.mark.parametrize(
+    ("query", "accept"), [("?format=yaml", ""), ("", "application/yaml"), ("", "application/vnd.oai.openapi")]
+)
+def test_yaml_for_every_way_a_client_asks(api, query, accept):
+    response = api.get("/api/v1/schema" + query, **({"HTTP_ACCEPT": accept} if accept else {}))
+    assert response.status_code == 200
+    assert response.content.startswith(b"openapi: 3.")
+
+
+def test_a_media_type_it_cannot_render_is_refused_with_the_envelope(api):
+    assert_error(api.get("/api/v1/schema", HTTP_ACCEPT="text/html"), 406, "not_acceptable")
+
+
+def test_docs_api_md_lists_every_error_code():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "api.md").read_text()
+    codes = {code for codes, _ in ERROR_CODES.values() for code in codes}
+    codes |= {"method_not_allowed", "not_acceptable", "busy", "maintenance", "shutting_down", "asgi_required"}
+    missing = sorted(code for code in codes if f"`{code}`" not in doc)
+    assert not missing, f"docs/api.md does not list {missing}"

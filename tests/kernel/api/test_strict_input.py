@@ -3,6 +3,8 @@ sent as strings and Python-only integer spellings are refused with 400 ``invalid
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.factories import AgentFactory, ProjectFactory
@@ -90,3 +92,35 @@ def test_a_provisional_update_refuses_unknown_keys_too(api):
     agent = AgentFactory()
     body = '{"item": {"type": "user_message", "text": "hi"}, "itemId": "x1"}'
     assert_error(post_raw(api, f"{timeline(agent)}/provisional", body), 400, "invalid", fields=["itemId"])
+
+
+def test_an_integral_float_is_an_integer_as_json_schema_says(api):
+    agent = AgentFactory()
+    response = api.post(
+        f"/api/v1/agents/{agent.pk}/timeline",
+        {"items": [{"item": {"type": "note"}}], "expected_head_seq": 0.0},
+        format="json",
+    )
+    assert response.status_code == 201, response.content
+    response = api.post(
+        f"/api/v1/agents/{agent.pk}/timeline",
+        {"items": [{"item": {"type": "note"}}], "expected_head_seq": 0.5},
+        format="json",
+    )
+    assert_error(response, 400, "invalid", fields=["expected_head_seq"])
+
+
+def test_a_length_limit_counts_the_text_as_sent_not_as_trimmed(api):
+    project = ProjectFactory()
+    response = api.patch(f"/api/v1/projects/{project.pk}", {"display_name": " " + "x" * 255}, format="json")
+    assert_error(response, 400, "invalid", fields=["display_name"])
+    assert api.patch(f"/api/v1/projects/{project.pk}", {"display_name": "x" * 255}, format="json").status_code == 200
+
+
+def test_whitespace_alone_is_refused_where_the_schema_says_so(api):
+    project = ProjectFactory()
+    response = api.patch(f"/api/v1/projects/{project.pk}", {"display_name": " \u3000\x1c"}, format="json")
+    assert_error(response, 400, "invalid", fields=["display_name"])
+    schema = api.get("/api/v1/schema", HTTP_ACCEPT="application/json").json()
+    pattern = schema["components"]["schemas"]["PatchedProjectUpdateRequest"]["properties"]["display_name"]["pattern"]
+    assert re.search(pattern, " \u3000\x1c") is None and re.search(pattern, " a ") is not None

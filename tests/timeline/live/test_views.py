@@ -47,6 +47,11 @@ def bearer(raw: str) -> dict:
         ("token", "?after_seq=x", 400, "invalid"),
         ("token", "?after_seq=99999999999999999999", 400, "invalid"),
         ({"Last-Event-ID": "abc"}, "", 400, "invalid"),
+        ({"Last-Event-ID": "+5"}, "", 400, "invalid"),
+        ({"Last-Event-ID": "٣"}, "", 400, "invalid"),
+        ({"Last-Event-ID": ""}, "", 400, "invalid"),
+        # after_seq is checked even when Last-Event-ID decides the resume point.
+        ({"Last-Event-ID": "1"}, "?after_seq=99999999999999999999", 400, "invalid"),
     ],
 )
 def test_stream_refusals_use_the_api_error_envelope(fresh_hub, headers, query, status, code):
@@ -56,6 +61,7 @@ def test_stream_refusals_use_the_api_error_envelope(fresh_hub, headers, query, s
         headers = bearer(raw)
     elif "Last-Event-ID" in headers:
         headers = {**headers, **bearer(raw)}
+        headers["Last-Event-ID"] = headers["Last-Event-ID"].encode().decode("latin-1")
     response = asyncio.run(AsyncClient().get(stream_url(agent.pk) + query, headers=headers))
     assert response.status_code == status
     body = json.loads(response.content)
@@ -225,3 +231,11 @@ def test_stream_under_wsgi_says_it_needs_asgi():
     response = APIClient().get(stream_url(agent.pk), HTTP_AUTHORIZATION=f"Bearer {raw}")
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "asgi_required"
+
+
+@pytest.mark.parametrize("raw", ["99999999999999999999", "9" * 5000, "0" * 30 + "7"])
+def test_a_last_event_id_of_any_length_of_digits_is_a_cursor_not_a_crash(raw):
+    """Thousands of digits are more than int() converts by default; the answer is the same as for any seq past the head."""
+    from timeline.live.views import MAX_SEQ, _last_event_id
+
+    assert _last_event_id(raw) == (7 if raw.endswith("7") else MAX_SEQ)
