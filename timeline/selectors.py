@@ -94,23 +94,14 @@ class TimelinePage:
         return self.retained.next_seq
 
 
-def row_as_dict(row: TimelineRow) -> dict:
-    return {
-        "seq": row.seq,
-        "committed_at": row.committed_at,
-        "item_type": row.item_type,
-        "item": row.item,
-        "item_id": row.item_id,
-        "turn_id": row.turn_id,
-    }
-
-
 def get_agent_for_timeline(*, agent_id: str) -> AgentSnapshot:
-    agent = (
+    # order_by(): a primary-key lookup needs no ORDER BY (first() would add one).
+    found = list(
         AgentSnapshot.objects.filter(pk=agent_id)
         .only("agent_id", "head_seq", "min_seq", "timeline_epoch", "archived_at")
-        .first()
+        .order_by()[:1]
     )
+    agent = found[0] if found else None
     if agent is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
     return agent
@@ -161,7 +152,7 @@ def read_timeline(
 
     rows = _read_rows(agent.pk, direction, seq, limit)
     has_older, has_newer = _page_neighbours(rows, retained, direction, seq)
-    entries = [row_as_dict(row) for row in rows]
+    entries = rows
     if projection == "projected":
         entries = project_rows(entries)
     return TimelinePage(
@@ -178,8 +169,13 @@ def read_timeline(
     )
 
 
-def _read_rows(agent_id: str, direction: Direction, seq: int | None, limit: int) -> list[TimelineRow]:
-    rows_qs = TimelineRow.objects.filter(agent_id=agent_id)
+#: What a page row carries, in the order the API renders it.
+ROW_FIELDS = ("seq", "committed_at", "item_type", "item", "item_id", "turn_id")
+
+
+def _read_rows(agent_id: str, direction: Direction, seq: int | None, limit: int) -> list[dict]:
+    """The page's rows as plain dicts of ROW_FIELDS: no model instance is built for a row the API only renders."""
+    rows_qs = TimelineRow.objects.filter(agent_id=agent_id).values(*ROW_FIELDS)
     if direction == "tail":
         return list(rows_qs.order_by("-seq")[:limit])[::-1]
     if direction == "before":
@@ -188,11 +184,11 @@ def _read_rows(agent_id: str, direction: Direction, seq: int | None, limit: int)
 
 
 def _page_neighbours(
-    rows: list[TimelineRow], retained: RetainedRange, direction: Direction, seq: int | None
+    rows: list[dict], retained: RetainedRange, direction: Direction, seq: int | None
 ) -> tuple[bool, bool]:
     """(has_older, has_newer): whether retained rows lie before and after the page."""
     if rows:
-        return rows[0].seq > retained.min_seq, rows[-1].seq < retained.head_seq
+        return rows[0]["seq"] > retained.min_seq, rows[-1]["seq"] < retained.head_seq
     if retained.is_empty or direction == "tail":
         return False, False
     if direction == "before":
