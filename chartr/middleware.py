@@ -16,7 +16,7 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_asy
 from django.conf import settings
 from whitenoise.middleware import WhiteNoiseMiddleware
 
-from kernel.api.errors import refuse_early
+from kernel.api.errors import refuse_early, try_again_later
 
 
 class StaticFilesMiddleware(WhiteNoiseMiddleware):
@@ -138,3 +138,28 @@ class UnstorableTextMiddleware:
 
     async def _acall(self, request):
         return unstorable_text_refusal(request) or await self.get_response(request)
+
+
+class TryAgainLaterMiddleware:
+    """A write refused for now (database busy, a restore under way) is a 503 with ``Retry-After`` on
+    every page, not Django's 500: the API's exception handler does the same inside DRF."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.async_mode = iscoroutinefunction(get_response)
+        if self.async_mode:
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        if self.async_mode:
+            return self._acall(request)
+        return self.get_response(request)
+
+    async def _acall(self, request):
+        return await self.get_response(request)
+
+    def process_exception(self, request, exception):
+        return try_again_later(request, exception)

@@ -161,6 +161,26 @@ def refuse_early(request, status_code: int, code: str, message: str, *, fields=N
     return JsonResponse({"error": body}, status=status_code)
 
 
+def try_again_later(request, exc: Exception) -> HttpResponse | None:
+    """503 with ``Retry-After`` for a write that could not get the database in time (another
+    writer's lock, or a restore's fence), outside DRF too: an admin save is as retryable as an API one.
+    None for any other exception."""
+    if is_lock_wait_timeout(exc):
+        code, message, retry_after = (
+            "busy",
+            "The database is busy with another write; retry shortly.",
+            BUSY_RETRY_AFTER_SECONDS,
+        )
+    elif isinstance(exc, ChartrError) and exc.status == 503:
+        code, message, retry_after = exc.code, exc.message, exc.retry_after
+    else:
+        return None
+    response = refuse_early(request, 503, code, message)
+    if retry_after is not None:
+        response["Retry-After"] = str(retry_after)
+    return response
+
+
 def bad_request(request, exception, template_name="400.html"):
     if not _is_api(request):
         return django_defaults.bad_request(request, exception)
