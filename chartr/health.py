@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import logging
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 
+from chartr.middleware import BothModesMiddleware
 from kernel import draining
 
 logger = logging.getLogger(__name__)
@@ -84,25 +85,14 @@ def readyz(request: HttpRequest) -> JsonResponse:
 PROBES = {HEALTHZ_PATH: healthz, READYZ_PATH: readyz}
 
 
-class HealthProbeMiddleware:
+class HealthProbeMiddleware(BothModesMiddleware):
     """Works in both modes, so under ASGI the request never hops to a thread just to pass through."""
-
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
 
     def _probe_for(self, request: HttpRequest):
         probe = PROBES.get(request.path_info.rstrip("/") or "/")
         return probe if probe is not None and request.method in ("GET", "HEAD") else None
 
-    def __call__(self, request: HttpRequest):
-        if self.async_mode:
-            return self._acall(request)
+    def _call(self, request: HttpRequest):
         probe = self._probe_for(request)
         return probe(request) if probe is not None else self.get_response(request)
 

@@ -14,9 +14,34 @@ import re
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
+from django.utils.deprecation import MiddlewareMixin
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 from kernel.api.errors import refuse_early, try_again_later
+
+
+class BothModesMiddleware:
+    """A middleware that runs in the caller's mode: ``_call`` under WSGI, ``_acall`` on the event loop."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+        self.async_mode = iscoroutinefunction(get_response)
+        if self.async_mode:
+            markcoroutinefunction(self)
+
+    def __call__(self, request):
+        if self.async_mode:
+            return self._acall(request)
+        return self._call(request)
+
+    def _call(self, request):
+        raise NotImplementedError
+
+    async def _acall(self, request):
+        raise NotImplementedError
 
 
 class StaticFilesMiddleware(WhiteNoiseMiddleware):
@@ -49,7 +74,7 @@ class StaticFilesMiddleware(WhiteNoiseMiddleware):
         return await self.get_response(request)
 
 
-class ContentSecurityPolicyMiddleware:
+class ContentSecurityPolicyMiddleware(BothModesMiddleware):
     """Send ``settings.SECURE_CSP`` as the ``Content-Security-Policy`` of every response.
 
     Django 5.2 has no CSP support; the setting has the shape of Django 6.0's
@@ -60,19 +85,11 @@ class ContentSecurityPolicyMiddleware:
     that sets its own policy keeps it.
     """
 
-    sync_capable = True
-    async_capable = True
-
     def __init__(self, get_response):
-        self.get_response = get_response
+        super().__init__(get_response)
         self.policy = content_security_policy(settings.SECURE_CSP)
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
 
-    def __call__(self, request):
-        if self.async_mode:
-            return self._acall(request)
+    def _call(self, request):
         return self.with_policy(self.get_response(request))
 
     async def _acall(self, request):
@@ -119,47 +136,20 @@ def unstorable_text_refusal(request):
     return None
 
 
-class UnstorableTextMiddleware:
+class UnstorableTextMiddleware(BothModesMiddleware):
     """``unstorable_text_refusal`` before anything else looks at the request; works in both modes."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if self.async_mode:
-            return self._acall(request)
+    def _call(self, request):
         return unstorable_text_refusal(request) or self.get_response(request)
 
     async def _acall(self, request):
         return unstorable_text_refusal(request) or await self.get_response(request)
 
 
-class TryAgainLaterMiddleware:
+class TryAgainLaterMiddleware(MiddlewareMixin):
     """A write refused for now (database busy, a restore under way) is a 503 with ``Retry-After`` on
-    every page, not Django's 500: the API's exception handler does the same inside DRF."""
-
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-        self.async_mode = iscoroutinefunction(get_response)
-        if self.async_mode:
-            markcoroutinefunction(self)
-
-    def __call__(self, request):
-        if self.async_mode:
-            return self._acall(request)
-        return self.get_response(request)
-
-    async def _acall(self, request):
-        return await self.get_response(request)
+    every page, not Django's 500: the API's exception handler does the same inside DRF. Only an
+    exception hook, so Django's own mixin runs it in both modes without a thread hop."""
 
     def process_exception(self, request, exception):
         return try_again_later(request, exception)
