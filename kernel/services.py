@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
-from django.db import models
+from django.db import models, transaction
 
 from kernel.errors import NotFound
 
@@ -64,3 +64,19 @@ class UnarchiveResult:
     workspaces: int = 0
     agents: int = 0
     changed: bool = False
+
+
+def delete_in_batches(queryset: models.QuerySet, *, batch_size: int) -> int:
+    """Delete what ``queryset`` selects, ``batch_size`` rows per transaction, re-reading it for each
+    batch (a row that stopped matching meanwhile is left alone); how many rows went.
+
+    Each batch is short, so writers queue behind one batch at most (on SQLite, every writer).
+    """
+    deleted = 0
+    while True:
+        with transaction.atomic():
+            batch = list(queryset.order_by().values_list("pk", flat=True)[:batch_size])
+            if not batch:
+                return deleted
+            queryset.model.objects.filter(pk__in=batch).delete()
+        deleted += len(batch)

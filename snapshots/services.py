@@ -16,6 +16,7 @@ from kernel.services import (
     UNSET,
     ArchiveResult,
     UnarchiveResult,
+    delete_in_batches,
     lock_for_update,
     require_json_object,
     validate_fields,
@@ -284,15 +285,4 @@ def delete_archived_agents(*, archived_before: dt.datetime, batch_size: int = PU
 
     Whatever timeline rows are left go with them through the foreign key.
     """
-    deleted = 0
-    while True:
-        with transaction.atomic():
-            batch = list(
-                AgentSnapshot.objects.filter(archived_at__lt=archived_before)
-                .order_by()
-                .values_list("pk", flat=True)[:batch_size]
-            )
-            if not batch:
-                return deleted
-            AgentSnapshot.objects.filter(pk__in=batch).delete()
-        deleted += len(batch)
+    return delete_in_batches(AgentSnapshot.objects.filter(archived_at__lt=archived_before), batch_size=batch_size)

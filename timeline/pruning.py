@@ -18,6 +18,7 @@ from django.db import transaction
 from django.db.models import F
 
 from kernel.errors import NotFound
+from kernel.services import delete_in_batches
 from snapshots.models import AgentSnapshot
 from timeline.items import item_bytes
 from timeline.models import TimelineRow
@@ -108,15 +109,4 @@ def delete_rows_of_archived_agents(*, archived_before: dt.datetime, batch_size: 
     meanwhile keeps the rest of its history. The agents themselves are
     deleted next (their counters go with them).
     """
-    deleted = 0
-    while True:
-        with transaction.atomic():
-            batch = list(
-                TimelineRow.objects.filter(agent__archived_at__lt=archived_before)
-                .order_by()
-                .values_list("pk", flat=True)[:batch_size]
-            )
-            if not batch:
-                return deleted
-            TimelineRow.objects.filter(pk__in=batch).delete()
-        deleted += len(batch)
+    return delete_in_batches(TimelineRow.objects.filter(agent__archived_at__lt=archived_before), batch_size=batch_size)
