@@ -148,6 +148,9 @@ DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 # Threads (and so database connections) per server process for everything but
 # the live stream; the stream's reads have their own, CHARTR_LIVE_DB_THREADS.
 CHARTR_SYNC_THREADS = env.int("CHARTR_SYNC_THREADS", default=8)
+# Concurrent timeline appends of one process commit together, one transaction
+# per batch, each append in a savepoint of its own (timeline/group_commit.py).
+CHARTR_GROUP_COMMIT = env.bool("CHARTR_GROUP_COMMIT", default=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Static files -----------------------------------------------------------

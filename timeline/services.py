@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import islice
 from typing import Protocol
 
@@ -32,6 +33,7 @@ from django.utils.dateparse import parse_datetime
 
 from kernel.errors import ArchivedConflict, Conflict, NotFound, SeqConflict
 from snapshots.models import AgentSnapshot
+from timeline.group_commit import run_grouped_append
 from timeline.idempotency import check_replays_match, committed_by_item_id, refuse_committed_item_ids
 from timeline.items import check_item_size, item_bytes, new_item_problems
 from timeline.models import TimelineRow
@@ -143,8 +145,20 @@ def append_timeline_items(
     row's seq, and nothing of the call is stored. Items are compared as JSON
     (``timeline.items.same_item``), so key order and the database's storage
     form do not matter.
+
+    Concurrent appends of the process commit together (``timeline.group_commit``):
+    each in a savepoint of one shared transaction, so each stays atomic on its
+    own and gets its own answer, only once that transaction has committed.
+    Called inside an atomic block, the append runs in the caller's transaction.
     """
     validate_new_items(items)
+    append = partial(_append_checked_items, agent_id=agent_id, items=items, expected_head_seq=expected_head_seq)
+    return run_grouped_append(append, agent_id=agent_id, items=len(items))
+
+
+def _append_checked_items(
+    *, agent_id: str, items: Sequence[NewTimelineItem], expected_head_seq: int | None
+) -> AppendResult:
     with transaction.atomic():
         agent = _lock_agent(agent_id, allow_archived=False)
         committed = committed_by_item_id(agent.agent_id, items)
