@@ -12,8 +12,9 @@ one transaction:
 - a failure of the transaction itself (its BEGIN, say the write fence refusing it
   during a restore, or its COMMIT) reaches every call of the batch.
 
-Then the leader hands the lane to the next waiting caller and returns. No one
-waits on a timer: a batch is whatever queued while the previous one ran, so a
+Once the COMMIT has returned, the leader answers the batch's other callers and
+hands the lane to the next waiting caller, then runs the calls' commit hooks
+(``transaction.on_commit``) and returns. No one waits on a timer: a batch is whatever queued while the previous one ran, so a
 lone caller runs at once, in a transaction of its own (no savepoint). A caller
 already inside an atomic block runs its work directly: its transaction is the
 caller's.
@@ -48,11 +49,12 @@ class BatchLost(Exception):
 
 
 class _Call(Generic[T]):
-    __slots__ = ("error", "failed_alone", "lead", "ready", "result", "weight", "work")
+    __slots__ = ("error", "failed_alone", "lead", "ready", "result", "savepoint", "weight", "work")
 
-    def __init__(self, work: Callable[[], T], weight: int):
+    def __init__(self, work: Callable[[], T], weight: int, savepoint: bool):
         self.work = work
         self.weight = weight
+        self.savepoint = savepoint
         #: Set when the call is answered, or when it is handed the lane to lead.
         self.ready = threading.Event()
         self.lead = False
@@ -83,11 +85,16 @@ class GroupCommit:
         self._mutex = threading.Lock()
         self._lanes: dict[Hashable, _Lane] = {}
 
-    def run(self, work: Callable[[], T], *, lane: Hashable = None, weight: int = 1) -> T:
-        """``work()``'s result (or error), once the transaction it ran in has committed (or failed)."""
+    def run(self, work: Callable[[], T], *, lane: Hashable = None, weight: int = 1, savepoint: bool = True) -> T:
+        """``work()``'s result (or error), once the transaction it ran in has committed (or failed).
+
+        ``savepoint=False`` is for a work that does every write inside an atomic
+        block of its own: nested in the batch's transaction, that block is its
+        savepoint, and a second one around it would only cost round trips.
+        """
         if transaction.get_connection(self.using).in_atomic_block:
             return work()
-        call = _Call(work, weight)
+        call = _Call(work, weight, savepoint)
         with self._mutex:
             state = self._lanes.setdefault(lane, _Lane())
             state.queue.append(call)
@@ -113,35 +120,55 @@ class GroupCommit:
             while state.queue and len(batch) < self.max_requests and weight + state.queue[0].weight <= self.max_weight:
                 weight += state.queue[0].weight
                 batch.append(state.queue.popleft())
-        try:
-            self._run_batch(batch)
-        finally:
-            with self._mutex:
-                if state.queue:
-                    successor = state.queue[0]
-                    successor.lead = True
-                    successor.ready.set()
-                else:
-                    state.leading = False
-                    del self._lanes[lane]
+        finished = False
+
+        def finish() -> None:
+            nonlocal finished
+            if finished:
+                return
+            finished = True
+            self._pass_lane_on(lane, state)
             for call in batch[1:]:
                 call.ready.set()
 
-    def _run_batch(self, batch: list[_Call]) -> None:
+        try:
+            self._run_batch(batch, committed=finish)
+        finally:
+            finish()
+
+    def _pass_lane_on(self, lane: Hashable, state: _Lane) -> None:
+        with self._mutex:
+            if state.queue:
+                successor = state.queue[0]
+                successor.lead = True
+                successor.ready.set()
+            else:
+                state.leading = False
+                del self._lanes[lane]
+
+    def _run_batch(self, batch: list[_Call], *, committed: Callable[[], None]) -> None:
+        """Run the batch; ``committed()`` is called as soon as its COMMIT has returned."""
         if len(batch) == 1:
             # Alone: the call's own transaction, as if there were no group commit.
             _run_call(batch[0])
             return
-        committed = threading.Event()
+        done = threading.Event()
+
+        def on_commit() -> None:
+            done.set()
+            # The answers are final: the followers have them, and the next batch starts,
+            # while this thread runs the calls' own commit hooks (a NOTIFY each, say).
+            committed()
+
         try:
             with transaction.atomic(using=self.using):
-                # Registered first, so it runs first after COMMIT: it tells a failed COMMIT
-                # from a failing on_commit hook of one of the calls.
-                transaction.on_commit(committed.set, using=self.using)
+                # Registered first, so it runs first after COMMIT; it also tells a failed
+                # COMMIT from a failing commit hook of one of the calls.
+                transaction.on_commit(on_commit, using=self.using)
                 self._run_in_savepoints(batch)
         except BaseException as exc:
-            if committed.is_set():
-                logger.exception("An on_commit hook failed after a group commit; the batch is committed")
+            if done.is_set():
+                logger.exception("A commit hook failed after a group commit; the batch is committed")
                 return
             for call in batch:
                 if not call.failed_alone:
@@ -152,7 +179,10 @@ class GroupCommit:
         connection = transaction.get_connection(self.using)
         for call in batch:
             try:
-                with transaction.atomic(using=self.using):
+                if call.savepoint:
+                    with transaction.atomic(using=self.using):
+                        call.result = call.work()
+                else:
                     call.result = call.work()
             except Exception as exc:
                 call.error, call.failed_alone = exc, True

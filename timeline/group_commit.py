@@ -37,4 +37,5 @@ def run_grouped_append(work: Callable[[], T], *, agent_id: str, items: int) -> T
     """``work()`` (an append of ``items`` items to ``agent_id``), committed with concurrent appends."""
     if not settings.CHARTR_GROUP_COMMIT:
         return work()
-    return appends.run(work, lane=append_lane(agent_id), weight=items)
+    # The append does all its writes in one atomic block of its own: in a batch, that is its savepoint.
+    return appends.run(work, lane=append_lane(agent_id), weight=items, savepoint=False)

@@ -44,7 +44,9 @@ class Callers:
         self.seen: dict[str, dict] = {}
         self.on_answer: Callable[[str], None] | None = None
 
-    def start(self, name: str, work: Callable[[], object] | None = None, *, lane=None, weight: int = 1) -> None:
+    def start(
+        self, name: str, work: Callable[[], object] | None = None, *, lane=None, weight: int = 1, savepoint: bool = True
+    ) -> None:
         work = work or (lambda: add_project(name))
 
         def observed():
@@ -56,7 +58,7 @@ class Callers:
 
         def caller():
             try:
-                self.results[name] = self.group.run(observed, lane=lane, weight=weight)
+                self.results[name] = self.group.run(observed, lane=lane, weight=weight, savepoint=savepoint)
             except BaseException as exc:
                 self.errors[name] = exc
             finally:
@@ -294,3 +296,33 @@ def test_only_calls_of_one_lane_share_a_batch():
     assert callers.batches(["x1", "x2"]) == [{"x1", "x2"}]
     assert callers.seen["y1"]["in_atomic_block"] is False, "another lane's call ran on its own"
     assert stored_names() == {"held", "x1", "x2", "y1"}
+
+
+def test_a_work_with_an_atomic_block_of_its_own_runs_in_that_savepoint_alone(monkeypatch):
+    savepoints: list[str] = []
+    wrapper = type(connections["default"])
+    real = wrapper._savepoint
+
+    def savepoint(self, sid):
+        if threading.current_thread().name != "caller-held":
+            savepoints.append(sid)
+        real(self, sid)
+
+    monkeypatch.setattr(wrapper, "_savepoint", savepoint)
+
+    def fails():
+        with transaction.atomic():
+            Project.objects.create(directory="/srv/gc/failed", display_name="failed", kind="git")
+            raise ValueError("this call gives up")
+
+    callers = Callers(GroupCommit())
+    release = callers.hold()
+    callers.start_queued("a", savepoint=False)
+    callers.start_queued("failing", fails, savepoint=False)
+    callers.start_queued("b", savepoint=False)
+    release.set()
+    callers.join()
+
+    assert stored_names() == {"held", "a", "b"}
+    assert set(callers.errors) == {"failing"}
+    assert len(savepoints) == 3, "one savepoint per call: its own atomic block"
