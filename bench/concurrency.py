@@ -14,13 +14,17 @@ its own agent, ``shared`` puts them all on one agent. The server is gunicorn
 with ``--workers`` uvicorn workers on a scratch database (SQLite, or
 PostgreSQL when DATABASE_URL points at it). Server CPU is the user + system
 time of every process in the server's process group (``/proc/<pid>/stat``)
-over the case, divided by the requests answered. The clients run in this
-process on the same cores. Nothing here is a test: no figure is asserted.
+over the case, divided by the requests answered; client CPU is this process's
+own (``time.process_time``), the same way. "cores" is that CPU over the case's
+wall time: a one-worker server cannot use much more than one (its GIL), and
+the clients run in this process on the same cores. Nothing here is a test: no
+figure is asserted.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -79,10 +83,11 @@ def run_case(server: Server, token: str, agents: list[str], seconds: float) -> d
         thread.start()
     cpu_before = group_cpu_seconds(server.process.pid)
     start.wait()
-    began = time.perf_counter()
+    began, client_cpu_before = time.perf_counter(), time.process_time()
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - began
+    client_cpu = time.process_time() - client_cpu_before
     cpu = group_cpu_seconds(server.process.pid) - cpu_before
     if failures:
         raise RuntimeError(f"{len(failures)} failed requests, first: {failures[0]}")
@@ -92,6 +97,9 @@ def run_case(server: Server, token: str, agents: list[str], seconds: float) -> d
         "p50": percentile(samples, 50),
         "p99": percentile(samples, 99),
         "cpu_ms": cpu * 1000 / max(len(samples), 1),
+        "client_cpu_ms": client_cpu * 1000 / max(len(samples), 1),
+        "server_cores": cpu / elapsed,
+        "client_cores": client_cpu / elapsed,
         "requests": len(samples),
     }
 
@@ -102,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=3.0, help="per case")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--smoke", action="store_true", help="1 and 2 clients, 0.5 s each")
+    parser.add_argument("--json", type=Path, help="also write every case's figures to this file")
     args = parser.parse_args(argv)
     if args.smoke:
         args.clients, args.seconds = [1, 2], 0.5
@@ -129,21 +138,26 @@ def main(argv: list[str] | None = None) -> int:
         )
         run_case(server, token, ["conc-shared"], min(args.seconds, 1.0))  # warm the pools and connections
         baseline = None
+        results: list[dict] = []
         for clients in args.clients:
             for mode in ("separate", "shared"):
                 agents = [f"conc-{i}" for i in range(clients)] if mode == "separate" else ["conc-shared"] * clients
                 result = run_case(server, token, agents, args.seconds)
                 if baseline is None:
                     baseline = result
+                results.append({"clients": clients, "mode": mode, **result})
                 print(
                     f"{clients:>3} clients {mode:<8}  {result['rows_per_s']:8.1f} rows/s  "
                     f"p50 {result['p50']:8.1f} ms  p99 {result['p99']:8.1f} ms  "
-                    f"server CPU {result['cpu_ms']:6.2f} ms/request  "
+                    f"server CPU {result['cpu_ms']:6.2f} ms/request ({result['server_cores']:.2f} cores)  "
+                    f"client CPU {result['client_cpu_ms']:5.2f} ms/request ({result['client_cores']:.2f} cores)  "
                     f"(x{result['rows_per_s'] / baseline['rows_per_s']:.2f} the 1-client rate, "
                     f"p99 x{result['p99'] / baseline['p50']:.1f} its p50)",
                     flush=True,
                 )
         print(f"done, load={os.getloadavg()[0]:.2f}", flush=True)
+        if args.json:
+            args.json.write_text(json.dumps({"backend": environment.backend, "cases": results}, indent=1))
         return 0
     finally:
         if server is not None:
