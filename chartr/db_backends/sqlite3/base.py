@@ -1,3 +1,5 @@
+from functools import cached_property
+
 from django.db.backends.sqlite3 import base, schema
 
 from chartr.db_backends import CascadingForeignKeysMixin
@@ -21,7 +23,20 @@ class DatabaseWrapper(FencedTransactionsMixin, base.DatabaseWrapper):
 
     def _start_transaction_under_autocommit(self):
         # Django begins every atomic block here on SQLite (BEGIN IMMEDIATE): the fence is asked under the write lock.
-        self.begin_fenced(begin=super()._start_transaction_under_autocommit, abandon=self._abandon_transaction)
+        self.begin_fenced(begin=self._begin, abandon=self._abandon_transaction)
+
+    def _begin(self) -> None:
+        """Django's ``BEGIN``, sent on the driver's connection unless queries are being
+        recorded: its cursor wrapper cost as much CPU as the statement (every write pays it)."""
+        if self.queries_logged or self.execute_wrappers:
+            super()._start_transaction_under_autocommit()
+            return
+        with self.wrap_database_errors:
+            self.connection.execute(self._begin_sql)
+
+    @cached_property
+    def _begin_sql(self) -> str:
+        return "BEGIN" if self.transaction_mode is None else f"BEGIN {self.transaction_mode}"
 
     def _abandon_transaction(self) -> None:
         with self.wrap_database_errors:
