@@ -32,11 +32,21 @@ LOCK_NOT_AVAILABLE = "55P03"
 _ADMIT_SQL = f"SELECT pg_try_advisory_xact_lock_shared({int(ADVISORY_LOCK_KEY)})"
 
 
+#: ``_begin_and_admit`` uses two psycopg internals (the connection's own BEGIN text and its
+#: wait loop); a psycopg without them gets the two round trips it always had.
+_BEGIN_WITH_THE_FENCE = hasattr(psycopg.Connection, "_get_tx_start_command") and hasattr(psycopg.Connection, "wait")
+
+
 class PostgreSQLWriteFence(WriteFence):
     def admits(self) -> bool:
         with self.connection.wrap_database_errors:
             raw = self.connection.connection
-            if raw.pgconn.transaction_status == pq.TransactionStatus.IDLE and not raw.autocommit and not raw._pipeline:
+            if (
+                _BEGIN_WITH_THE_FENCE
+                and raw.pgconn.transaction_status == pq.TransactionStatus.IDLE
+                and not raw.autocommit
+                and not getattr(raw, "_pipeline", None)
+            ):
                 return self._begin_and_admit(raw)
             with raw.cursor() as cursor:
                 cursor.execute(_ADMIT_SQL)
@@ -59,7 +69,7 @@ class PostgreSQLWriteFence(WriteFence):
             results = raw.wait(generators.execute(raw.pgconn))
         for result in results:
             if result.status == pq.ExecStatus.FATAL_ERROR:
-                raise psycopg.errors.error_from_result(result, encoding=raw.pgconn._encoding)
+                raise psycopg.errors.error_from_result(result, encoding=raw.info.encoding)
         admitted = results[-1]
         if admitted.status != pq.ExecStatus.TUPLES_OK or admitted.ntuples != 1:
             raise psycopg.InternalError(f"the write fence's query returned {admitted.status!r}")
