@@ -11,9 +11,10 @@ Cases, each at every history length, the two sides alternating in chunks:
 
 - ``append``: CPU (``time.process_time``) per 1-item append. chartr:
   ``append_timeline_items``; eventsourcing: ``SQLiteAggregateRecorder.insert_events``
-  of one ``StoredEvent`` (JSON state) at the next version. Both in WAL mode;
-  chartr runs ``synchronous=NORMAL`` (its setting), eventsourcing SQLite's
-  default for its connections (``FULL``), which costs fsync wall time, not CPU.
+  of one ``StoredEvent`` (JSON state) at the next version. Both in WAL mode
+  at chartr's ``synchronous=NORMAL`` (``--eventsourcing-synchronous full``
+  gives eventsourcing SQLite's default, as the runs before 2026-12-01's
+  second round did: it costs fsync time).
   On PostgreSQL both write to the same scratch database at the server's
   ``synchronous_commit`` (on).
 - ``read newest 100``: p50 wall time. chartr: ``read_timeline(limit=100)``;
@@ -58,7 +59,7 @@ class EventsourcingStore:
 
     name = "eventsourcing"
 
-    def __init__(self, path: Path, database_url: str | None = None):
+    def __init__(self, path: Path, database_url: str | None = None, synchronous: str = "normal"):
         if database_url:
             from urllib.parse import urlsplit
 
@@ -77,7 +78,17 @@ class EventsourcingStore:
         else:
             from eventsourcing.sqlite import SQLiteAggregateRecorder, SQLiteDatastore
 
-            self.recorder = SQLiteAggregateRecorder(SQLiteDatastore(str(path), originator_id_type="text"))
+            datastore = SQLiteDatastore(str(path), originator_id_type="text")
+            pool = datastore.pool
+            create_connection = pool._create_connection
+
+            def create_connection_at_level():
+                made = create_connection()
+                made._sqlite_conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
+                return made
+
+            pool._create_connection = create_connection_at_level
+            self.recorder = SQLiteAggregateRecorder(datastore)
         self.recorder.create_table()
         self.versions: dict[str, int] = {}
 
@@ -208,6 +219,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--chunk", type=int, default=200, help="calls per side per repetition")
     parser.add_argument("--smoke", action="store_true", help="100 rows, 3 x 10 calls")
+    parser.add_argument(
+        "--eventsourcing-synchronous",
+        choices=["normal", "full"],
+        default="normal",
+        help="eventsourcing's SQLite synchronous level (chartr runs normal)",
+    )
     args = parser.parse_args(argv)
     if args.smoke:
         args.history, args.repetitions, args.chunk = [100], 3, 10
@@ -217,14 +234,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(
             f"chartr peers benchmark: backend={environment.backend} cores={os.cpu_count()} "
-            f"load={os.getloadavg()[0]:.2f}",
+            f"load={os.getloadavg()[0]:.2f} eventsourcing_sqlite_synchronous={args.eventsourcing_synchronous}",
             flush=True,
         )
         setup_django()
         database_url = environment.database.url if environment.backend == "postgresql" else None
         peers = []
         try:
-            peers.append(EventsourcingStore(root / "eventsourcing.sqlite3", database_url))
+            peers.append(
+                EventsourcingStore(root / "eventsourcing.sqlite3", database_url, args.eventsourcing_synchronous)
+            )
         except ImportError:
             print("eventsourcing  skipped: eventsourcing[postgres] is not installed (make install)", flush=True)
         if database_url:

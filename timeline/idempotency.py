@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from django.db import DEFAULT_DB_ALIAS, connections
+
 from kernel.errors import ItemConflict
+from timeline.append_sql import append_sql
 from timeline.items import same_item
 from timeline.models import TimelineRow
 
@@ -32,7 +35,13 @@ def committed_by_item_id(agent_id: str, items: Sequence[WithItemId]) -> dict[str
     wanted_ids = [new.item_id for new in items if new.item_id is not None]
     if not wanted_ids:
         return {}
-    stored = TimelineRow.objects.filter(agent_id=agent_id, item_id__in=wanted_ids).only(
+    # Nearly every call is a first attempt: one prepared lookup of the ids says
+    # so, and only a retry builds the queryset that reads the stored rows.
+    db = connections[DEFAULT_DB_ALIAS]
+    found = append_sql(db).committed_item_ids(len(wanted_ids)).fetchall([agent_id, *wanted_ids], connection=db)
+    if not found:
+        return {}
+    stored = TimelineRow.objects.filter(agent_id=agent_id, item_id__in=[item_id for (item_id,) in found]).only(
         "seq", "committed_at", "item_id", "item"
     )
     return {row.item_id: row for row in stored}

@@ -27,18 +27,19 @@ from itertools import islice
 from typing import Protocol
 
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from kernel.errors import ArchivedConflict, Conflict, NotFound, SeqConflict
-from snapshots.models import AgentSnapshot
+from timeline.append_sql import append_sql
 from timeline.group_commit import run_grouped_append
 from timeline.idempotency import check_replays_match, committed_by_item_id, refuse_committed_item_ids
 from timeline.items import check_item_size, item_bytes, new_item_problems
 from timeline.models import TimelineRow
 from timeline.search import timeline_search
-from timeline.signals import timeline_committed
+from timeline.signals import timeline_committed, timeline_committing
 
 MAX_ITEMS_PER_APPEND = 500
 #: Rows per INSERT batch of a bulk append: big enough to amortise the round
@@ -244,6 +245,8 @@ class _AgentHead:
     timeline_epoch: str
     last_activity_at: dt.datetime | None
     last_user_message_at: dt.datetime | None
+    #: The connection holding the lock (the default database's, resolved once per append).
+    connection: BaseDatabaseWrapper
     #: What this append adds to the agent's growth counters.
     added_rows: int = 0
     added_bytes: int = 0
@@ -261,35 +264,18 @@ class _AgentHead:
             self.last_user_message_at = row.committed_at
 
 
-#: The agent columns an append reads under its lock and writes back, in ``_AgentHead`` order.
-_HEAD_COLUMNS = ("head_seq", "min_seq", "timeline_epoch", "last_activity_at", "last_user_message_at")
-#: The growth counters an append adds to (``_AgentHead.added_rows`` and ``added_bytes``).
-_COUNTER_COLUMNS = ("committed_rows", "committed_bytes")
-
-
-def _agent_column(name: str) -> str:
-    return connection.ops.quote_name(AgentSnapshot._meta.get_field(name).column)
-
-
 def _lock_agent(agent_id: str, *, allow_archived: bool) -> _AgentHead:
     """Read the agent's head under a lock held until the transaction ends.
 
     ``SELECT ... FOR UPDATE`` where the backend has it (PostgreSQL); SQLite
     has no row locks, and its IMMEDIATE transaction already holds the write
-    lock. Plain SQL rather than querysets, here and in ``_save_head``: on the
-    shared 2-core machine the queryset versions cost about 0.9 and 0.35 ms of
-    CPU per call against 0.06 ms each, which made a legacy import (one call
-    per agent) about 20% slower at 100 rows per agent.
+    lock. Plain SQL built once per engine (``timeline.append_sql``), here and
+    in ``_save_head`` and ``_insert_batch``: querysets cost about 0.9 and 0.35
+    ms of CPU per call against 0.06 ms each, and building the SQL text on every
+    call about as much again as sending it (docs/benchmarks.md).
     """
-    lock = f" {connection.ops.for_update_sql()}" if connection.features.has_select_for_update else ""
-    columns = ", ".join(_agent_column(name) for name in (*_HEAD_COLUMNS, "archived_at"))
-    sql = (
-        f"SELECT {columns} FROM {connection.ops.quote_name(AgentSnapshot._meta.db_table)} "
-        f"WHERE {_agent_column('agent_id')} = %s{lock}"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [agent_id])
-        found = cursor.fetchone()
+    db = connections[DEFAULT_DB_ALIAS]
+    found = append_sql(db).lock_agent.fetchone([agent_id], connection=db)
     if found is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
     head_seq, min_seq, epoch, last_activity_at, last_user_message_at, archived_at = found
@@ -302,6 +288,7 @@ def _lock_agent(agent_id: str, *, allow_archived: bool) -> _AgentHead:
         timeline_epoch=epoch,
         last_activity_at=_read_datetime(last_activity_at),
         last_user_message_at=_read_datetime(last_user_message_at),
+        connection=db,
     )
 
 
@@ -324,24 +311,20 @@ def _save_head(agent: _AgentHead) -> None:
     too: ``last_seen_at`` moves with the head, so an appending agent is never
     stale. A history carried over by the importer is not.
     """
-    adapt = connection.ops.adapt_datetimefield_value
-    values = {
-        "head_seq": agent.head_seq,
-        "min_seq": agent.min_seq,
-        "timeline_epoch": agent.timeline_epoch,
-        "last_activity_at": adapt(agent.last_activity_at),
-        "last_user_message_at": adapt(agent.last_user_message_at),
-    }
+    db = agent.connection
+    adapt = db.ops.adapt_datetimefield_value
+    params = [
+        agent.head_seq,
+        agent.min_seq,
+        agent.timeline_epoch,
+        adapt(agent.last_activity_at),
+        adapt(agent.last_user_message_at),
+    ]
+    statements = append_sql(db)
     if agent.alive:
-        values["last_seen_at"] = adapt(timezone.now())
-    assignments = [f"{_agent_column(name)} = %s" for name in values]
-    assignments += [f"{_agent_column(name)} = {_agent_column(name)} + %s" for name in _COUNTER_COLUMNS]
-    sql = (
-        f"UPDATE {connection.ops.quote_name(AgentSnapshot._meta.db_table)} SET {', '.join(assignments)} "
-        f"WHERE {_agent_column('agent_id')} = %s"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*values.values(), agent.added_rows, agent.added_bytes, agent.agent_id])
+        params.append(adapt(timezone.now()))
+    statement = statements.save_head_alive if agent.alive else statements.save_head
+    statement.execute([*params, agent.added_rows, agent.added_bytes, agent.agent_id], connection=db)
 
 
 def _restart_history(agent: _AgentHead, *, start_seq: int | None, epoch: str | None) -> None:
@@ -392,7 +375,7 @@ def _append_locked(
         if check_item_ids:
             refuse_committed_item_ids(agent.agent_id, batch)
         _insert_batch(agent_id=agent.agent_id, first_seq=agent.head_seq + 1, rows=batch)
-        _index_for_search(agent_id=agent.agent_id, first_seq=agent.head_seq + 1, last_seq=agent.head_seq + len(batch))
+        _index_for_search(agent=agent, first_seq=agent.head_seq + 1, last_seq=agent.head_seq + len(batch))
         agent.head_seq += len(batch)
         for row in batch:
             agent.saw(row)
@@ -404,6 +387,7 @@ def _append_locked(
         return
     _save_head(agent)
     agent_id, head, epoch = agent.agent_id, agent.head_seq, agent.timeline_epoch
+    timeline_committing.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
     transaction.on_commit(
         lambda: timeline_committed.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
     )
@@ -415,48 +399,51 @@ def _batches(rows: Iterable[CheckedRow], size: int) -> Iterator[list[CheckedRow]
         yield batch
 
 
-_ROW_COLUMNS = ("agent", "seq", "committed_at", "item_type", "item", "item_id", "turn_id")
-
-
 def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) -> None:
-    """Insert ``rows`` as seq first_seq, first_seq+1, ... with one ``executemany``.
+    """Insert ``rows`` as seq first_seq, first_seq+1, ... with one prepared INSERT.
 
     ``bulk_create`` compiles multi-row INSERTs field by field (on SQLite at
     most 166 rows of 6 parameters each, so 6,000 statements for 1M rows); one
     prepared INSERT run by ``executemany`` made the whole legacy import about
-    25% faster (docs/benchmarks.md). Values are adapted by the same field and
-    backend methods the ORM uses, so the stored values are the same.
+    25% faster (docs/benchmarks.md). A single row is sent with ``execute``:
+    psycopg runs ``executemany`` in pipeline mode, which costs more for one row.
+    Values are adapted by the same field and backend methods the ORM uses, so
+    the stored values are the same.
     """
-    ops = connection.ops
-    meta = TimelineRow._meta
-    item_field = meta.get_field("item")
-    columns = ", ".join(ops.quote_name(meta.get_field(name).column) for name in _ROW_COLUMNS)
-    sql = f"INSERT INTO {ops.quote_name(meta.db_table)} ({columns}) VALUES ({', '.join(['%s'] * len(_ROW_COLUMNS))})"
+    db = connections[DEFAULT_DB_ALIAS]
+    adapt_datetime = db.ops.adapt_datetimefield_value
+    prep_item = _item_field.get_db_prep_save
     params = [
         (
             agent_id,
             seq,
-            ops.adapt_datetimefield_value(row.committed_at),
+            adapt_datetime(row.committed_at),
             row.item_type,
-            item_field.get_db_prep_save(row.item, connection),
+            prep_item(row.item, db),
             row.item_id,
             # Only carried-over histories know their turns.
             getattr(row, "turn_id", None),
         )
         for seq, row in enumerate(rows, first_seq)
     ]
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, params)
+    insert = append_sql(db).insert_row
+    if len(params) == 1:
+        insert.execute(params[0], connection=db)
+    else:
+        insert.executemany(params, connection=db)
+
+
+_item_field = TimelineRow._meta.get_field("item")
 
 
 # --- the search index -------------------------------------------------------
 
 
-def _index_for_search(*, agent_id: str, first_seq: int, last_seq: int) -> None:
+def _index_for_search(*, agent: _AgentHead, first_seq: int, last_seq: int) -> None:
     """Make the rows just inserted searchable, in the transaction that inserted
     them: both appends come through here, so a committed row is always
     searchable (SQLite's FTS5 table; PostgreSQL's expression index needs nothing)."""
-    timeline_search().index_rows(agent_id=agent_id, first_seq=first_seq, last_seq=last_seq)
+    timeline_search(agent.connection).index_rows(agent_id=agent.agent_id, first_seq=first_seq, last_seq=last_seq)
 
 
 # --- the API append's answer ------------------------------------------------

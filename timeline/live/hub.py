@@ -25,7 +25,7 @@ from timeline.live.messages import AgentsChanged, Closing, Committed, Message, P
 from timeline.live.reads import DatabaseRunner, LiveBatch
 from timeline.live.transports.base import LiveTransport
 from timeline.live.transports.factory import make_transport
-from timeline.signals import timeline_committed
+from timeline.signals import timeline_committed, timeline_committing
 
 logger = logging.getLogger("chartr.live")
 
@@ -285,15 +285,18 @@ class Hub:
 
     # -- publishing (any thread) --
 
-    def publish(self, message: Message) -> None:
-        """Deliver locally and send to the other processes. Never raises: the
-        caller has usually just committed, and its client must get its answer."""
+    def publish(self, message: Message, *, sent: bool = False) -> None:
+        """Deliver locally and send to the other processes (``sent``: the
+        transport already has it). Never raises: the caller has usually just
+        committed, and its client must get its answer."""
         loop = self.loop
         if loop is not None and not loop.is_closed():
             try:
                 loop.call_soon_threadsafe(self.deliver, message)
             except RuntimeError:  # the loop closed in between
                 pass
+        if sent:
+            return
         try:
             self.transport.publish(message)
         except Exception:
@@ -354,8 +357,17 @@ def set_hub(hub: Hub | None) -> Hub | None:
         return previous
 
 
+def on_timeline_committing(sender, *, agent_id: str, head_seq: int, epoch: str, **kwargs) -> None:
+    """Inside the append's transaction: a transport that sends with it (PostgreSQL's NOTIFY) does so now."""
+    transport = get_hub().transport
+    if transport.sends_with_transaction:
+        transport.publish_in_transaction(Committed(agent_id=agent_id, head_seq=head_seq, epoch=epoch))
+
+
 def on_timeline_committed(sender, *, agent_id: str, head_seq: int, epoch: str, **kwargs) -> None:
-    get_hub().publish(Committed(agent_id=agent_id, head_seq=head_seq, epoch=epoch))
+    hub = get_hub()
+    message = Committed(agent_id=agent_id, head_seq=head_seq, epoch=epoch)
+    hub.publish(message, sent=hub.transport.sends_with_transaction)
 
 
 def on_agents_changed(sender, *, agent_ids, reason: str, **kwargs) -> None:
@@ -369,6 +381,7 @@ def on_process_draining() -> None:
 
 
 def connect_signals() -> None:
+    timeline_committing.connect(on_timeline_committing, dispatch_uid="chartr-live-committing")
     timeline_committed.connect(on_timeline_committed, dispatch_uid="chartr-live-committed")
     agents_changed.connect(on_agents_changed, dispatch_uid="chartr-live-agents")
     draining.on_draining(on_process_draining)

@@ -13,6 +13,8 @@ hook and the migration that builds the index all go through
 
 from __future__ import annotations
 
+from functools import cache
+
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.module_loading import import_string
@@ -30,8 +32,13 @@ def timeline_search(connection: BaseDatabaseWrapper | None = None) -> TimelineSe
     """The search of ``connection``'s engine (default: the default database's)."""
     if connection is None:
         connection = connections[DEFAULT_DB_ALIAS]
+    return _backend_class(connection.vendor)(connection)
+
+
+@cache
+def _backend_class(vendor: str) -> type[TimelineSearch]:
+    """Imported once per engine: every append asks for its engine's search."""
     try:
-        backend_class = import_string(SEARCH_BACKENDS[connection.vendor])
+        return import_string(SEARCH_BACKENDS[vendor])
     except KeyError:
-        raise NotImplementedError(f"Timeline search supports SQLite and PostgreSQL, not {connection.vendor}.") from None
-    return backend_class(connection)
+        raise NotImplementedError(f"Timeline search supports SQLite and PostgreSQL, not {vendor}.") from None

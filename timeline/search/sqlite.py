@@ -18,12 +18,19 @@ from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
+from timeline.append_sql import Statement
 from timeline.search.base import TimelineSearch
 
 TABLE = "timeline_row_search"
 DELETE_TRIGGER = "timeline_row_search_forget"
 #: The words of a row ``r``: its item's string values.
 _ROW_TEXT = "(SELECT group_concat(j.value, ' ') FROM json_tree(r.item) AS j WHERE j.type = 'text')"
+#: Run by every append, so built once and sent on the driver's cursor.
+_INDEX_ROWS = Statement(
+    f"INSERT INTO {TABLE}(rowid, body) SELECT r.id, {_ROW_TEXT} FROM timeline_timelinerow r "
+    "WHERE r.agent_id = %s AND r.seq BETWEEN %s AND %s",
+    placeholder="?",
+)
 
 
 class SQLiteTimelineSearch(TimelineSearch):
@@ -40,12 +47,7 @@ class SQLiteTimelineSearch(TimelineSearch):
         schema_editor.execute(f"DROP TABLE IF EXISTS {TABLE}")
 
     def index_rows(self, *, agent_id: str, first_seq: int, last_seq: int) -> None:
-        with self.connection.cursor() as cursor:
-            cursor.execute(
-                f"INSERT INTO {TABLE}(rowid, body) SELECT r.id, {_ROW_TEXT} FROM timeline_timelinerow r "
-                "WHERE r.agent_id = %s AND r.seq BETWEEN %s AND %s",
-                [agent_id, first_seq, last_seq],
-            )
+        _INDEX_ROWS.execute([agent_id, first_seq, last_seq], connection=self.connection)
 
     def filter_matches(self, rows: QuerySet, terms: list[list[str]]) -> QuerySet:
         # Every term quoted: FTS5 reads a quoted string as a phrase and never as

@@ -1,4 +1,5 @@
 import sqlite3
+from functools import cached_property
 
 from django.db.backends.sqlite3 import base, schema
 
@@ -36,9 +37,22 @@ class DatabaseWrapper(FencedTransactionsMixin, base.DatabaseWrapper):
         """BEGIN once the writers of this process ahead of this one are done (writer_turns.py)."""
         self._take_writer_turn()
         try:
-            super()._start_transaction_under_autocommit()
+            self._begin()
         finally:
             self._end_writer_turn_if_idle()
+
+    def _begin(self) -> None:
+        """Django's ``BEGIN``, sent on the driver's connection unless queries are being
+        recorded: its cursor wrapper cost as much CPU as the statement (every write pays it)."""
+        if self.queries_logged or self.execute_wrappers:
+            super()._start_transaction_under_autocommit()
+            return
+        with self.wrap_database_errors:
+            self.connection.execute(self._begin_sql)
+
+    @cached_property
+    def _begin_sql(self) -> str:
+        return "BEGIN" if self.transaction_mode is None else f"BEGIN {self.transaction_mode}"
 
     def _abandon_transaction(self) -> None:
         try:

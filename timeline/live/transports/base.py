@@ -42,9 +42,19 @@ class LiveTransport(ABC):
         sent while it was not listening may have been missed.
         """
 
+    #: Whether this transport sends an append's ``Committed`` inside the append's
+    #: own transaction (``publish_in_transaction``) rather than after its commit.
+    sends_with_transaction = False
+
     @abstractmethod
     def publish(self, message: Message) -> None:
         """Send ``message`` to the other processes. May block briefly and may raise; the hub logs."""
+
+    def publish_in_transaction(self, message: Message) -> None:
+        """Send ``message`` with the transaction in progress on Django's connection:
+        the other processes get it when that transaction commits, never if it
+        rolls back. Only for transports whose ``sends_with_transaction`` is true."""
+        raise NotImplementedError(f"The {self.name} transport sends only after a commit.")
 
     @abstractmethod
     async def aclose(self) -> None:
