@@ -147,27 +147,19 @@ def read_timeline(
     check_read_arguments(projection=projection, limit=limit, seq=seq)
 
     statements = page_sql()
-    found = statements.agent(agent_id)
+    asked = (direction, seq)
+    found, rows_read_ahead = statements.agent_and_rows(agent_id, direction, seq, limit)
     if found is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
     head_seq, min_seq, agent_epoch = found
     retained = RetainedRange(min_seq=min_seq, head_seq=head_seq)
-    if seq is None and direction != "tail":
-        # Without a seq, `after` reads from the first retained row and `before` from the head.
-        seq = retained.min_seq - 1 if direction == "after" else head_seq + 1
     stale_cursor = epoch is not None and epoch != agent_epoch
-    gap = not stale_cursor and direction == "after" and retained.gap_after(seq)
-    if stale_cursor:
-        # The history was replaced: the client's seqs mean nothing now, so it
-        # gets a fresh tail instead of silently wrong rows.
-        direction, seq = "tail", None
-    elif gap:
-        # The rows right after the cursor are gone: the client must know it
-        # missed some, and continues from the first retained row.
-        seq = retained.min_seq - 1
+    direction, seq, gap = _cursor_to_read(retained, direction, seq, stale_cursor=stale_cursor)
 
     keep_json = items_as_json and projection == "canonical"
-    rows = _page_rows(statements.rows(agent_id, direction, seq, limit), decode_items=not keep_json)
+    if rows_read_ahead is None or (direction, seq) != asked:
+        rows_read_ahead = statements.rows(agent_id, direction, seq, limit)
+    rows = _page_rows(rows_read_ahead, decode_items=not keep_json)
     has_older, has_newer = _page_neighbours(rows, retained, direction, seq)
     entries = rows
     if projection == "projected":
@@ -185,6 +177,24 @@ def read_timeline(
         gap=gap,
         items_as_json=keep_json,
     )
+
+
+def _cursor_to_read(
+    retained: RetainedRange, direction: Direction, seq: int | None, *, stale_cursor: bool
+) -> tuple[Direction, int | None, bool]:
+    """The direction and seq to read for the client's cursor, and whether it fell into a gap."""
+    if seq is None and direction != "tail":
+        # Without a seq, `after` reads from the first retained row and `before` from the head.
+        seq = retained.min_seq - 1 if direction == "after" else retained.head_seq + 1
+    if stale_cursor:
+        # The history was replaced: the client's seqs mean nothing now, so it
+        # gets a fresh tail instead of silently wrong rows.
+        return "tail", None, False
+    if direction == "after" and retained.gap_after(seq):
+        # The rows right after the cursor are gone: the client must know it
+        # missed some, and continues from the first retained row.
+        return direction, retained.min_seq - 1, True
+    return direction, seq, False
 
 
 def _page_rows(found: list[tuple], *, decode_items: bool) -> list[dict]:
