@@ -124,10 +124,10 @@ def json_response(document: Mapping, *, status: int = 200) -> HttpResponse:
 def page_document(page: TimelinePage) -> dict:
     """The page as ``TimelinePageSerializer`` documents it, stored items as ``orjson.Fragment``."""
     render = _timestamp_renderer()
+    fragment = orjson.Fragment
     if page.items_as_json:
         rows = [
-            {**row, "committed_at": render(row["committed_at"]), "item": orjson.Fragment(row["item"])}
-            for row in page.rows
+            {**row, "committed_at": render(row["committed_at"]), "item": fragment(row["item"])} for row in page.rows
         ]
     else:
         rows = [{**row, "committed_at": render(row["committed_at"])} for row in page.rows]
@@ -167,9 +167,7 @@ def _timestamp_renderer():
     zone = timezone.get_current_timezone()
 
     def render(value):
-        if not value:
-            return None
-        if timezone.is_naive(value):
+        if value is None or value.tzinfo is None:
             return serializers.render_timestamp(value)  # DRF's rules for a naive time, rare enough to take its path
         return value.astimezone(zone).isoformat()
 
