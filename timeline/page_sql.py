@@ -5,13 +5,15 @@ the limit. Built through the ORM, compiling those two queries and running the
 converters per row cost more than the database did (bench/peers.py); here the
 SQL is written once per engine and each row comes back as a plain tuple.
 
-Each engine differs in two small ways, kept in its class:
+Each engine differs in a few small ways, kept in its class:
 
 * how a stored item comes back as JSON text: SQLite keeps the text as it was
   written, PostgreSQL's ``jsonb`` prints it with ``item::text`` (keys in
   ``jsonb`` order, as decoding it through the ORM gives them too);
 * how ``committed_at`` comes back as text, parsed here in one C call per row
-  (Django's converters and psycopg's timestamptz loader are Python code).
+  (Django's converters and psycopg's timestamptz loader are Python code);
+* on PostgreSQL, where a round trip is most of a read, both statements go out
+  in one pipeline when the rows do not depend on the agent's row.
 
 The statements go through Django's cursor, so connection handling, query
 logging and the test suite's query counts see them like any other query.
