@@ -46,15 +46,19 @@ class PageSql:
 
     def __init__(self, connection: BaseDatabaseWrapper):
         self.connection = connection
-        columns = f"seq, {self.committed_at_column}, item_type, {self.item_column}, item_id, turn_id"
-        rows = f"SELECT {columns} FROM {TimelineRow._meta.db_table} WHERE agent_id = %s"
         agents = AgentSnapshot._meta.db_table
         self.agent_sql = f"SELECT head_seq, min_seq, timeline_epoch FROM {agents} WHERE agent_id = %s"
         self.rows_sql: dict[Direction, str] = {
-            "tail": f"{rows} ORDER BY seq DESC LIMIT %s",
-            "before": f"{rows} AND seq < %s ORDER BY seq DESC LIMIT %s",
-            "after": f"{rows} AND seq > %s ORDER BY seq LIMIT %s",
+            "tail": self._page_sql("", "seq DESC"),
+            "before": self._page_sql(" AND seq < %s", "seq DESC"),
+            "after": self._page_sql(" AND seq > %s", "seq"),
         }
+
+    def _page_sql(self, bound: str, order: str) -> str:
+        columns = f"seq, {self.committed_at_column}, item_type, {self.item_column}, item_id, turn_id"
+        return (
+            f"SELECT {columns} FROM {TimelineRow._meta.db_table} WHERE agent_id = %s{bound} ORDER BY {order} LIMIT %s"
+        )
 
     def agent(self, agent_id: str) -> tuple[int, int, str] | None:
         """``(head_seq, min_seq, timeline_epoch)`` of the agent, or None when there is none."""
@@ -120,6 +124,18 @@ class PostgresPageSql(PageSql):
     # the slowest part of a page read; fromisoformat is one C call.
     committed_at_column = """to_char(committed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')"""
     item_column = "item::text"
+
+    def _page_sql(self, bound: str, order: str) -> str:
+        # The conversions sit outside the LIMIT, so they run on the page's rows only
+        # whatever plan the planner picks: without statistics (a freshly loaded table)
+        # it may sort the whole history, and would convert every row of it first.
+        # (On SQLite the same shape costs a temporary B-tree, and conversions are cheap.)
+        columns = f"seq, {self.committed_at_column}, item_type, {self.item_column}, item_id, turn_id"
+        page = (
+            f"SELECT seq, committed_at, item_type, item, item_id, turn_id FROM {TimelineRow._meta.db_table} "
+            f"WHERE agent_id = %s{bound} ORDER BY {order} LIMIT %s"
+        )
+        return f"SELECT {columns} FROM ({page}) AS page ORDER BY {order}"
 
     def agent_and_rows(
         self, agent_id: str, direction: Direction, seq: int | None, limit: int
