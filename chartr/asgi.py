@@ -23,8 +23,6 @@ import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 
-from asgiref.sync import sync_to_async
-from asgiref.wsgi import WsgiToAsgiInstance
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chartr.settings")
@@ -33,6 +31,7 @@ wsgi_application = get_wsgi_application()  # also runs django.setup()
 
 from django.conf import settings  # noqa: E402  (after setup)
 
+from chartr.pooled_wsgi import BufferedWsgiInstance  # noqa: E402
 from chartr.serving import (  # noqa: E402
     BodyLimit,
     JsonServerErrors,
@@ -65,13 +64,11 @@ def _wsgi_with_close(environ, start_response):
         response.close()
 
 
-class _PooledWsgiInstance(WsgiToAsgiInstance):
-    """asgiref's WSGI adapter (request body spooled to disk past 64 KiB), run on the pool."""
+class _PooledWsgiInstance(BufferedWsgiInstance):
+    """asgiref's WSGI adapter (request body spooled to disk past 64 KiB), run on the pool,
+    answering with one hop back to the event loop (chartr/pooled_wsgi.py)."""
 
-    _run_in_thread = WsgiToAsgiInstance.__dict__["run_wsgi_app"].func
-
-    async def run_wsgi_app(self, body):
-        await sync_to_async(self._run_in_thread, thread_sensitive=False, executor=_sync_pool)(body)
+    executor = _sync_pool
 
 
 async def route(scope, receive, send):

@@ -18,9 +18,11 @@ from typing import Literal
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
+from kernel import fastjson
 from kernel.errors import NotFound
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineRow
+from timeline.page_sql import ROW_FIELDS, page_sql
 from timeline.search import timeline_search
 from timeline.search.base import query_terms
 
@@ -84,6 +86,8 @@ class TimelinePage:
     stale_cursor: bool = False
     #: the client's ``after`` cursor lies below the retained rows
     gap: bool = False
+    #: each row's ``item`` is the stored JSON text, not decoded (``read_timeline(items_as_json=True)``)
+    items_as_json: bool = False
 
     @property
     def head_seq(self) -> int:
@@ -129,35 +133,40 @@ def read_timeline(
     limit: int = DEFAULT_READ_LIMIT,
     epoch: str | None = None,
     projection: Projection = "canonical",
+    items_as_json: bool = False,
 ) -> TimelinePage:
+    """A page of the agent's committed rows, as plain dicts of ROW_FIELDS (or projected entries).
+
+    With ``items_as_json`` each canonical row's ``item`` is left as the JSON
+    text the database holds, for a caller that only writes it out again (the
+    API): decoding and re-encoding it was most of a page's cost. Projected
+    entries always decode their items, to merge them.
+    """
     if direction not in ("tail", "before", "after"):
         raise ValidationError({"direction": ["Use tail, before or after."]}, code="invalid")
     check_read_arguments(projection=projection, limit=limit, seq=seq)
 
-    agent = get_agent_for_timeline(agent_id=agent_id)
-    retained = retained_range(agent)
-    if seq is None and direction != "tail":
-        # Without a seq, `after` reads from the first retained row and `before` from the head.
-        seq = retained.min_seq - 1 if direction == "after" else agent.head_seq + 1
-    stale_cursor = epoch is not None and epoch != agent.timeline_epoch
-    gap = not stale_cursor and direction == "after" and retained.gap_after(seq)
-    if stale_cursor:
-        # The history was replaced: the client's seqs mean nothing now, so it
-        # gets a fresh tail instead of silently wrong rows.
-        direction, seq = "tail", None
-    elif gap:
-        # The rows right after the cursor are gone: the client must know it
-        # missed some, and continues from the first retained row.
-        seq = retained.min_seq - 1
+    statements = page_sql()
+    asked = (direction, seq)
+    found, rows_read_ahead = statements.agent_and_rows(agent_id, direction, seq, limit)
+    if found is None:
+        raise NotFound(f"Agent {agent_id} does not exist.")
+    head_seq, min_seq, agent_epoch = found
+    retained = RetainedRange(min_seq=min_seq, head_seq=head_seq)
+    stale_cursor = epoch is not None and epoch != agent_epoch
+    direction, seq, gap = _cursor_to_read(retained, direction, seq, stale_cursor=stale_cursor)
 
-    rows = _read_rows(agent.pk, direction, seq, limit)
+    keep_json = items_as_json and projection == "canonical"
+    if rows_read_ahead is None or (direction, seq) != asked:
+        rows_read_ahead = statements.rows(agent_id, direction, seq, limit)
+    rows = _page_rows(rows_read_ahead, decode_items=not keep_json)
     has_older, has_newer = _page_neighbours(rows, retained, direction, seq)
     entries = rows
     if projection == "projected":
         entries = project_rows(entries)
     return TimelinePage(
-        agent_id=agent.pk,
-        epoch=agent.timeline_epoch,
+        agent_id=agent_id,
+        epoch=agent_epoch,
         retained=retained,
         direction=direction,
         rows=entries,
@@ -166,21 +175,43 @@ def read_timeline(
         reset=stale_cursor or gap,
         stale_cursor=stale_cursor,
         gap=gap,
+        items_as_json=keep_json,
     )
 
 
-#: What a page row carries, in the order the API renders it.
-ROW_FIELDS = ("seq", "committed_at", "item_type", "item", "item_id", "turn_id")
+def _cursor_to_read(
+    retained: RetainedRange, direction: Direction, seq: int | None, *, stale_cursor: bool
+) -> tuple[Direction, int | None, bool]:
+    """The direction and seq to read for the client's cursor, and whether it fell into a gap."""
+    if seq is None and direction != "tail":
+        # Without a seq, `after` reads from the first retained row and `before` from the head.
+        seq = retained.min_seq - 1 if direction == "after" else retained.head_seq + 1
+    if stale_cursor:
+        # The history was replaced: the client's seqs mean nothing now, so it
+        # gets a fresh tail instead of silently wrong rows.
+        return "tail", None, False
+    if direction == "after" and retained.gap_after(seq):
+        # The rows right after the cursor are gone: the client must know it
+        # missed some, and continues from the first retained row.
+        return direction, retained.min_seq - 1, True
+    return direction, seq, False
 
 
-def _read_rows(agent_id: str, direction: Direction, seq: int | None, limit: int) -> list[dict]:
+def _page_rows(found: list[tuple], *, decode_items: bool) -> list[dict]:
     """The page's rows as plain dicts of ROW_FIELDS: no model instance is built for a row the API only renders."""
-    rows_qs = TimelineRow.objects.filter(agent_id=agent_id).values(*ROW_FIELDS)
-    if direction == "tail":
-        return list(rows_qs.order_by("-seq")[:limit])[::-1]
-    if direction == "before":
-        return list(rows_qs.filter(seq__lt=seq).order_by("-seq")[:limit])[::-1]
-    return list(rows_qs.filter(seq__gt=seq).order_by("seq")[:limit])
+    if not decode_items:
+        return [dict(zip(ROW_FIELDS, row, strict=True)) for row in found]
+    return [
+        {
+            "seq": seq,
+            "committed_at": committed_at,
+            "item_type": item_type,
+            "item": fastjson.loads(item),
+            "item_id": item_id,
+            "turn_id": turn_id,
+        }
+        for seq, committed_at, item_type, item, item_id, turn_id in found
+    ]
 
 
 def _page_neighbours(

@@ -124,19 +124,5 @@ class TimelinePageSerializer(serializers.Serializer):
         "retained; rows then start at window.min_seq."
     )
 
-    def to_representation(self, page):
-        # The fields above document the shape; rendering the rows by hand is
-        # about twice as fast as DRF's per-field serializers for a 100-row page
-        # (bench/timeline_bench.py), and a page is at most 1000 plain dicts.
-        return {
-            "agent_id": page.agent_id,
-            "epoch": page.epoch,
-            "direction": page.direction,
-            "rows": [{**row, "committed_at": render_timestamp(row["committed_at"])} for row in page.rows],
-            "window": page.retained.window(),
-            "has_older": page.has_older,
-            "has_newer": page.has_newer,
-            "reset": page.reset,
-            "stale_cursor": page.stale_cursor,
-            "gap": page.gap,
-        }
+    # The fields above document the shape; timeline.api_json.page_document writes it, passing
+    # each stored item through as the JSON text the database holds (docs/benchmarks.md).

@@ -1,16 +1,21 @@
 from __future__ import annotations
 
+from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from timeline import serializers
+from timeline import api_json, serializers
 from timeline.selectors import read_timeline
-from timeline.services import NewTimelineItem, append_timeline_items
+from timeline.services import append_timeline_items
 
 
+# DRF still authenticates, checks the token's permission and throttle, negotiates,
+# parses the body and turns every error into the envelope; the serializers below
+# document the operations and refuse what ``timeline.api_json`` does not read
+# directly, and ``timeline.api_json`` writes the answers. (No docstring:
+# drf-spectacular would publish it as the operations' description.)
 class AgentTimelineView(APIView):
     @extend_schema(
         operation_id="timeline_read",
@@ -19,11 +24,10 @@ class AgentTimelineView(APIView):
         responses={200: serializers.TimelinePageSerializer},
         summary="Read a window of the agent's committed timeline",
     )
-    def get(self, request: Request, agent_id: str) -> Response:
-        query = serializers.ReadQuerySerializer(data=request.query_params)
-        query.is_valid(raise_exception=True)
-        page = read_timeline(agent_id=agent_id, **query.validated_data)
-        return Response(serializers.TimelinePageSerializer(page).data)
+    def get(self, request: Request, agent_id: str) -> HttpResponse:
+        arguments = api_json.read_arguments(request.query_params)
+        page = read_timeline(agent_id=agent_id, items_as_json=True, **arguments)
+        return api_json.json_response(api_json.page_document(page))
 
     @extend_schema(
         operation_id="timeline_append",
@@ -41,15 +45,10 @@ class AgentTimelineView(APIView):
             "409 seq_conflict when expected_head_seq is stale; 409 archived for an archived agent."
         ),
     )
-    def post(self, request: Request, agent_id: str) -> Response:
-        body = serializers.AppendRequestSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        result = append_timeline_items(
-            agent_id=agent_id,
-            items=[NewTimelineItem(item=i["item"], item_id=i.get("item_id")) for i in body.validated_data["items"]],
-            expected_head_seq=body.validated_data.get("expected_head_seq"),
+    def post(self, request: Request, agent_id: str) -> HttpResponse:
+        items, expected_head_seq = api_json.append_arguments(request.data)
+        result = append_timeline_items(agent_id=agent_id, items=items, expected_head_seq=expected_head_seq)
+        return api_json.json_response(
+            api_json.append_document(result),
+            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
         )
-        payload = serializers.AppendResponseSerializer(
-            {"rows": result.rows, "head_seq": result.head_seq, "epoch": result.epoch}
-        ).data
-        return Response(payload, status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)

@@ -130,3 +130,18 @@ def test_peers_bench_smoke_prints_a_cost_per_peer_or_skips_it():
         for case in ("append service CPU/append @100", "read newest 100 p50 @100"):
             line = rf"^{re.escape(case)} +chartr +{FIGURE} ms +{peer} +{FIGURE} ms +cost x{FIGURE} \(spread x{FIGURE}-x{FIGURE}\)$"
             assert re.search(line, output, re.M), f"no {case!r} for {peer}:\n{output}"
+
+
+@pytest.mark.process
+def test_api_overhead_bench_smoke_prints_server_and_service_cpu():
+    completed = subprocess.run(
+        [sys.executable, "bench/api_overhead.py", "--smoke"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=240
+    )
+    output = completed.stdout
+    assert completed.returncode == 0, f"bench failed:\n{output}\n{completed.stderr}"
+    for case in ("append 1 item", "read 100 rows"):
+        line = (
+            rf"^{case} +server CPU/request +{FIGURE} ms +service CPU/call +{FIGURE} ms +"
+            rf"cost x{FIGURE} \(spread x{FIGURE}-x{FIGURE}\)$"
+        )
+        assert re.search(line, output, re.M), f"no figure for {case!r}:\n{output}"
