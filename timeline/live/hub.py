@@ -21,6 +21,7 @@ from django.conf import settings
 from kernel import draining
 from snapshots.signals import agents_changed
 from timeline.live import reads
+from timeline.live.heap import make_heap_trimmer
 from timeline.live.messages import AgentsChanged, Closing, Committed, Message, Provisional, Resync, decode_message
 from timeline.live.reads import DatabaseRunner, LiveBatch
 from timeline.live.transports.base import LiveTransport
@@ -211,6 +212,7 @@ class Hub:
         self.transport = transport
         self.db = DatabaseRunner(threads=db_threads or settings.CHARTR_LIVE_DB_THREADS)
         self.channels: dict[str, Channel] = {}
+        self.heap = make_heap_trimmer(delay=settings.CHARTR_HEAP_TRIM_SECONDS)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task] = []
 
