@@ -167,7 +167,7 @@ async def open_streams(port: int, token: str, fleet: Fleet, count: int, batch: i
     return clients
 
 
-async def run(server: Server, token: str, streams: int, appends: int) -> dict:
+async def run(server: Server, token: str, streams: int, appends: int, later: float = 15) -> dict:
     import httpx
 
     pid = worker_pid(server.process.pid)
@@ -200,13 +200,14 @@ async def run(server: Server, token: str, streams: int, appends: int) -> dict:
         client.close()
     await asyncio.sleep(3)
     closed = proc_status(pid)
-    await asyncio.sleep(12)  # past CHARTR_HEAP_TRIM_SECONDS (10 s) after the last close
+    await asyncio.sleep(later - 3)  # past CHARTR_HEAP_TRIM_SECONDS (10 s) after the last close
     closed_later = proc_status(pid)
     return {
         "idle": idle,
         "open": open_status,
         "closed": closed,
         "closed_later": closed_later,
+        "later_s": later,
         "opened_s": opened_s,
         "from_ack": from_ack,
         "from_post": from_post,
@@ -231,7 +232,7 @@ def report(result: dict, streams: int) -> dict:
     per_stream = (result["open"][1] - result["idle"][1]) * 1024 / streams
     print(f"threads per open stream  {grown / streams:.3f}   (grew by {grown} for {streams})")
     print(f"rss per open stream      {per_stream:.1f} KiB")
-    print(f"rss still held after close {held:.1f} MiB   (15 s after: {held_later:.1f} MiB)")
+    print(f"rss still held after close {held:.1f} MiB   ({result['later_s']:.0f} s after: {held_later:.1f} MiB)")
     ack, post = result["from_ack"], result["from_post"]
     figures = {
         "rss_open": result["open"][1],
@@ -273,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--streams", type=int, default=1000)
     parser.add_argument("--appends", type=int, default=20)
     parser.add_argument("--repetitions", type=int, default=1)
+    parser.add_argument("--later", type=float, default=15, help="seconds after close of the second RSS reading")
     parser.add_argument("--baseline", type=Path, help="another checkout whose server alternates with this one's")
     parser.add_argument(
         "--deployed-allocator",
@@ -313,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
                     env.setdefault("PYTHONMALLOC", "malloc")  # as bin/chartr-entrypoint starts it
                 server = Server(env, root / "server.log", command=server_command(checkout)).start()
                 try:
-                    result = asyncio.run(run(server, token, args.streams, args.appends))
+                    result = asyncio.run(run(server, token, args.streams, args.appends, args.later))
                 finally:
                     server.stop()
                 figures[name].append(report(result, args.streams))

@@ -7,7 +7,7 @@ free page back. It only reaches what glibc itself allocated: Python's own
 small-object allocator keeps its 1 MiB arenas as long as one object in them
 lives, so the pages come back when the interpreter allocates through glibc
 (``PYTHONMALLOC=malloc``, which ``bin/chartr-entrypoint`` sets; see
-docs/deploy.md). Elsewhere (musl, macOS) the trimmer does nothing.
+docs/configuration.md). Elsewhere (musl, macOS) the trimmer does nothing.
 """
 
 from __future__ import annotations
