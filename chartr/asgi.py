@@ -40,8 +40,14 @@ from chartr.serving import (  # noqa: E402
     fresh_context,
     is_api_path,
 )
+from timeline.live.hub import get_hub  # noqa: E402
 
-native_application = SharedThreadAsgiHandler()
+
+def _stream_done() -> None:
+    get_hub().heap.streams_closed()
+
+
+native_application = SharedThreadAsgiHandler(when_done=_stream_done)
 
 #: Paths served by Django's async handler; everything else goes to the pool.
 ASYNC_PATHS = re.compile(

@@ -77,6 +77,9 @@ async def send_error(send: Send, scope: Scope, status: int, code: str, message: 
     await send({"type": "http.response.body", "body": body})
 
 
+_REQUEST_KEY = "chartr.request"
+
+
 class SharedThreadAsgiHandler(ASGIHandler):
     """Django's ASGI handler minus the per-request ``ThreadSensitiveContext``.
 
@@ -86,10 +89,45 @@ class SharedThreadAsgiHandler(ASGIHandler):
     pool of its own (the stream's reads use the live hub's pool).
     """
 
+    def __init__(self, *, when_done: Callable[[], None] | None = None):
+        super().__init__()
+        #: Called on the event loop once a request is over and its objects are gone.
+        self.when_done = when_done
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
-        await self.handle(scope, receive, send)
+        try:
+            await self.handle(scope, receive, send)
+        finally:
+            # The middleware ties the request into cycles (the messages storage and the
+            # lazy user both point back at it). Emptied once it is answered, it goes,
+            # with everything it holds, as soon as the stream ends, not at the next
+            # full collection: a thousand closed streams left 40 MiB in a fragmented heap.
+            request = scope.pop(_REQUEST_KEY, None)
+            if request is not None:
+                request.__dict__.clear()
+            if self.when_done is not None:
+                self.when_done()
+
+    def create_request(self, scope: Scope, body_file):
+        request, error_response = super().create_request(scope, body_file)
+        scope[_REQUEST_KEY] = request
+        return request, error_response
+
+    async def listen_for_disconnect(self, receive: Receive) -> None:
+        """Django's, returning when the client went away instead of raising ``RequestAborted``.
+
+        ``handle`` calls ``result()`` on this task, which adds its own frame to
+        the exception's traceback; that frame's list of tasks holds the task, and
+        the task the exception: a cycle of about a hundred objects per closed
+        stream (the request, its response, the stream's coroutines) that only
+        the cyclic collector frees, long after, in a heap it has fragmented.
+        ``handle`` ignores ``RequestAborted`` anyway, so returning changes nothing else.
+        """
+        message = await receive()
+        if message["type"] != "http.disconnect":
+            raise AssertionError(f"Invalid ASGI message after request body: {message['type']}")
 
 
 class _TrackedSend:
@@ -100,9 +138,11 @@ class _TrackedSend:
         self.send = send
         self.started = False
 
-    async def __call__(self, message: Message) -> None:
+    def __call__(self, message: Message) -> Awaitable[None]:
+        # A plain function handing on the awaitable: no coroutine of its own for
+        # every frame of every open stream.
         self.started = self.started or message["type"] == "http.response.start"
-        await self.send(message)
+        return self.send(message)
 
 
 class _BodyTooLarge(Exception):
@@ -191,11 +231,11 @@ def close_when_draining(app: ASGIApp) -> ASGIApp:
             await app(scope, receive, send)
             return
 
-        async def closing_send(message: Message) -> None:
+        def closing_send(message: Message) -> Awaitable[None]:
             if message["type"] == "http.response.start" and draining.is_draining():
                 headers = [(name, value) for name, value in message.get("headers", ()) if name.lower() != b"connection"]
                 message = {**message, "headers": [*headers, (b"connection", b"close")]}
-            await send(message)
+            return send(message)
 
         await app(scope, receive, closing_send)
 

@@ -246,6 +246,9 @@ CHARTR_LIVE_TRANSPORT = env.str("CHARTR_LIVE_TRANSPORT", default="auto")
 CHARTR_LIVE_CHANNEL = env.str("CHARTR_LIVE_CHANNEL", default="")
 # Threads (and so database connections) per process serving the streams' reads.
 CHARTR_LIVE_DB_THREADS = env.int("CHARTR_LIVE_DB_THREADS", default=4)
+# Seconds after streams close before the worker hands free heap pages back to the
+# OS (glibc's malloc_trim, timeline/live/heap.py); at most one trim per period. 0: never.
+CHARTR_HEAP_TRIM_SECONDS = env.float("CHARTR_HEAP_TRIM_SECONDS", default=10.0)
 # Safety net: how often each process re-reads head_seq/version of its subscribed
 # agents. An environment variable so the real-process tests can slow or speed it.
 CHARTR_LIVE_POLL_SECONDS = env.float("CHARTR_LIVE_POLL_SECONDS", default=1.0)

@@ -21,6 +21,7 @@ from django.conf import settings
 from kernel import draining
 from snapshots.signals import agents_changed
 from timeline.live import reads
+from timeline.live.heap import make_heap_trimmer
 from timeline.live.messages import AgentsChanged, Closing, Committed, Message, Provisional, Resync, decode_message
 from timeline.live.reads import DatabaseRunner, LiveBatch
 from timeline.live.transports.base import LiveTransport
@@ -28,6 +29,11 @@ from timeline.live.transports.factory import make_transport
 from timeline.signals import timeline_committed, timeline_committing
 
 logger = logging.getLogger("chartr.live")
+
+
+def _time_up(waiter: asyncio.Future) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class Subscription:
@@ -42,26 +48,44 @@ class Subscription:
         self.capacity = capacity
         self.overflows = 0
         self._buffer: deque[tuple[int, Any]] = deque()
-        self._ready = asyncio.Event()
+        # A bare future, not an asyncio.Event under wait_for: on Python 3.11 wait_for
+        # makes a task per wait, and with a thousand subscribers that was a task per
+        # subscriber per event.
+        self._waiter: asyncio.Future | None = None
         self.closed = False
         #: The channel's generation when this subscription joined.
         self.joined_generation = 0
 
-    def put(self, generation: int, message: Any) -> None:
+    def put(self, generation: int, message: Any, *, wake: bool = True) -> None:
+        """Buffer ``message``; with ``wake=False`` the reader is woken later by :meth:`wake`
+        (the channel is reading what the message announces, so the reader need not)."""
         if len(self._buffer) >= self.capacity:
             self._buffer.clear()
             self.overflows += 1
             message = Resync(self.agent_id)
+            wake = True
         self._buffer.append((generation, message))
-        self._ready.set()
+        if wake:
+            self.wake()
+
+    def wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def get(self, timeout: float | None) -> tuple[int, Any] | None:
         """The next ``(generation, message)``, or None after ``timeout`` seconds without one."""
         if not self._buffer:
-            self._ready.clear()
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_later(timeout, _time_up, waiter) if timeout is not None else None
             try:
-                await asyncio.wait_for(self._ready.wait(), timeout)
-            except TimeoutError:
+                await waiter
+            finally:
+                self._waiter = None
+                if timer is not None:
+                    timer.cancel()
+            if not self._buffer:
                 return None
         return self._buffer.popleft()
 
@@ -88,6 +112,8 @@ class Channel:
         self.subscribers: set[Subscription] = set()
         self.generation = 0
         self.known: tuple[int, str, int] | None = None  # (head_seq, epoch, version) last seen
+        #: The seq the latest finished read left its readers at; None before the first.
+        self.tip: int | None = None
         #: after_seq -> (generation when the read started, its future); reads in flight
         #: and finished ones still current, shared by subscribers at the same cursor.
         self._reads: dict[int, tuple[int, asyncio.Future]] = {}
@@ -109,10 +135,42 @@ class Channel:
         for subscriber in list(self.subscribers):
             subscriber.put(self.generation, message)
 
+    def dispatch_committed(self, hub: Hub, message: Committed, *, limit: int) -> None:
+        """Committed news, read once for every subscriber at the channel's tip.
+
+        The read starts here, before anyone is woken, and the subscribers wake
+        when it is done: each then finds it finished in ``read`` and sends its
+        pre-encoded frames without a query, a wait or a future of its own.
+        A subscriber elsewhere (catching up, another epoch) reads for itself.
+        """
+        self.generation += 1
+        tip = self.tip
+        if tip is None or message.head_seq <= tip:
+            for subscriber in list(self.subscribers):
+                subscriber.put(self.generation, message)
+            return
+        future = self._start_read(hub, after_seq=tip, limit=limit)
+        subscribers = list(self.subscribers)
+        for subscriber in subscribers:
+            subscriber.put(self.generation, message, wake=False)
+
+        def wake_all(_: asyncio.Future) -> None:
+            for subscriber in subscribers:
+                subscriber.wake()
+
+        future.add_done_callback(wake_all)
+
     async def read(self, hub: Hub, *, after_seq: int, min_generation: int, limit: int) -> LiveBatch:
         entry = self._reads.get(after_seq)
         if entry is not None and entry[0] >= min_generation:
-            return await asyncio.shield(entry[1])
+            future = entry[1]
+        else:
+            future = self._start_read(hub, after_seq=after_seq, limit=limit)
+        if future.done():
+            return future.result()
+        return await asyncio.shield(future)
+
+    def _start_read(self, hub: Hub, *, after_seq: int, limit: int) -> asyncio.Future:
         # Reads started before the latest news cannot serve anyone who has seen it.
         for key in [k for k, (generation, _) in self._reads.items() if generation < self.generation]:
             del self._reads[key]
@@ -120,12 +178,17 @@ class Channel:
         self._reads[after_seq] = (self.generation, future)
         self._forget_oldest_finished_reads()
 
-        def forget_failure(done: asyncio.Future, key: int = after_seq) -> None:
-            if (done.cancelled() or done.exception() is not None) and self._reads.get(key, (0, None))[1] is done:
-                del self._reads[key]
+        def settle(done: asyncio.Future, key: int = after_seq) -> None:
+            if done.cancelled() or done.exception() is not None:
+                if self._reads.get(key, (0, None))[1] is done:
+                    del self._reads[key]
+                return
+            rows = done.result().rows
+            # Where the readers of this batch stand once they sent it: the next news is read from there.
+            self.tip = rows[-1][0] if rows else key
 
-        future.add_done_callback(forget_failure)
-        return await asyncio.shield(future)
+        future.add_done_callback(settle)
+        return future
 
 
 class Hub:
@@ -149,6 +212,7 @@ class Hub:
         self.transport = transport
         self.db = DatabaseRunner(threads=db_threads or settings.CHARTR_LIVE_DB_THREADS)
         self.channels: dict[str, Channel] = {}
+        self.heap = make_heap_trimmer(delay=settings.CHARTR_HEAP_TRIM_SECONDS)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task] = []
 
@@ -237,7 +301,7 @@ class Hub:
             if channel is not None:
                 if channel.known is not None and message.head_seq > channel.known[0]:
                     channel.known = (message.head_seq, message.epoch, channel.known[2])
-                channel.dispatch(message)
+                channel.dispatch_committed(self, message, limit=settings.CHARTR_SSE_BATCH_SIZE)
         elif isinstance(message, AgentsChanged):
             for channel in self._channels_of(message.agent_ids):
                 channel.dispatch(message)
