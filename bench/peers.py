@@ -53,7 +53,7 @@ from bench.timeline_bench import create_agents, new_item, prepare_environment, s
 def cost_line(case: str, ratios: list[float], chartr: float, peer_name: str, peer: float, unit: str) -> str:
     return (
         f"{case:<34} chartr {chartr:8.3f} {unit}   {peer_name} {peer:8.3f} {unit}   "
-        f"cost x{statistics.median(ratios):.2f} (spread x{min(ratios):.2f}-x{max(ratios):.2f})"
+        f"cost x{statistics.median(ratios):.3g} (spread x{min(ratios):.3g}-x{max(ratios):.3g})"
     )
 
 
