@@ -284,7 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="5 streams, 2 appends")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.streams, args.appends = 5, 2
+        args.streams, args.appends, args.later = 5, 2, 3
     limit = raise_open_file_limit()
 
     root = Path(tempfile.mkdtemp(prefix="chartr-bench-streams-"))
