@@ -35,8 +35,9 @@ PROJECTIONS = frozenset({"canonical", "projected"})
 INTEGER_BOUNDS = {"seq": (0, serializers.MAX_SEQ), "limit": (1, MAX_READ_LIMIT)}
 #: The longest decimal a seq or limit can be spelt with (INT64_MAX has 19 digits).
 MAX_INT_DIGITS = 19
-EPOCH_MAX_LENGTH = 64
-ITEM_ID_MAX_LENGTH = 256
+# Read off the serializers that declare them, so the direct reading never drifts from the declaration.
+EPOCH_MAX_LENGTH = serializers.ReadQuerySerializer().fields["epoch"].max_length
+ITEM_ID_MAX_LENGTH = serializers.NewItemSerializer().fields["item_id"].max_length
 APPEND_KEYS = frozenset({"items", "expected_head_seq"})
 NEW_ITEM_KEYS = frozenset({"item", "item_id"})
 
