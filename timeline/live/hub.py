@@ -31,11 +31,6 @@ from timeline.signals import timeline_committed, timeline_committing
 logger = logging.getLogger("chartr.live")
 
 
-def _time_up(waiter: asyncio.Future) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
-
-
 class Subscription:
     """One stream's buffer. Bounded: when it overflows, the buffered news is
     replaced by a single :class:`Resync`, so the stream goes back to the
@@ -52,6 +47,11 @@ class Subscription:
         # makes a task per wait, and with a thousand subscribers that was a task per
         # subscriber per event.
         self._waiter: asyncio.Future | None = None
+        #: One timer per subscription, re-armed only when it fires: arming one
+        #: per wait was a timer handle per subscriber per event.
+        self._timer: asyncio.TimerHandle | None = None
+        self._timeout: float | None = None
+        self._waiting_since = 0.0
         self.closed = False
         #: The channel's generation when this subscription joined.
         self.joined_generation = 0
@@ -78,16 +78,34 @@ class Subscription:
         if not self._buffer:
             loop = asyncio.get_running_loop()
             waiter = self._waiter = loop.create_future()
-            timer = loop.call_later(timeout, _time_up, waiter) if timeout is not None else None
+            self._timeout = timeout
+            if timeout is not None:
+                self._waiting_since = now = loop.time()
+                timer = self._timer
+                if timer is None or timer.when() > now + timeout:
+                    if timer is not None:
+                        timer.cancel()
+                    self._timer = loop.call_at(now + timeout, self._time_up)
             try:
                 await waiter
             finally:
                 self._waiter = None
-                if timer is not None:
-                    timer.cancel()
             if not self._buffer:
                 return None
         return self._buffer.popleft()
+
+    def _time_up(self) -> None:
+        """The timer: time the wait in progress out if it has lasted ``timeout``, else wait on for the rest."""
+        self._timer = None
+        waiter, timeout = self._waiter, self._timeout
+        if self.closed or waiter is None or waiter.done() or timeout is None:
+            return
+        loop = waiter.get_loop()
+        due = self._waiting_since + timeout
+        if loop.time() >= due:
+            waiter.set_result(None)
+        else:
+            self._timer = loop.call_at(due, self._time_up)
 
     def pending(self) -> int:
         return len(self._buffer)
@@ -95,6 +113,9 @@ class Subscription:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
             self.hub._unsubscribe(self)
 
 
@@ -207,6 +228,8 @@ class Hub:
         self.origin = uuid.uuid4().hex[:12]
         self.buffer_size = buffer_size or settings.CHARTR_SSE_BUFFER_SIZE
         self.poll_interval = poll_interval or settings.CHARTR_LIVE_POLL_SECONDS
+        #: Rows per read. Read once: a settings lookup costs more than the rest of a subscriber's turn.
+        self.batch_size = settings.CHARTR_SSE_BATCH_SIZE
         if not isinstance(transport, LiveTransport):
             transport = make_transport(transport, origin=self.origin)
         self.transport = transport
@@ -287,10 +310,8 @@ class Hub:
     async def read(self, subscription: Subscription, *, after_seq: int, min_generation: int) -> LiveBatch:
         channel = self.channels.get(subscription.agent_id)
         if channel is None or subscription.closed:
-            return await self.db.run(self.read_batch, subscription.agent_id, after_seq, settings.CHARTR_SSE_BATCH_SIZE)
-        return await channel.read(
-            self, after_seq=after_seq, min_generation=min_generation, limit=settings.CHARTR_SSE_BATCH_SIZE
-        )
+            return await self.db.run(self.read_batch, subscription.agent_id, after_seq, self.batch_size)
+        return await channel.read(self, after_seq=after_seq, min_generation=min_generation, limit=self.batch_size)
 
     # -- delivery (event-loop side) --
 
@@ -301,7 +322,7 @@ class Hub:
             if channel is not None:
                 if channel.known is not None and message.head_seq > channel.known[0]:
                     channel.known = (message.head_seq, message.epoch, channel.known[2])
-                channel.dispatch_committed(self, message, limit=settings.CHARTR_SSE_BATCH_SIZE)
+                channel.dispatch_committed(self, message, limit=self.batch_size)
         elif isinstance(message, AgentsChanged):
             for channel in self._channels_of(message.agent_ids):
                 channel.dispatch(message)
