@@ -11,13 +11,14 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, connections
 
 from snapshots.models import AgentSnapshot
 from timeline.live.sse import encode_committed_row
-from timeline.selectors import rows_after
+from timeline.selectors import RetainedRange, rows_after
 
 T = TypeVar("T")
 
@@ -49,6 +50,12 @@ class LiveBatch:
 
     rows: list[tuple[int, bytes]]
     agent: dict | None
+
+    @cached_property
+    def retained(self) -> RetainedRange:
+        """The rows the agent held when read (a shared read's subscribers all ask; one answer)."""
+        assert self.agent is not None
+        return RetainedRange(min_seq=self.agent["min_seq"], head_seq=self.agent["head_seq"])
 
 
 def read_agent_state(agent_id: str) -> dict | None:

@@ -26,7 +26,6 @@ from timeline.live.hub import Hub, Subscription
 from timeline.live.messages import AgentsChanged, Closing, Committed, Provisional, Resync
 from timeline.live.reads import LiveBatch
 from timeline.live.sse import KEEPALIVE, agent_event, sse_frame
-from timeline.selectors import RetainedRange
 
 
 class TimelineStream:
@@ -56,8 +55,9 @@ class TimelineStream:
             async for frame in self._start(subscription):
                 yield retry + frame
                 retry = b""
+            keepalive = settings.CHARTR_SSE_KEEPALIVE_SECONDS
             while not self.ended:
-                news = await subscription.get(timeout=settings.CHARTR_SSE_KEEPALIVE_SECONDS)
+                news = await subscription.get(timeout=keepalive)
                 if news is None:
                     yield KEEPALIVE
                     continue
@@ -67,15 +67,14 @@ class TimelineStream:
                     return
                 if isinstance(message, Provisional):
                     yield sse_frame("provisional", {"item": message.item, "item_id": message.item_id})
-                elif isinstance(message, Committed):
-                    if message.head_seq > self.last_seq or (message.epoch and message.epoch != self.epoch):
-                        async for frame in self._catch_up(subscription, reason="updated"):
-                            yield frame
-                elif isinstance(message, AgentsChanged):
-                    async for frame in self._catch_up(subscription, reason=message.reason):
-                        yield frame
-                elif isinstance(message, Resync):
-                    async for frame in self._catch_up(subscription, reason="changed"):
+                    continue
+                reason = self._reason_to_read(message)
+                # The rounds inline, not through _catch_up: an async generator per
+                # subscriber per event was a good part of the fan-out's cost.
+                caught_up = reason is None
+                while not caught_up:
+                    frames, caught_up = await self._catch_up_once(subscription, reason=reason)
+                    for frame in frames:
                         yield frame
         finally:
             subscription.close()
@@ -105,7 +104,7 @@ class TimelineStream:
             if after is not None:
                 yield self._reset(state, "epoch" if stale_epoch else "cursor_ahead")
             batch = LiveBatch(rows=[], agent=state)
-        elif self._gap(state):
+        elif self._gap(batch):
             # The batch read "seq > after", so it starts at min_seq as the stream now does.
             yield self._reset(state, "gap")
         self.version = state["version"]
@@ -119,31 +118,45 @@ class TimelineStream:
             async for frame in self._catch_up(subscription, reason="snapshot"):
                 yield frame
 
+    def _reason_to_read(self, message) -> str | None:
+        """Why ``message`` sends the stream back to the database (the ``agent`` event's reason), or None."""
+        if isinstance(message, Committed):
+            if message.head_seq > self.last_seq or (message.epoch and message.epoch != self.epoch):
+                return "updated"
+            return None
+        if isinstance(message, AgentsChanged):
+            return message.reason
+        if isinstance(message, Resync):
+            return "changed"
+        return None
+
     async def _catch_up(self, subscription: Subscription, *, reason: str) -> AsyncIterator[bytes]:
         """Read from the database until the stream has every row up to the head it saw."""
-        while True:
-            batch = await self._read(subscription)
-            state = batch.agent
-            if state is None:
-                yield self._gone()
-                return
-            if state["timeline_epoch"] != self.epoch:
-                # The history was replaced: these rows are not a continuation.
-                self.epoch = state["timeline_epoch"]
-                self.last_seq = state["head_seq"]
-                self.version = state["version"]
-                yield self._reset(state, "epoch")
-                return
-            if self._gap(state):
-                yield self._reset(state, "gap")
-            before = self.last_seq
-            for frame in self._send_rows(batch):
+        caught_up = False
+        while not caught_up:
+            frames, caught_up = await self._catch_up_once(subscription, reason=reason)
+            for frame in frames:
                 yield frame
-            if state["version"] != self.version:
-                self.version = state["version"]
-                yield agent_event(state, reason)
-            if self.last_seq == before or self.last_seq >= state["head_seq"]:
-                return
+
+    async def _catch_up_once(self, subscription: Subscription, *, reason: str) -> tuple[list[bytes], bool]:
+        """One read towards the head: the frames it gives, and whether the stream has caught up."""
+        batch = await self._read(subscription)
+        state = batch.agent
+        if state is None:
+            return [self._gone()], True
+        if state["timeline_epoch"] != self.epoch:
+            # The history was replaced: these rows are not a continuation.
+            self.epoch = state["timeline_epoch"]
+            self.last_seq = state["head_seq"]
+            self.version = state["version"]
+            return [self._reset(state, "epoch")], True
+        frames = [self._reset(state, "gap")] if self._gap(batch) else []
+        before = self.last_seq
+        frames.extend(self._send_rows(batch))
+        if state["version"] != self.version:
+            self.version = state["version"]
+            frames.append(agent_event(state, reason))
+        return frames, self.last_seq == before or self.last_seq >= state["head_seq"]
 
     def _send_rows(self, batch: LiveBatch):
         for seq, frame in batch.rows:
@@ -154,10 +167,10 @@ class TimelineStream:
             self.last_seq = seq
             yield frame
 
-    def _gap(self, state: dict) -> bool:
+    def _gap(self, batch: LiveBatch) -> bool:
         """Whether the rows right after the cursor are no longer retained; if
         so the stream moves on to the first retained row (after a ``reset``)."""
-        retained = RetainedRange(min_seq=state["min_seq"], head_seq=state["head_seq"])
+        retained = batch.retained
         if not retained.gap_after(self.last_seq):
             return False
         self.last_seq = retained.min_seq - 1
