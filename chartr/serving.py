@@ -34,11 +34,14 @@ import contextvars
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import aclosing
 from typing import Any
 
 from django.core.handlers.asgi import ASGIHandler
+from django.http import HttpResponseBase
 
 from kernel import draining
+from kernel.event_stream import EventStreamResponse
 
 logger = logging.getLogger("chartr.serving")
 
@@ -115,6 +118,21 @@ class SharedThreadAsgiHandler(ASGIHandler):
         scope[_REQUEST_KEY] = request
         return request, error_response
 
+    async def send_response(self, response: HttpResponseBase, send: Send) -> None:
+        """Django's, except that an ``EventStreamResponse``'s frames go to ``send`` one message
+        each, without the streaming response's layers (kernel/event_stream.py), and to the
+        innermost ``send`` once the response started (``body_send``)."""
+        frames = response.frames if isinstance(response, EventStreamResponse) else None
+        if frames is None:
+            await super().send_response(response, send)
+            return
+        await send({"type": "http.response.start", "status": response.status_code, "headers": _headers(response)})
+        send_body = body_send(send)
+        async with aclosing(frames):
+            async for frame in frames:
+                await send_body({"type": "http.response.body", "body": frame, "more_body": True})
+        await send_body({"type": "http.response.body"})
+
     async def listen_for_disconnect(self, receive: Receive) -> None:
         """Django's, returning when the client went away instead of raising ``RequestAborted``.
 
@@ -130,12 +148,38 @@ class SharedThreadAsgiHandler(ASGIHandler):
             raise AssertionError(f"Invalid ASGI message after request body: {message['type']}")
 
 
+def _headers(response: HttpResponseBase) -> list[tuple[bytes, bytes]]:
+    """The response's headers and cookies as ``ASGIHandler.send_response`` encodes them."""
+    headers = [
+        (
+            header.encode("ascii") if isinstance(header, str) else bytes(header),
+            value.encode("latin1") if isinstance(value, str) else bytes(value),
+        )
+        for header, value in response.items()
+    ]
+    headers += [
+        (b"Set-Cookie", cookie.output(header="").encode("ascii").strip()) for cookie in response.cookies.values()
+    ]
+    return headers
+
+
+def body_send(send: Send) -> Send:
+    """The ``send`` under every wrapper that only looks at the response's start.
+
+    Such a wrapper names the ``send`` it wraps as ``passes_body_to``; a stream
+    sending a frame to a thousand subscribers then skips their calls.
+    """
+    while (inner := getattr(send, "passes_body_to", None)) is not None:
+        send = inner
+    return send
+
+
 class _TrackedSend:
     """``send``, remembering whether the response has started (after that, an
     error can no longer be answered with a fresh response)."""
 
     def __init__(self, send: Send):
-        self.send = send
+        self.send = self.passes_body_to = send
         self.started = False
 
     def __call__(self, message: Message) -> Awaitable[None]:
@@ -237,6 +281,7 @@ def close_when_draining(app: ASGIApp) -> ASGIApp:
                 message = {**message, "headers": [*headers, (b"connection", b"close")]}
             return send(message)
 
+        closing_send.passes_body_to = send  # type: ignore[attr-defined]
         await app(scope, receive, closing_send)
 
     return closing_app

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import ValidationError
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import exceptions, serializers, status
@@ -27,6 +27,7 @@ from kernel import draining
 from kernel.api.errors import exception_handler
 from kernel.api.serializers import StrictCharField
 from kernel.errors import NotFound
+from kernel.event_stream import EventStreamResponse
 from timeline.live.hub import get_hub
 from timeline.live.provisional import publish_provisional
 from timeline.live.stream import TimelineStream
@@ -124,7 +125,7 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
         return _error_response(exc)
 
     stream = TimelineStream(hub, agent_id, after_seq=after_seq, epoch=epoch)
-    response = StreamingHttpResponse(stream.events(), content_type="text/event-stream; charset=utf-8")
+    response = EventStreamResponse(stream.events())
     response["Cache-Control"] = "no-cache"
     # Keeps nginx and similar proxies from buffering the stream.
     response["X-Accel-Buffering"] = "no"
@@ -208,7 +209,7 @@ async def admin_timeline_stream(request: HttpRequest, object_id: str):
     except ValidationError:
         return HttpResponse("after_seq and Last-Event-ID are whole numbers.", status=400, content_type="text/plain")
     stream = TimelineStream(hub, agent_id, after_seq=after_seq, epoch=None)
-    response = StreamingHttpResponse(stream.events(), content_type="text/event-stream; charset=utf-8")
+    response = EventStreamResponse(stream.events())
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"
     return response
