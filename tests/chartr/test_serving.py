@@ -6,7 +6,17 @@ import asyncio
 import contextvars
 import json
 
-from chartr.serving import BodyLimit, JsonServerErrors, fresh_context
+from django.core.handlers.asgi import ASGIHandler
+
+from chartr.serving import (
+    BodyLimit,
+    JsonServerErrors,
+    SharedThreadAsgiHandler,
+    body_send,
+    close_when_draining,
+    fresh_context,
+)
+from kernel.event_stream import EventStreamResponse
 
 leaked = contextvars.ContextVar("leaked", default=None)
 
@@ -91,3 +101,72 @@ def test_each_request_starts_with_an_empty_context():
 
     asyncio.run(two_requests_in_one_task())
     assert seen == [None, None]
+
+
+def test_body_messages_skip_the_wrappers_that_only_look_at_the_start():
+    inner_sends = []
+
+    async def app(scope, receive, send):
+        inner_sends.append(body_send(send))
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await body_send(send)({"type": "http.response.body", "body": b"frame", "more_body": True})
+        await body_send(send)({"type": "http.response.body"})
+
+    sent = []
+
+    async def server_send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    wrapped = close_when_draining(JsonServerErrors(BodyLimit(app, limit_for=lambda path: 10)))
+    scope = {"type": "http", "method": "GET", "path": "/api/v1/x", "headers": []}
+    asyncio.run(wrapped(scope, receive, server_send))
+    assert inner_sends == [server_send]
+    assert status_and_body(sent) == (200, {}, b"frame")
+
+
+def _send_response(response) -> list[dict]:
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    asyncio.run(SharedThreadAsgiHandler().send_response(response, send))
+    return sent
+
+
+def test_an_event_stream_sends_each_frame_as_one_message_and_closes_its_frames():
+    closed = []
+
+    async def frames():
+        try:
+            yield b"event: a\ndata: 1\n\n"
+            yield b"x" * (ASGIHandler.chunk_size + 1)  # Django would cut this one in two
+        finally:
+            closed.append(True)
+
+    response = EventStreamResponse(frames())
+    response["Cache-Control"] = "no-cache"
+    sent = _send_response(response)
+    start, *bodies = sent
+    assert start["status"] == 200
+    assert (b"Content-Type", b"text/event-stream; charset=utf-8") in start["headers"]
+    assert (b"Cache-Control", b"no-cache") in start["headers"]
+    assert [m.get("body") for m in bodies] == [b"event: a\ndata: 1\n\n", b"x" * (ASGIHandler.chunk_size + 1), None]
+    assert [m.get("more_body", False) for m in bodies] == [True, True, False]
+    assert closed == [True]
+
+
+def test_an_event_stream_whose_content_was_replaced_goes_through_django():
+    async def frames():
+        yield b"original"
+
+    async def wrapped():
+        yield b"replaced"
+
+    response = EventStreamResponse(frames())
+    response.streaming_content = wrapped()
+    assert response.frames is None
+    assert status_and_body(_send_response(response))[2] == b"replaced"

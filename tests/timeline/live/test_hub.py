@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from tests.factories import AgentFactory
 from tests.timeline.live.support import Reader, append, db, in_thread, run
 from timeline.live.hub import Channel, Hub
@@ -66,5 +68,31 @@ def test_finished_shared_reads_are_bounded_per_channel():
             assert batch.rows[0][0] == after_seq + 1
         assert len(channel._reads) == Channel.MAX_KEPT_READS
         assert min(channel._reads) == 50 - Channel.MAX_KEPT_READS  # the oldest went first
+
+    run(scenario)
+
+
+def test_a_wait_times_out_a_whole_timeout_after_it_began_even_after_news():
+    async def scenario(hub: Hub):
+        loop = asyncio.get_running_loop()
+        subscription = hub.subscribe("a")
+        first = asyncio.ensure_future(subscription.get(timeout=0.3))
+        await asyncio.sleep(0.2)
+        hub.deliver(Provisional("a", {"type": "x"}, "1"))
+        assert (await first)[1].item_id == "1"
+        # The timer armed by the first wait fires 0.1 s into this one, which must go on.
+        began = loop.time()
+        assert await subscription.get(timeout=0.3) is None
+        assert loop.time() - began >= 0.29
+        # A shorter timeout than the one a pending timer was armed for is honoured too.
+        waiting = asyncio.ensure_future(subscription.get(timeout=30))
+        await asyncio.sleep(0)
+        hub.deliver(Provisional("a", {"type": "x"}, "2"))
+        assert (await waiting)[1].item_id == "2"
+        began = loop.time()
+        assert await subscription.get(timeout=0.05) is None
+        assert loop.time() - began < 5
+        subscription.close()
+        assert subscription._timer is None
 
     run(scenario)
