@@ -3,20 +3,24 @@
 A page read is the agent's row, then one index range of its rows bounded by
 the limit. Built through the ORM, compiling those two queries and running the
 converters per row cost more than the database did (bench/peers.py); here the
-SQL is written once per engine and each row comes back as a plain tuple.
+SQL is written once per engine, sent on the driver's own cursors (kept for the
+next page), and the rows become dicts in one pass.
 
 Each engine differs in a few small ways, kept in its class:
 
 * how a stored item comes back as JSON text: SQLite keeps the text as it was
   written, PostgreSQL's ``jsonb`` prints it with ``item::text`` (keys in
   ``jsonb`` order, as decoding it through the ORM gives them too);
-* how ``committed_at`` comes back as text, parsed here in one C call per row
-  (Django's converters and psycopg's timestamptz loader are Python code);
+* how ``committed_at`` comes back: on SQLite as its stored UTC text made
+  aware in SQL, parsed in one C call per row (Django's converter is Python
+  code); on PostgreSQL as the column itself in binary, for psycopg's C loader;
 * on PostgreSQL, where a round trip is most of a read, both statements go out
-  in one pipeline when the rows do not depend on the agent's row.
+  in one pipeline when the rows do not depend on the agent's row, and values
+  are bound on the server (the statements' text never changes).
 
-The statements go through Django's cursor, so connection handling, query
-logging and the test suite's query counts see them like any other query.
+When Django records queries (``DEBUG``, a test's ``CaptureQueriesContext``)
+the statements go through Django's cursor instead, so query logging and the
+test suite's query counts see them like any other query.
 """
 
 from __future__ import annotations
@@ -48,9 +52,6 @@ class PageSql:
     item_column: ClassVar[str] = "item"
     #: The driver's paramstyle, for the statements sent on its own cursors.
     placeholder: ClassVar[str] = "%s"
-    #: What ``committed_at_column`` appends to the stored time so that it parses aware
-    #: ("" when the text is naive, in ``text_zone()``).
-    time_suffix: str = ""
 
     def __init__(self, connection: BaseDatabaseWrapper):
         self.connection = connection
@@ -138,52 +139,25 @@ class PageSql:
         return self.page_rows(found, decode_items=decode_items)
 
     def page_rows(self, found: list[tuple], *, decode_items: bool) -> list[dict]:
-        """Rows of ROW_FIELDS as dicts, in one pass: no model instance is built for a row the API only renders."""
+        """Rows of ROW_FIELDS as dicts: no model instance is built for a row the API only renders."""
         items = [row[3] for row in found]
         if decode_items:
             items = fastjson.loads_many(items)
-        parse = dt.datetime.fromisoformat
-        if self.time_suffix:
-            try:
-                # The usual text, aware as it comes, in one C call per row.
-                return [
-                    {
-                        "seq": seq,
-                        "committed_at": parse(at),
-                        "item_type": item_type,
-                        "item": item,
-                        "item_id": item_id,
-                        "turn_id": turn_id,
-                    }
-                    for (seq, at, item_type, _, item_id, turn_id), item in zip(found, items, strict=True)
-                ]
-            except ValueError:
-                pass  # text in another form (written by hand, or older): read as Django's converter would
-        aware = self.aware_time
+        times = self.aware_times([row[1] for row in found])
         return [
             {
                 "seq": seq,
-                "committed_at": aware(at),
+                "committed_at": at,
                 "item_type": item_type,
                 "item": item,
                 "item_id": item_id,
                 "turn_id": turn_id,
             }
-            for (seq, at, item_type, _, item_id, turn_id), item in zip(found, items, strict=True)
+            for (seq, _, item_type, _, item_id, turn_id), item, at in zip(found, items, times, strict=True)
         ]
 
-    def aware_time(self, text: str) -> dt.datetime:
-        """``committed_at`` from any text Django's converter accepts, in ``text_zone()`` unless it says its own."""
-        text = text.removesuffix(self.time_suffix) if self.time_suffix else text
-        try:
-            at = dt.datetime.fromisoformat(text)
-        except ValueError:
-            at = parse_datetime(text)
-        zone = self.text_zone()
-        return at.replace(tzinfo=zone) if at.tzinfo is None and zone is not None else at
-
-    def text_zone(self) -> dt.tzinfo | None:
-        """The zone of the ``committed_at`` text the statement returns (None: leave naive)."""
+    def aware_times(self, values: list) -> list[dt.datetime]:
+        """The ``committed_at_column`` values as aware datetimes."""
         raise NotImplementedError
 
 
@@ -198,6 +172,8 @@ class SqlitePageSql(PageSql):
     committed_at_column = "+committed_at"
     item_column = "item"
     placeholder = "?"
+    #: What ``committed_at_column`` appends to the stored text ("" when it leaves it naive).
+    time_suffix = ""
 
     def __init__(self, connection: BaseDatabaseWrapper):
         if connection.timezone is dt.UTC:
@@ -206,23 +182,45 @@ class SqlitePageSql(PageSql):
             self.time_suffix = UTC_SUFFIX
         super().__init__(connection)
 
-    def text_zone(self) -> dt.tzinfo | None:
-        return self.connection.timezone
+    def aware_times(self, values: list) -> list[dt.datetime]:
+        if self.time_suffix:
+            try:
+                # The usual text, aware as it comes, in one C call per row.
+                return list(map(dt.datetime.fromisoformat, values))
+            except ValueError:
+                pass  # text in another form (written by hand, or older): read as Django's converter would
+        return [self.aware_time(value) for value in values]
+
+    def aware_time(self, text: str) -> dt.datetime:
+        """``committed_at`` from any text Django's converter accepts, in the connection's zone unless it says its own."""
+        text = text.removesuffix(self.time_suffix) if self.time_suffix else text
+        try:
+            at = dt.datetime.fromisoformat(text)
+        except ValueError:
+            at = parse_datetime(text)
+        zone = self.connection.timezone
+        return at.replace(tzinfo=zone) if at.tzinfo is None and zone is not None else at
 
 
 class PostgresPageSql(PageSql):
-    # As fixed-format UTC text: psycopg's timestamptz loader costs more per row than
-    # fromisoformat's one C call.
-    committed_at_column = f"""to_char(committed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"{UTC_SUFFIX}"')"""
+    # The time as the column itself: on the driver's cursors rows come back in binary,
+    # where psycopg's own C loader makes it an aware datetime (in the session's zone,
+    # UTC as Django sets it) from eight bytes; the server formatting it as text
+    # (to_char) cost about as much server CPU as reading the rows. On Django's cursors
+    # (queries recorded) Django's text loader makes the same datetime.
+    committed_at_column = "committed_at"
+    # As text in either format: what the API writes out as it is.
     item_column = "item::text"
-    time_suffix = UTC_SUFFIX
 
     def driver_cursor(self, raw_connection) -> Any:
         # The statements' text never changes: the values go apart from it, as the
         # append's do (timeline/append_sql.py), instead of being quoted into it.
         from django.db.backends.postgresql.base import ServerBindingCursor
+        from psycopg import pq
 
-        return ServerBindingCursor(raw_connection)
+        cursor = ServerBindingCursor(raw_connection)
+        cursor.format = pq.Format.BINARY
+        return cursor
 
     def _page_sql(self, bound: str, order: str) -> str:
         # The conversions sit outside the LIMIT, so they run on the page's rows only
@@ -249,8 +247,8 @@ class PostgresPageSql(PageSql):
             self._send_rows(rows, texts, agent_id, direction, seq, limit)
             return agents.fetchone(), self._received_rows(rows, direction, decode_items)
 
-    def text_zone(self) -> dt.tzinfo | None:
-        return dt.UTC
+    def aware_times(self, values: list) -> list[dt.datetime]:
+        return values  # datetimes already, from the driver's loader
 
 
 PAGE_SQL_CLASSES: dict[str, type[PageSql]] = {"sqlite": SqlitePageSql, "postgresql": PostgresPageSql}
