@@ -17,12 +17,21 @@ Cases, each at every history length, the two sides alternating in chunks:
   second round did: it costs fsync time).
   On PostgreSQL both write to the same scratch database at the server's
   ``synchronous_commit`` (on).
-- ``read newest 100``: p50 wall time. chartr: ``read_timeline(limit=100)``;
-  eventsourcing: ``select_events(desc=True, limit=100)`` plus decoding each
-  state's JSON.
-- the same two against LangGraph's ``SqliteSaver`` (WAL, ``synchronous=NORMAL``)
-  holding the conversation as a graph does: each append puts a checkpoint with
-  the whole message list, a read takes the latest checkpoint's last 100.
+- ``read newest 100``: p50 wall time, and the CPU per read (this process's, plus on
+  PostgreSQL the server backends' serving the bench's database, read from ``/proc``:
+  a figure that waiting for a core on a loaded machine does not move). Each side
+  returns the 100 items decoded to Python values:
+
+  - chartr: ``read_timeline(limit=100)``: the agent's row and the newest 100 rows (two
+    statements; one pipelined round trip on PostgreSQL), each row a dict of seq, aware
+    ``committed_at``, item type, decoded item, item id and turn id;
+  - eventsourcing: ``select_events(desc=True, limit=100)`` (one statement, a
+    server-side prepared statement on PostgreSQL, from its connection pool): 100
+    ``StoredEvent`` objects, then ``json.loads`` of each state;
+  - LangGraph's ``SqliteSaver`` (WAL, ``synchronous=NORMAL``), holding the
+    conversation as a graph does: each append puts a checkpoint with the whole
+    message list; a read is ``get_tuple`` (the latest checkpoint's row, its msgpack
+    blob decoded whole, and its pending writes) and the list's last 100.
 
 Past 10k rows SqliteSaver runs fewer calls per repetition (``chunk x 10k / history``, at least 3):
 each of its appends writes the whole history, seconds at 1M.
@@ -195,6 +204,33 @@ def wall_p50_ms(call, calls: int) -> float:
     return statistics.median(samples)
 
 
+def server_cpu_seconds() -> float:
+    """CPU time of the PostgreSQL backends serving this database (0 on SQLite, or when /proc does not show them)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return 0.0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
+        pids = [pid for (pid,) in cursor.fetchall()]
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def read_figures(call, calls: int) -> tuple[float, float]:
+    """p50 wall ms per call, and CPU ms per call (this process and the database server's)."""
+    server_before, started = server_cpu_seconds(), time.process_time()
+    p50 = wall_p50_ms(call, calls)
+    cpu = time.process_time() - started + server_cpu_seconds() - server_before
+    return p50, cpu * 1000 / calls
+
+
 def seed_chartr(agent_id: str, history: int) -> None:
     from timeline.services import MAX_ITEMS_PER_APPEND, NewTimelineItem, append_timeline_items
 
@@ -236,12 +272,17 @@ def bench_history(peer, history: int, repetitions: int, chunk: int) -> None:
         ours = cpu_ms_per_call(lambda n: chartr_append(agent_id, n), chunk)
         theirs = cpu_ms_per_call(lambda n: peer.append(stream, n), chunk)
         appends.append((ours, theirs))
-    reads = []
+    reads, read_cpus = [], []
     for _ in range(repetitions):
-        ours = wall_p50_ms(lambda: chartr_read(agent_id, 100), chunk)
-        theirs = wall_p50_ms(lambda: peer.read_newest(stream, 100), chunk)
+        ours, ours_cpu = read_figures(lambda: chartr_read(agent_id, 100), chunk)
+        theirs, theirs_cpu = read_figures(lambda: peer.read_newest(stream, 100), chunk)
         reads.append((ours, theirs))
-    for case, pairs in ((f"append service CPU/append {label}", appends), (f"read newest 100 p50 {label}", reads)):
+        read_cpus.append((ours_cpu, theirs_cpu))
+    for case, pairs in (
+        (f"append service CPU/append {label}", appends),
+        (f"read newest 100 p50 {label}", reads),
+        (f"read newest 100 CPU/read {label}", read_cpus),
+    ):
         chartr_figure = statistics.median(a for a, _ in pairs)
         peer_figure = statistics.median(b for _, b in pairs)
         print(cost_line(case, [a / b for a, b in pairs], chartr_figure, peer.name, peer_figure, "ms"), flush=True)

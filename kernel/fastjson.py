@@ -32,6 +32,24 @@ def loads(text: str):
     return value
 
 
+def loads_many(texts: list[str]) -> list:
+    """``[loads(text) for text in texts]`` for texts that each hold one JSON document (as a
+    database's JSON column does), in one scan of them joined as an array: for small
+    documents each call's own overhead was about half the time.
+
+    Anything that does not read back as exactly one value per text is decoded text by
+    text, so errors are ``loads``' own.
+    """
+    joined = f"[{','.join(texts)}]"
+    try:
+        values, end = _scan_once(joined, 0)
+    except (StopIteration, ValueError, TypeError, RecursionError):
+        return [loads(text) for text in texts]
+    if end != len(joined) or len(values) != len(texts):
+        return [loads(text) for text in texts]
+    return values
+
+
 def dumps_like_drf(value) -> bytes:
     """``value`` as DRF's JSONRenderer writes it with chartr's settings (compact, UTF-8, no NaN,
     U+2028/U+2029 escaped), with orjson's float formatting (``1e16``, not ``1e+16``: the same number).

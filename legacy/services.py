@@ -9,7 +9,9 @@ The whole run is one transaction:
    (``legacy.write``), then the timeline rows through the timeline's own bulk
    append: chartr's JSONL files (``legacy.timelines``) and Paseo's own
    history stores (``legacy.paseo``, ``legacy.histories``). A dry run rolls
-   it all back.
+   it all back. Once the import commits, the timeline table's planner
+   statistics are refreshed (``timeline.planner_statistics``; PostgreSQL's
+   ``ANALYZE``) when it added rows.
 0. **Snapshot** the data (reason ``pre-import``) before anything else, so a
    bad import is one ``restore`` away from undone (not in a dry run).
 3. **Back up** the input files to ``<data dir>/backup/pre-migration/<timestamp>/``,
@@ -45,6 +47,7 @@ from legacy.report import ImportReport, Progress, no_progress
 from legacy.scan import check_source, scan_home
 from legacy.timelines import write_timelines
 from legacy.write import write_records
+from timeline.planner_statistics import refresh_timeline_statistics
 
 
 def import_legacy(
@@ -73,6 +76,10 @@ def import_legacy(
                 write_histories(plan.histories.values(), report, progress=progress)
             except IntegrityError as exc:
                 raise Conflict(f"The database refused the import ({exc}); nothing was imported.") from exc
+            if report.counts["timeline_rows"].created and not dry_run:
+                # Once committed, so the sample holds the imported rows: page reads must not wait
+                # for autovacuum to plan them off the (agent, seq) index (timeline/planner_statistics.py).
+                transaction.on_commit(refresh_timeline_statistics)
             if report.changed_anything and not dry_run:
                 progress("backing up the input", 0, 1)
                 backup = back_up_source(source, started_at)

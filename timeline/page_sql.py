@@ -3,31 +3,38 @@
 A page read is the agent's row, then one index range of its rows bounded by
 the limit. Built through the ORM, compiling those two queries and running the
 converters per row cost more than the database did (bench/peers.py); here the
-SQL is written once per engine and each row comes back as a plain tuple.
+SQL is written once per engine, sent on the driver's own cursors (kept for the
+next page), and the rows become dicts in one pass.
 
 Each engine differs in a few small ways, kept in its class:
 
 * how a stored item comes back as JSON text: SQLite keeps the text as it was
   written, PostgreSQL's ``jsonb`` prints it with ``item::text`` (keys in
   ``jsonb`` order, as decoding it through the ORM gives them too);
-* how ``committed_at`` comes back as text, parsed here in one C call per row
-  (Django's converters and psycopg's timestamptz loader are Python code);
+* how ``committed_at`` comes back: on SQLite as its stored UTC text made
+  aware in SQL, parsed in one C call per row (Django's converter is Python
+  code); on PostgreSQL as the column itself in binary, for psycopg's C loader;
 * on PostgreSQL, where a round trip is most of a read, both statements go out
-  in one pipeline when the rows do not depend on the agent's row.
+  in one pipeline when the rows do not depend on the agent's row, and values
+  are bound on the server (the statements' text never changes).
 
-The statements go through Django's cursor, so connection handling, query
-logging and the test suite's query counts see them like any other query.
+When Django records queries (``DEBUG``, a test's ``CaptureQueriesContext``)
+the statements go through Django's cursor instead, so query logging and the
+test suite's query counts see them like any other query.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import ClassVar, Literal
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from typing import Any, ClassVar, Literal
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.dateparse import parse_datetime
 
+from kernel import fastjson
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineRow
 
@@ -43,6 +50,8 @@ class PageSql:
     #: The select-list expressions giving the commit time and the item as JSON text.
     committed_at_column: ClassVar[str] = "committed_at"
     item_column: ClassVar[str] = "item"
+    #: The driver's paramstyle, for the statements sent on its own cursors.
+    placeholder: ClassVar[str] = "%s"
 
     def __init__(self, connection: BaseDatabaseWrapper):
         self.connection = connection
@@ -53,6 +62,10 @@ class PageSql:
             "before": self._page_sql(" AND seq < %s", "seq DESC"),
             "after": self._page_sql(" AND seq > %s", "seq"),
         }
+        self._driver_sql = {
+            sql: sql.replace("%s", self.placeholder) for sql in (self.agent_sql, *self.rows_sql.values())
+        }
+        self._kept_cursors: list[Any] = []
 
     def _page_sql(self, bound: str, order: str) -> str:
         columns = f"seq, {self.committed_at_column}, item_type, {self.item_column}, item_id, turn_id"
@@ -60,70 +73,154 @@ class PageSql:
             f"SELECT {columns} FROM {TimelineRow._meta.db_table} WHERE agent_id = %s{bound} ORDER BY {order} LIMIT %s"
         )
 
+    @contextmanager
+    def _cursors(self, count: int) -> Iterator[tuple[list[Any], dict[str, str] | None]]:
+        """``count`` cursors, and the statements' texts for them (None: as written, for Django's).
+
+        When Django records queries (``DEBUG``, a test's ``CaptureQueriesContext``) or an
+        ``execute_wrapper`` is installed, they are Django's cursors, so the statements are
+        seen as every other query is. Otherwise they are the driver's own, kept for the next
+        page: Django's cursor wrapper cost as much CPU per statement as SQLite's work on it.
+        """
+        connection = self.connection
+        if connection.queries_logged or connection.execute_wrappers:
+            with ExitStack() as stack:
+                yield [stack.enter_context(connection.cursor()) for _ in range(count)], None
+            return
+        # What Django's cursor checks before each statement.
+        connection.close_if_health_check_failed()
+        connection.ensure_connection()
+        connection.validate_thread_sharing()
+        connection.validate_no_broken_transaction()
+        raw = connection.connection
+        kept = self._kept_cursors
+        if len(kept) < count or kept[0].connection is not raw or getattr(kept[0], "closed", False):
+            kept[:] = [self.driver_cursor(raw) for _ in range(max(count, 2))]
+        with connection.wrap_database_errors:
+            yield kept[:count], self._driver_sql
+
+    def driver_cursor(self, raw_connection) -> Any:
+        return raw_connection.cursor()
+
     def agent(self, agent_id: str) -> tuple[int, int, str] | None:
         """``(head_seq, min_seq, timeline_epoch)`` of the agent, or None when there is none."""
-        with self.connection.cursor() as cursor:
-            cursor.execute(self.agent_sql, (agent_id,))
+        with self._cursors(1) as ((cursor,), texts):
+            cursor.execute(texts[self.agent_sql] if texts else self.agent_sql, (agent_id,))
             return cursor.fetchone()
 
     def agent_and_rows(
-        self, agent_id: str, direction: Direction, seq: int | None, limit: int
-    ) -> tuple[tuple[int, int, str] | None, list[tuple] | None]:
+        self, agent_id: str, direction: Direction, seq: int | None, limit: int, *, decode_items: bool
+    ) -> tuple[tuple[int, int, str] | None, list[dict] | None]:
         """The agent's row and, where the engine gains by reading them in the same trip, the
-        rows for ``direction``/``seq`` (None otherwise): the caller uses them only if the
-        agent's row leaves the cursor as it was asked."""
+        page's rows for ``direction``/``seq`` (None otherwise): the caller uses them only if
+        the agent's row leaves the cursor as it was asked."""
         return self.agent(agent_id), None
 
-    def rows(self, agent_id: str, direction: Direction, seq: int | None, limit: int) -> list[tuple]:
-        """The page's rows in ascending seq, as tuples of ROW_FIELDS with the item as JSON text
-        and ``committed_at`` aware."""
-        with self.connection.cursor() as cursor:
-            self._send_rows(cursor, agent_id, direction, seq, limit)
-            return self._received_rows(cursor, direction)
+    def rows(
+        self, agent_id: str, direction: Direction, seq: int | None, limit: int, *, decode_items: bool
+    ) -> list[dict]:
+        """The page's rows in ascending seq, as dicts of ROW_FIELDS with ``committed_at`` aware
+        and the item decoded (``decode_items``) or left as the JSON text the database holds."""
+        with self._cursors(1) as ((cursor,), texts):
+            self._send_rows(cursor, texts, agent_id, direction, seq, limit)
+            return self._received_rows(cursor, direction, decode_items)
 
-    def _send_rows(self, cursor, agent_id: str, direction: Direction, seq: int | None, limit: int) -> None:
+    def _send_rows(
+        self, cursor, texts: dict[str, str] | None, agent_id: str, direction: Direction, seq: int | None, limit: int
+    ) -> None:
+        sql = self.rows_sql[direction]
         params = (agent_id, limit) if direction == "tail" else (agent_id, seq, limit)
-        cursor.execute(self.rows_sql[direction], params)
+        cursor.execute(texts[sql] if texts else sql, params)
 
-    def _received_rows(self, cursor, direction: Direction) -> list[tuple]:
+    def _received_rows(self, cursor, direction: Direction, decode_items: bool) -> list[dict]:
         found = cursor.fetchall()
         if direction != "after":
             found.reverse()
-        return self.with_aware_times(found)
+        return self.page_rows(found, decode_items=decode_items)
 
-    def with_aware_times(self, rows: list[tuple]) -> list[tuple]:
-        zone = self.text_zone()
-        parse = dt.datetime.fromisoformat
-        try:
-            # The usual text, in one C call per row; a function call per row costs as much again.
-            parsed = [(seq, parse(at), *rest) for seq, at, *rest in rows]
-        except ValueError:
-            parsed = [(seq, parse_datetime(at), *rest) for seq, at, *rest in rows]  # what Django's converter accepts
-        if zone is None:
-            return parsed
-        return [(seq, at.replace(tzinfo=zone) if at.tzinfo is None else at, *rest) for seq, at, *rest in parsed]
+    def page_rows(self, found: list[tuple], *, decode_items: bool) -> list[dict]:
+        """Rows of ROW_FIELDS as dicts: no model instance is built for a row the API only renders."""
+        items = [row[3] for row in found]
+        if decode_items:
+            items = fastjson.loads_many(items)
+        times = self.aware_times([row[1] for row in found])
+        return [
+            {
+                "seq": seq,
+                "committed_at": at,
+                "item_type": item_type,
+                "item": item,
+                "item_id": item_id,
+                "turn_id": turn_id,
+            }
+            for (seq, _, item_type, _, item_id, turn_id), item, at in zip(found, items, times, strict=True)
+        ]
 
-    def text_zone(self) -> dt.tzinfo | None:
-        """The zone of the ``committed_at`` text the statement returns (None: leave naive)."""
+    def aware_times(self, values: list) -> list[dt.datetime]:
+        """The ``committed_at_column`` values as aware datetimes."""
         raise NotImplementedError
 
 
+#: Appended to a UTC time's text, it parses aware (to ``datetime.UTC``) in the same C call:
+#: setting the zone afterwards with ``replace`` cost ten times the parse.
+UTC_SUFFIX = "+00:00"
+
+
 class SqlitePageSql(PageSql):
-    # The unary plus hides the column's declared type from the driver, so the
-    # text comes back as stored instead of through Django's converter.
+    # Both expressions hide the column's declared type from the driver, so the text
+    # comes back as stored instead of through Django's converter.
     committed_at_column = "+committed_at"
     item_column = "item"
+    placeholder = "?"
+    #: What ``committed_at_column`` appends to the stored text ("" when it leaves it naive).
+    time_suffix = ""
 
-    def text_zone(self) -> dt.tzinfo | None:
-        # Django stores SQLite datetimes as naive text in the connection's zone (UTC unless configured).
-        return self.connection.timezone
+    def __init__(self, connection: BaseDatabaseWrapper):
+        if connection.timezone is dt.UTC:
+            # Django stores SQLite datetimes as naive text in the connection's zone (UTC unless configured).
+            self.committed_at_column = f"committed_at || '{UTC_SUFFIX}'"
+            self.time_suffix = UTC_SUFFIX
+        super().__init__(connection)
+
+    def aware_times(self, values: list) -> list[dt.datetime]:
+        if self.time_suffix:
+            try:
+                # The usual text, aware as it comes, in one C call per row.
+                return list(map(dt.datetime.fromisoformat, values))
+            except ValueError:
+                pass  # text in another form (written by hand, or older): read as Django's converter would
+        return [self.aware_time(value) for value in values]
+
+    def aware_time(self, text: str) -> dt.datetime:
+        """``committed_at`` from any text Django's converter accepts, in the connection's zone unless it says its own."""
+        text = text.removesuffix(self.time_suffix) if self.time_suffix else text
+        try:
+            at = dt.datetime.fromisoformat(text)
+        except ValueError:
+            at = parse_datetime(text)
+        zone = self.connection.timezone
+        return at.replace(tzinfo=zone) if at.tzinfo is None and zone is not None else at
 
 
 class PostgresPageSql(PageSql):
-    # As fixed-format UTC text: psycopg's timestamptz loader is Python code,
-    # the slowest part of a page read; fromisoformat is one C call.
-    committed_at_column = """to_char(committed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US')"""
+    # The time as the column itself: on the driver's cursors rows come back in binary,
+    # where psycopg's own C loader makes it an aware datetime (in the session's zone,
+    # UTC as Django sets it) from eight bytes; the server formatting it as text
+    # (to_char) cost about as much server CPU as reading the rows. On Django's cursors
+    # (queries recorded) Django's text loader makes the same datetime.
+    committed_at_column = "committed_at"
+    # As text in either format: what the API writes out as it is.
     item_column = "item::text"
+
+    def driver_cursor(self, raw_connection) -> Any:
+        # The statements' text never changes: the values go apart from it, as the
+        # append's do (timeline/append_sql.py), instead of being quoted into it.
+        from django.db.backends.postgresql.base import ServerBindingCursor
+        from psycopg import pq
+
+        cursor = ServerBindingCursor(raw_connection)
+        cursor.format = pq.Format.BINARY
+        return cursor
 
     def _page_sql(self, bound: str, order: str) -> str:
         # The conversions sit outside the LIMIT, so they run on the page's rows only
@@ -138,24 +235,20 @@ class PostgresPageSql(PageSql):
         return f"SELECT {columns} FROM ({page}) AS page ORDER BY {order}"
 
     def agent_and_rows(
-        self, agent_id: str, direction: Direction, seq: int | None, limit: int
-    ) -> tuple[tuple[int, int, str] | None, list[tuple] | None]:
+        self, agent_id: str, direction: Direction, seq: int | None, limit: int, *, decode_items: bool
+    ) -> tuple[tuple[int, int, str] | None, list[dict] | None]:
         # A round trip is most of a page read's time here: when the rows do not
         # depend on the agent's row (a tail, or an explicit cursor), both
         # statements go out in one pipeline.
         if direction != "tail" and seq is None:
-            return super().agent_and_rows(agent_id, direction, seq, limit)
-        with (
-            self.connection.connection.pipeline(),
-            self.connection.cursor() as agents,
-            self.connection.cursor() as rows,
-        ):
-            agents.execute(self.agent_sql, (agent_id,))
-            self._send_rows(rows, agent_id, direction, seq, limit)
-            return agents.fetchone(), self._received_rows(rows, direction)
+            return super().agent_and_rows(agent_id, direction, seq, limit, decode_items=decode_items)
+        with self._cursors(2) as ((agents, rows), texts), self.connection.connection.pipeline():
+            agents.execute(texts[self.agent_sql] if texts else self.agent_sql, (agent_id,))
+            self._send_rows(rows, texts, agent_id, direction, seq, limit)
+            return agents.fetchone(), self._received_rows(rows, direction, decode_items)
 
-    def text_zone(self) -> dt.tzinfo | None:
-        return dt.UTC
+    def aware_times(self, values: list) -> list[dt.datetime]:
+        return values  # datetimes already, from the driver's loader
 
 
 PAGE_SQL_CLASSES: dict[str, type[PageSql]] = {"sqlite": SqlitePageSql, "postgresql": PostgresPageSql}

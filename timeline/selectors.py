@@ -18,11 +18,10 @@ from typing import Literal
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
-from kernel import fastjson
 from kernel.errors import NotFound
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineRow
-from timeline.page_sql import ROW_FIELDS, page_sql
+from timeline.page_sql import page_sql
 from timeline.search import timeline_search
 from timeline.search.base import query_terms
 
@@ -148,7 +147,8 @@ def read_timeline(
 
     statements = page_sql()
     asked = (direction, seq)
-    found, rows_read_ahead = statements.agent_and_rows(agent_id, direction, seq, limit)
+    keep_json = items_as_json and projection == "canonical"
+    found, rows = statements.agent_and_rows(agent_id, direction, seq, limit, decode_items=not keep_json)
     if found is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
     head_seq, min_seq, agent_epoch = found
@@ -156,10 +156,8 @@ def read_timeline(
     stale_cursor = epoch is not None and epoch != agent_epoch
     direction, seq, gap = _cursor_to_read(retained, direction, seq, stale_cursor=stale_cursor)
 
-    keep_json = items_as_json and projection == "canonical"
-    if rows_read_ahead is None or (direction, seq) != asked:
-        rows_read_ahead = statements.rows(agent_id, direction, seq, limit)
-    rows = _page_rows(rows_read_ahead, decode_items=not keep_json)
+    if rows is None or (direction, seq) != asked:
+        rows = statements.rows(agent_id, direction, seq, limit, decode_items=not keep_json)
     has_older, has_newer = _page_neighbours(rows, retained, direction, seq)
     entries = rows
     if projection == "projected":
@@ -195,23 +193,6 @@ def _cursor_to_read(
         # missed some, and continues from the first retained row.
         return direction, retained.min_seq - 1, True
     return direction, seq, False
-
-
-def _page_rows(found: list[tuple], *, decode_items: bool) -> list[dict]:
-    """The page's rows as plain dicts of ROW_FIELDS: no model instance is built for a row the API only renders."""
-    if not decode_items:
-        return [dict(zip(ROW_FIELDS, row, strict=True)) for row in found]
-    return [
-        {
-            "seq": seq,
-            "committed_at": committed_at,
-            "item_type": item_type,
-            "item": fastjson.loads(item),
-            "item_id": item_id,
-            "turn_id": turn_id,
-        }
-        for seq, committed_at, item_type, item, item_id, turn_id in found
-    ]
 
 
 def _page_neighbours(

@@ -26,7 +26,7 @@ from django.test.utils import CaptureQueriesContext
 from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory
 from timeline.search import timeline_search
-from timeline.selectors import browse_timeline, find_match, seq_at_or_after_time
+from timeline.selectors import browse_timeline, find_match, read_timeline, seq_at_or_after_time
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -140,3 +140,17 @@ def test_search_at_a_million_rows_reads_the_search_index(million_row_agent):
         assert "Bitmap Index Scan on timeline_item_text_search" in plan and "Seq Scan" not in plan, plan
     else:
         assert "SCAN timeline_row_search VIRTUAL TABLE" in plan and "SCAN timeline_timelinerow" not in plan, plan
+
+
+def test_timeline_api_page_reads_at_a_million_rows_are_bounded_by_their_limit(million_row_agent):
+    agent_id = million_row_agent.pk
+    for direction, seq in (("tail", None), ("before", 500_000), ("after", 500_000)):
+        page, plans = plans_of(
+            lambda direction=direction, seq=seq: read_timeline(
+                agent_id=agent_id, direction=direction, seq=seq, limit=LIMIT
+            )
+        )
+        _agent_row, rows = plans
+        assert_bounded_index_range(rows, LIMIT)
+        expected_first = {"tail": ROWS - LIMIT + 1, "before": 500_000 - LIMIT, "after": 500_001}[direction]
+        assert [row["seq"] for row in page.rows] == list(range(expected_first, expected_first + LIMIT)), direction

@@ -91,3 +91,61 @@ def test_fastjson_loads_refuses_what_json_refuses(text):
         json.loads(text)
     with pytest.raises(json.JSONDecodeError):
         fastjson.loads(text)
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        [],
+        ['{"a": 1}', " [2] ", '"x"\n', "null", "123456789012345678901234567890", '"\\ud800"'],
+        [json.dumps(item) for item in AWKWARD_ITEMS],
+    ],
+)
+def test_fastjson_loads_many_is_json_loads_of_each(texts):
+    assert fastjson.loads_many(texts) == [json.loads(text) for text in texts]
+
+
+@pytest.mark.parametrize("texts", [['{"a": 1}', ""], ["[1", "2]"], ["1]", "[2"], ["1, 2"], ['{"a": 1} x']])
+def test_fastjson_loads_many_refuses_what_json_refuses_text_by_text(texts):
+    with pytest.raises(json.JSONDecodeError):
+        [json.loads(text) for text in texts]
+    with pytest.raises(json.JSONDecodeError):
+        fastjson.loads_many(texts)
+
+
+def test_a_page_read_while_queries_are_recorded_gives_the_same_rows(awkward_agent):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for direction, seq in (("tail", None), ("before", 4), ("after", 1), ("after", None)):
+        unrecorded = read_timeline(agent_id=awkward_agent.pk, direction=direction, seq=seq, limit=3)
+        with CaptureQueriesContext(connection) as queries:
+            recorded = read_timeline(agent_id=awkward_agent.pk, direction=direction, seq=seq, limit=3)
+        assert len(queries) == 2
+        assert recorded == unrecorded
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_page_read_after_the_connection_was_closed_opens_a_new_one():
+    from django.db import connection
+
+    awkward_agent = AgentFactory()
+    append_timeline_items(agent_id=awkward_agent.pk, items=[NewTimelineItem(item=item) for item in AWKWARD_ITEMS])
+    before = read_timeline(agent_id=awkward_agent.pk)
+    connection.close()
+    assert read_timeline(agent_id=awkward_agent.pk) == before
+
+
+def test_stored_times_in_another_form_read_as_the_orm_reads_them(awkward_agent):
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("only SQLite keeps a time as the text it was written in")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE timeline_timelinerow SET committed_at = %s WHERE agent_id = %s AND seq = 2",
+            ["2026-01-02T03:04:05.5+02:00", awkward_agent.pk],
+        )
+    page = read_timeline(agent_id=awkward_agent.pk)
+    assert page.rows == orm_rows(awkward_agent.pk)
+    assert page.rows[1]["committed_at"] == dt.datetime(2026, 1, 2, 1, 4, 5, 500000, tzinfo=dt.UTC)
