@@ -145,6 +145,9 @@ class PostgresPageSql(PageSql):
         # statements go out in one pipeline.
         if direction != "tail" and seq is None:
             return super().agent_and_rows(agent_id, direction, seq, limit)
+        # The pipeline is opened on the driver's connection, which Django opens only with
+        # a cursor: once CONN_MAX_AGE had closed it at a request's start, a tail read was a 500.
+        self.connection.ensure_connection()
         with (
             self.connection.connection.pipeline(),
             self.connection.cursor() as agents,
