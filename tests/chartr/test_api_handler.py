@@ -11,6 +11,8 @@ from django.conf import settings
 from django.core import signals
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
+from django.urls import get_resolver, reverse
+from rest_framework.authentication import SessionAuthentication
 
 from chartr.api_handler import ApiWsgiHandler, session_api_paths, takes_api_middleware
 from tests.chartr.test_asgi import http_scope
@@ -127,3 +129,30 @@ def test_every_answer_is_the_full_middlewares_answer(token):
     for method, path, options in requests(token):
         expected = answer(full, method, path, **options)
         assert answer(api, method, path, **options) == expected, (method, path, options)
+
+
+def api_views_accepting_a_session() -> set[str]:
+    """The names of the API's routes whose view authenticates by session too."""
+    found = set()
+
+    def walk(patterns):
+        for pattern in patterns:
+            if hasattr(pattern, "url_patterns"):
+                walk(pattern.url_patterns)
+                continue
+            view_class = getattr(pattern.callback, "cls", None) or getattr(pattern.callback, "view_class", None)
+            classes = getattr(view_class, "authentication_classes", ())
+            if any(issubclass(c, SessionAuthentication) for c in classes):
+                found.add(pattern.name)
+
+    api = next(p for p in get_resolver().url_patterns if str(p.pattern) == "api/v1/")
+    walk(api.url_patterns)
+    return found
+
+
+def test_every_api_view_accepting_a_session_keeps_the_full_middleware():
+    # A new session-authenticated API view must be added to session_api_paths, or it
+    # would run without the session middleware for callers that send no cookie.
+    names = api_views_accepting_a_session()
+    assert names == {"api-schema", "api-docs"}
+    assert {reverse(name) for name in names} == session_api_paths()
