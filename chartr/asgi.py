@@ -8,7 +8,9 @@ Two handlers share the process:
   so thousands of open streams cost no thread each: their database reads go
   to the live pool (``CHARTR_LIVE_DB_THREADS``) and the rest is asyncio;
 - every other request (the REST API, the admin, health probes, static files)
-  runs on Django's WSGI handler in a small fixed pool of threads.
+  runs on Django's WSGI handler in a small fixed pool of threads; a call to
+  the API without a cookie on one whose middleware leaves out what only a
+  browser needs (``chartr.api_handler``).
 
 Django's ASGI handler runs each *sync* request on a brand-new thread, hopping
 between it and the event loop several times and opening a fresh database
@@ -31,6 +33,7 @@ wsgi_application = get_wsgi_application()  # also runs django.setup()
 
 from django.conf import settings  # noqa: E402  (after setup)
 
+from chartr.api_handler import ApiWsgiHandler, session_api_paths, takes_api_middleware  # noqa: E402
 from chartr.pooled_wsgi import BufferedWsgiInstance  # noqa: E402
 from chartr.serving import (  # noqa: E402
     BodyLimit,
@@ -57,17 +60,29 @@ ASYNC_PATHS = re.compile(
 _sync_pool = ThreadPoolExecutor(max_workers=settings.CHARTR_SYNC_THREADS, thread_name_prefix="chartr-sync")
 
 
-def _wsgi_with_close(environ, start_response):
-    """Django's WSGI app, closing its response however the iteration ends.
+api_application = ApiWsgiHandler()
+_session_api_paths = session_api_paths()
+
+
+def closing(application):
+    """A Django WSGI app, closing its response however the iteration ends.
 
     Closing the response sends ``request_finished``, which is where Django
     recycles database connections; asgiref's adapter never calls ``close()``.
     """
-    response = wsgi_application(environ, start_response)
-    try:
-        yield from response
-    finally:
-        response.close()
+
+    def app_with_close(environ, start_response):
+        response = application(environ, start_response)
+        try:
+            yield from response
+        finally:
+            response.close()
+
+    return app_with_close
+
+
+_wsgi_with_close = closing(wsgi_application)
+_api_with_close = closing(api_application)
 
 
 class _PooledWsgiInstance(BufferedWsgiInstance):
@@ -79,7 +94,8 @@ class _PooledWsgiInstance(BufferedWsgiInstance):
 
 async def route(scope, receive, send):
     if scope["type"] == "http" and not ASYNC_PATHS.match(scope["path"]):
-        await _PooledWsgiInstance(_wsgi_with_close)(scope, receive, send)
+        app = _api_with_close if takes_api_middleware(scope, _session_api_paths) else _wsgi_with_close
+        await _PooledWsgiInstance(app)(scope, receive, send)
     else:
         await native_application(scope, receive, send)
 

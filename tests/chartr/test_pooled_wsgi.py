@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-from asgiref.sync import AsyncToSync
+import pytest
 
-from chartr.pooled_wsgi import BUFFER_LIMIT, BufferedWsgiInstance
+from chartr.pooled_wsgi import BUFFER_LIMIT, SPOOL_LIMIT, BufferedWsgiInstance
 from tests.chartr.test_asgi import http_scope
 
 pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="test-pooled")
@@ -36,32 +37,37 @@ def wsgi_app(chunks: list[bytes], *, content_length: int | None = None, threads:
     return app
 
 
-def run(app, sends_from_threads: list[bool] | None = None) -> list[dict]:
+def run(
+    app, sends_from_threads: list[bool] | None = None, *, body_chunks: list[bytes] = (b"",), scope: dict | None = None
+) -> list[dict]:
     sent: list[dict] = []
-    requested = False
+    sent_on: set[int] = set()
+    messages = [
+        {"type": "http.request", "body": chunk, "more_body": n < len(body_chunks) - 1}
+        for n, chunk in enumerate(body_chunks)
+    ]
 
     async def receive():
-        nonlocal requested
-        if requested:
+        if not messages:
             await asyncio.Future()
-        requested = True
-        return {"type": "http.request", "body": b"", "more_body": False}
+        return messages.pop(0)
 
     async def send(message):
+        sent_on.add(threading.get_ident())
         sent.append(message)
 
-    original = AsyncToSync.__call__
+    class CountingInstance(PoolInstance):
+        def sync_send(self, message):
+            if sends_from_threads is not None:
+                sends_from_threads.append(True)
+            super().sync_send(message)
 
-    def counting_call(self, *args, **kwargs):
-        if sends_from_threads is not None:
-            sends_from_threads.append(True)
-        return original(self, *args, **kwargs)
+    async def serve():
+        await CountingInstance(app)(scope or http_scope("/x"), receive, send)
+        return threading.get_ident()
 
-    AsyncToSync.__call__ = counting_call
-    try:
-        asyncio.run(PoolInstance(app)(http_scope("/x"), receive, send))
-    finally:
-        AsyncToSync.__call__ = original
+    loop_thread = asyncio.run(serve())
+    assert sent_on <= {loop_thread}  # every message is sent by the event loop, whoever produced it
     return sent
 
 
@@ -96,3 +102,58 @@ def test_an_empty_response_still_starts_and_ends():
     sent = run(wsgi_app([]))
     assert [m["type"] for m in sent] == ["http.response.start", "http.response.body"]
     assert sent[1]["body"] == b""
+
+
+def body_echo(environ, start_response):
+    start_response("200 OK", [("Content-Type", "application/octet-stream")])
+    return [environ["wsgi.input"].read()]
+
+
+def test_a_body_sent_in_one_message_reaches_the_app_whole():
+    sent = run(body_echo, body_chunks=[b'{"items": []}'])
+    assert sent[1]["body"] == b'{"items": []}'
+
+
+def test_a_body_sent_in_chunks_reaches_the_app_whole_even_past_the_spool_limit():
+    chunks = [b"a" * SPOOL_LIMIT, b"b" * 10, b"c" * SPOOL_LIMIT]
+    sent = run(body_echo, body_chunks=chunks)
+    assert b"".join(m.get("body", b"") for m in sent) == b"".join(chunks)
+
+
+def test_the_app_runs_in_a_copy_of_the_requests_context():
+    marker = contextvars.ContextVar("marker", default="unset")
+    seen = []
+
+    def app(environ, start_response):
+        seen.append(marker.get())
+        marker.set("set in the thread")
+        start_response("204 No Content", [])
+        return []
+
+    async def serve():
+        marker.set("set on the loop")
+        sent = []
+
+        async def receive():
+            return {"type": "http.request", "body": b""}
+
+        async def send(message):
+            sent.append(message)
+
+        await PoolInstance(app)(http_scope("/x"), receive, send)
+        return marker.get(), sent
+
+    after, sent = asyncio.run(serve())
+    assert seen == ["set on the loop"] and after == "set on the loop"
+    assert sent[0]["status"] == 204
+
+
+def test_a_request_message_of_another_type_is_refused():
+    async def receive():
+        return {"type": "http.disconnect"}
+
+    async def send(message):  # pragma: no cover - never reached
+        raise AssertionError(message)
+
+    with pytest.raises(ValueError, match="non-HTTP-request"):
+        asyncio.run(PoolInstance(body_echo)(http_scope("/x"), receive, send))

@@ -149,3 +149,16 @@ def test_stored_times_in_another_form_read_as_the_orm_reads_them(awkward_agent):
     page = read_timeline(agent_id=awkward_agent.pk)
     assert page.rows == orm_rows(awkward_agent.pk)
     assert page.rows[1]["committed_at"] == dt.datetime(2026, 1, 2, 1, 4, 5, 500000, tzinfo=dt.UTC)
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(("direction", "seq"), [("tail", None), ("after", 0), ("before", 2)])
+def test_a_read_after_the_connection_was_closed_opens_it_again(direction, seq):
+    # Django closes a connection past CONN_MAX_AGE when a request starts and opens it
+    # again with the next cursor; the page read must not need it open beforehand.
+    from django.db import connection
+
+    AgentFactory(agent_id="reopened")
+    append_timeline_items(agent_id="reopened", items=[NewTimelineItem(item={"type": "user_message", "text": "hi"})])
+    connection.close()
+    page = read_timeline(agent_id="reopened", direction=direction, seq=seq, items_as_json=True)
+    assert [row["seq"] for row in page.rows] == [1]
