@@ -19,6 +19,7 @@ from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from chartr.db_backends.postgresql import bound_statements
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineRow
 
@@ -49,9 +50,12 @@ class Statement:
                 (cursor.executemany if many else cursor.execute)(self.sql, params)
                 return getattr(cursor, fetch)() if fetch else None
         with connection.wrap_database_errors:
-            cursor = _driver_cursor(connection, self.cursor_class)
-            (cursor.executemany if many else cursor.execute)(self.driver_sql, params)
-            return getattr(cursor, fetch)() if fetch else None
+            return self._run_on_driver(connection, params, fetch, many)
+
+    def _run_on_driver(self, connection: BaseDatabaseWrapper, params: Sequence[Any], fetch: str | None, many: bool):
+        cursor = _driver_cursor(connection, self.cursor_class)
+        (cursor.executemany if many else cursor.execute)(self.driver_sql, params)
+        return getattr(cursor, fetch)() if fetch else None
 
     def execute(self, params: Sequence[Any], *, connection: BaseDatabaseWrapper) -> None:
         self._run(connection, params, None, False)
@@ -75,6 +79,22 @@ def _driver_cursor(connection: BaseDatabaseWrapper, cursor_class: Callable[[Any]
     if cursor is None or cursor.connection is not raw or getattr(cursor, "closed", False):
         cursor = kept[cursor_class] = raw.cursor() if cursor_class is None else cursor_class(raw)
     return cursor
+
+
+class PostgreSQLStatement(Statement):
+    """A statement sent straight to libpq where psycopg allows it (``bound_statements``), else on its cursor."""
+
+    __slots__ = ("libpq_sql",)
+
+    def __init__(self, sql: str):
+        super().__init__(sql, placeholder="%s", cursor_class=postgresql_statement_cursor())
+        self.libpq_sql = bound_statements.numbered(sql)
+
+    def _run_on_driver(self, connection: BaseDatabaseWrapper, params: Sequence[Any], fetch: str | None, many: bool):
+        raw = connection.connection
+        if many or not bound_statements.available(raw):
+            return super()._run_on_driver(connection, params, fetch, many)
+        return bound_statements.run(raw, self.libpq_sql, params, fetch)
 
 
 class AppendSQL:
@@ -115,11 +135,17 @@ class AppendSQL:
         #: The same with ``last_seen_at`` after the head columns: an append by the agent itself.
         self.save_head_alive = save_head((*HEAD_COLUMNS, "last_seen_at"))
         row_columns = ", ".join(row(name) for name in ROW_COLUMNS)
-        values = ", ".join(["%s"] * len(ROW_COLUMNS))
-        self.insert_row = self.statement(f"INSERT INTO {row_table} ({row_columns}) VALUES ({values})")
+        self._insert_into = f"INSERT INTO {row_table} ({row_columns}) VALUES "
+        self.insert_row = self.statement(self._insert_into + _row_values(1))
 
     def statement(self, sql: str) -> Statement:
         return Statement(sql, placeholder=self.placeholder, cursor_class=self.cursor_class())
+
+    def insert_rows_and_save_head(self, count: int, *, alive: bool) -> Statement | None:
+        """One statement inserting ``count`` rows and then writing the head back (the
+        ``insert_row`` values of each row, then ``save_head``'s or ``save_head_alive``'s),
+        where the engine can; None where it cannot (the rows and the head go apart)."""
+        return None
 
     @cache  # noqa: B019 - one instance per engine, kept for the process's life anyway
     def committed_item_ids(self, count: int) -> Statement:
@@ -139,9 +165,15 @@ class SQLiteAppendSQL(AppendSQL):
 class PostgreSQLAppendSQL(AppendSQL):
     lock_suffix = " FOR UPDATE"
 
-    @staticmethod
-    def cursor_class() -> Callable[[Any], Any] | None:
-        return postgresql_statement_cursor()
+    def statement(self, sql: str) -> Statement:
+        return PostgreSQLStatement(sql)
+
+    @cache  # noqa: B019 - one instance per engine; at most 2 x MAX_ITEMS_PER_APPEND texts
+    def insert_rows_and_save_head(self, count: int, *, alive: bool) -> Statement | None:
+        # A data-modifying WITH runs its INSERT to completion, with every constraint
+        # checked as on its own, and saves the round trip of a second statement.
+        save_head = self.save_head_alive if alive else self.save_head
+        return self.statement(f"WITH inserted AS ({self._insert_into}{_row_values(count)}) {save_head.sql}")
 
 
 def postgresql_statement_cursor() -> Callable[[Any], Any]:
@@ -157,6 +189,35 @@ def postgresql_statement_cursor() -> Callable[[Any], Any]:
     from django.db.backends.postgresql.base import ServerBindingCursor
 
     return ServerBindingCursor
+
+
+def row_params(db: BaseDatabaseWrapper, *, agent_id: str, first_seq: int, rows: Sequence[Any]) -> list[tuple]:
+    """The ``insert_row`` values of ``rows`` (``timeline.services.CheckedRow``) as seq first_seq,
+    first_seq+1, ..., adapted by the same field and backend methods the ORM uses."""
+    adapt_datetime = db.ops.adapt_datetimefield_value
+    prep_item = _item_field.get_db_prep_save
+    return [
+        (
+            agent_id,
+            seq,
+            adapt_datetime(row.committed_at),
+            row.item_type,
+            prep_item(row.item, db),
+            row.item_id,
+            # Only carried-over histories know their turns.
+            getattr(row, "turn_id", None),
+        )
+        for seq, row in enumerate(rows, first_seq)
+    ]
+
+
+_item_field = TimelineRow._meta.get_field("item")
+
+
+def _row_values(count: int) -> str:
+    """``count`` rows of ``ROW_COLUMNS`` placeholders, for a VALUES list."""
+    row = "(" + ", ".join(["%s"] * len(ROW_COLUMNS)) + ")"
+    return ", ".join([row] * count)
 
 
 _ENGINES = {"sqlite": SQLiteAppendSQL, "postgresql": PostgreSQLAppendSQL}

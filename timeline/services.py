@@ -33,7 +33,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from kernel.errors import ArchivedConflict, Conflict, NotFound, SeqConflict
-from timeline.append_sql import append_sql
+from timeline.append_sql import append_sql, row_params
 from timeline.group_commit import run_grouped_append
 from timeline.idempotency import check_replays_match, committed_by_item_id, refuse_committed_item_ids
 from timeline.items import check_item_size, item_bytes, new_item_problems
@@ -311,8 +311,14 @@ def _save_head(agent: _AgentHead) -> None:
     too: ``last_seen_at`` moves with the head, so an appending agent is never
     stale. A history carried over by the importer is not.
     """
-    db = agent.connection
-    adapt = db.ops.adapt_datetimefield_value
+    statements = append_sql(agent.connection)
+    statement = statements.save_head_alive if agent.alive else statements.save_head
+    statement.execute(_head_params(agent), connection=agent.connection)
+
+
+def _head_params(agent: _AgentHead) -> list:
+    """``_save_head``'s parameters: the head columns, ``last_seen_at`` for a live agent, the counters, the agent."""
+    adapt = agent.connection.ops.adapt_datetimefield_value
     params = [
         agent.head_seq,
         agent.min_seq,
@@ -320,11 +326,10 @@ def _save_head(agent: _AgentHead) -> None:
         adapt(agent.last_activity_at),
         adapt(agent.last_user_message_at),
     ]
-    statements = append_sql(db)
     if agent.alive:
         params.append(adapt(timezone.now()))
-    statement = statements.save_head_alive if agent.alive else statements.save_head
-    statement.execute([*params, agent.added_rows, agent.added_bytes, agent.agent_id], connection=db)
+    params += [agent.added_rows, agent.added_bytes, agent.agent_id]
+    return params
 
 
 def _restart_history(agent: _AgentHead, *, start_seq: int | None, epoch: str | None) -> None:
@@ -370,22 +375,54 @@ def _append_locked(
 
     ``check_item_ids``: refuse a batch carrying an item id already committed
     (one indexed lookup per batch; the API append has looked them up already)."""
+    if on_batch is None and not check_item_ids and _append_in_one_statement(agent, rows, batch_size=batch_size):
+        _announce(agent)
+        return
     start_head = agent.head_seq
     for batch in _batches(rows, batch_size):
         if check_item_ids:
             refuse_committed_item_ids(agent.agent_id, batch)
-        _insert_batch(agent_id=agent.agent_id, first_seq=agent.head_seq + 1, rows=batch)
-        _index_for_search(agent=agent, first_seq=agent.head_seq + 1, last_seq=agent.head_seq + len(batch))
-        agent.head_seq += len(batch)
-        for row in batch:
-            agent.saw(row)
-        agent.added_rows += len(batch)
-        agent.added_bytes += sum(item_bytes(row.item) for row in batch)
+        first_seq = agent.head_seq + 1
+        _insert_batch(agent_id=agent.agent_id, first_seq=first_seq, rows=batch)
+        _count_batch(agent, batch)
+        _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq)
         if on_batch is not None:
             on_batch(len(batch))
     if agent.head_seq == start_head:
         return
     _save_head(agent)
+    _announce(agent)
+
+
+def _append_in_one_statement(agent: _AgentHead, rows: Iterable[CheckedRow], *, batch_size: int) -> bool:
+    """Insert ``rows`` and write the head back in one statement, where the engine
+    has one (``AppendSQL.insert_rows_and_save_head``) and ``rows`` is one batch;
+    False, having done nothing, otherwise."""
+    if not isinstance(rows, Sequence) or not 1 <= len(rows) <= batch_size:
+        return False
+    db = agent.connection
+    statement = append_sql(db).insert_rows_and_save_head(len(rows), alive=agent.alive)
+    if statement is None:
+        return False
+    first_seq = agent.head_seq + 1
+    _count_batch(agent, rows)
+    values = row_params(db, agent_id=agent.agent_id, first_seq=first_seq, rows=rows)
+    statement.execute([value for row in values for value in row] + _head_params(agent), connection=db)
+    _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq)
+    return True
+
+
+def _count_batch(agent: _AgentHead, batch: Sequence[CheckedRow]) -> None:
+    """Move ``agent``'s head, activity times and growth counters past ``batch``, just inserted after its head."""
+    agent.head_seq += len(batch)
+    for row in batch:
+        agent.saw(row)
+    agent.added_rows += len(batch)
+    agent.added_bytes += sum(item_bytes(row.item) for row in batch)
+
+
+def _announce(agent: _AgentHead) -> None:
+    """Tell the transaction's listeners the head moved, and everyone once it has committed."""
     agent_id, head, epoch = agent.agent_id, agent.head_seq, agent.timeline_epoch
     timeline_committing.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
     transaction.on_commit(
@@ -411,29 +448,12 @@ def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) 
     the stored values are the same.
     """
     db = connections[DEFAULT_DB_ALIAS]
-    adapt_datetime = db.ops.adapt_datetimefield_value
-    prep_item = _item_field.get_db_prep_save
-    params = [
-        (
-            agent_id,
-            seq,
-            adapt_datetime(row.committed_at),
-            row.item_type,
-            prep_item(row.item, db),
-            row.item_id,
-            # Only carried-over histories know their turns.
-            getattr(row, "turn_id", None),
-        )
-        for seq, row in enumerate(rows, first_seq)
-    ]
+    params = row_params(db, agent_id=agent_id, first_seq=first_seq, rows=rows)
     insert = append_sql(db).insert_row
     if len(params) == 1:
         insert.execute(params[0], connection=db)
     else:
         insert.executemany(params, connection=db)
-
-
-_item_field = TimelineRow._meta.get_field("item")
 
 
 # --- the search index -------------------------------------------------------

@@ -20,7 +20,7 @@ from psycopg import sql
 
 from kernel.postgres import connection_keywords
 from kernel.write_fence import outside_write_fence
-from timeline.append_sql import Statement, postgresql_statement_cursor
+from timeline.append_sql import PostgreSQLStatement
 from timeline.live.messages import ChunkAssembler, Message, encode_message, split_payload
 from timeline.live.transports.base import ListeningTransport, PayloadReceiver
 
@@ -31,7 +31,7 @@ def postgres_connect_kwargs() -> dict:
 
 
 #: Sent with every append: built once, parameters bound on the server.
-_NOTIFY = Statement("SELECT pg_notify(%s, %s)", placeholder="%s", cursor_class=postgresql_statement_cursor())
+_NOTIFY = PostgreSQLStatement("SELECT pg_notify(%s, %s)")
 
 
 class PostgresTransport(ListeningTransport):
