@@ -150,6 +150,7 @@ def test_stored_times_in_another_form_read_as_the_orm_reads_them(awkward_agent):
     assert page.rows == orm_rows(awkward_agent.pk)
     assert page.rows[1]["committed_at"] == dt.datetime(2026, 1, 2, 1, 4, 5, 500000, tzinfo=dt.UTC)
 
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize(("direction", "seq"), [("tail", None), ("after", 0), ("before", 2)])
 def test_a_read_after_the_connection_was_closed_opens_it_again(direction, seq):
