@@ -8,8 +8,8 @@ event loop is busy every hop waits for the GIL: 10,000 streams ending at once
 took 15–60 s to finish, one hop at a time. Here the calls queued while a hop is
 under way go together in the next one. Each still runs on that same thread,
 once per request and in the order they came, in a copy of its own request's
-context (what it sets there is set back in the caller's), as ``sync_to_async``
-would run it; its result or exception goes back to its own caller.
+context, as ``sync_to_async`` would run it; its result or exception goes back
+to its own caller.
 """
 
 from __future__ import annotations
@@ -24,17 +24,6 @@ from asgiref.sync import sync_to_async
 T = TypeVar("T")
 
 _Call = tuple[contextvars.Context, Callable[[], Any], asyncio.Future]
-
-
-def _restore_context(context: contextvars.Context) -> None:
-    """What the call set in its copy of the caller's context, set in the caller's (as asgiref does)."""
-    for variable, value in context.items():
-        try:
-            if variable.get() is value:
-                continue
-        except LookupError:
-            pass
-        variable.set(value)
 
 
 def _run_each(calls: list[_Call]) -> list[tuple[BaseException | None, Any]]:
@@ -60,14 +49,10 @@ class SharedThreadCalls:
             # A new event loop (tests run one each): whatever the old one left is not coming back.
             self._calls, drainer = [], None
         future = loop.create_future()
-        context = contextvars.copy_context()
-        self._calls.append((context, fn, future))
+        self._calls.append((contextvars.copy_context(), fn, future))
         if drainer is None or drainer.done():
             self._drainer = loop.create_task(self._drain())
-        try:
-            return await future
-        finally:
-            _restore_context(context)
+        return await future
 
     async def _drain(self) -> None:
         while self._calls:

@@ -51,16 +51,6 @@ def test_calls_run_on_asgirefs_shared_thread_in_order_each_in_its_own_context(mo
     assert 1 <= len(hops) < 50 and all(hop == {"thread_sensitive": True} for hop in hops)
 
 
-def test_what_a_call_sets_in_its_context_its_caller_sees_after():
-    calls = SharedThreadCalls()
-
-    async def main():
-        await calls.run(lambda: request_number.set(7))
-        return request_number.get()
-
-    assert asyncio.run(main()) == 7
-
-
 def test_an_exception_goes_to_its_own_caller_only():
     calls = SharedThreadCalls()
 
