@@ -18,8 +18,7 @@ Each answers one question before Django sees a request:
   each such context its own one-thread executor, alive until the request
   ends: an open SSE stream kept an idle thread for its whole life (1,000
   streams, 1,007 threads). Without the context those steps share asgiref's
-  one process-wide thread, many requests' steps to one hop
-  (chartr/shared_thread.py); an ``EventStreamResponse``'s frames go to
+  one process-wide thread; an ``EventStreamResponse``'s frames go to
   ``send`` without Django's streaming-response layers.
 - ``JsonServerErrors``: what a client sees when a handler fails before it
   started answering: the JSON error envelope under /api/, never the server's
