@@ -18,8 +18,7 @@ Each answers one question before Django sees a request:
   each such context its own one-thread executor, alive until the request
   ends: an open SSE stream kept an idle thread for its whole life (1,000
   streams, 1,007 threads). Without the context those steps share asgiref's
-  one process-wide thread, many requests' steps to one hop
-  (chartr/shared_thread.py); an ``EventStreamResponse``'s frames go to
+  one process-wide thread; an ``EventStreamResponse``'s frames go to
   ``send`` without Django's streaming-response layers.
 - ``JsonServerErrors``: what a client sees when a handler fails before it
   started answering: the JSON error envelope under /api/, never the server's
@@ -39,14 +38,9 @@ from collections.abc import Awaitable, Callable
 from contextlib import aclosing
 from typing import Any
 
-from django.core import signals
-from django.core.exceptions import RequestAborted
-from django.core.handlers.asgi import ASGIHandler, get_script_prefix
-from django.dispatch import Signal
+from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpResponseBase
-from django.urls import set_script_prefix
 
-from chartr.shared_thread import SharedThreadCalls
 from kernel import draining
 from kernel.event_stream import EventStreamResponse
 
@@ -103,7 +97,6 @@ class SharedThreadAsgiHandler(ASGIHandler):
         super().__init__()
         #: Called on the event loop once a request is over and its objects are gone.
         self.when_done = when_done
-        self.shared_thread = SharedThreadCalls()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -120,69 +113,6 @@ class SharedThreadAsgiHandler(ASGIHandler):
                 request.__dict__.clear()
             if self.when_done is not None:
                 self.when_done()
-
-    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """Django 5.2's ``ASGIHandler.handle``, its steps on the shared thread (the request
-        signals, ``response.close``) through ``self.shared_thread``: the same calls on the same
-        thread, many requests' to one hop (chartr/shared_thread.py)."""
-        try:
-            body_file = await self.read_body(receive)
-        except RequestAborted:
-            return
-        set_script_prefix(get_script_prefix(scope))
-        await self._send_signal(signals.request_started, scope=scope)
-        request, error_response = self.create_request(scope, body_file)
-        if request is None:
-            body_file.close()
-            await self.send_response(error_response, send)
-            await self.shared_thread.run(error_response.close)
-            return
-
-        async def process_request(request, send):
-            response = await self.run_get_response(request)
-            try:
-                await self.send_response(response, send)
-            except asyncio.CancelledError:
-                pass  # the client went away while the response was being sent
-            return response
-
-        # The disconnect listener first: it raises nothing unexpected that could stop
-        # process_request from being cancelled.
-        tasks = [
-            asyncio.create_task(self.listen_for_disconnect(receive)),
-            asyncio.create_task(process_request(request, send)),
-        ]
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
-        for task in tasks:
-            if task.done():
-                try:
-                    task.result()
-                except RequestAborted:
-                    pass  # the client went away
-                except AssertionError:
-                    body_file.close()
-                    raise
-            else:
-                task.cancel()
-                try:
-                    await task
-                except asyncio.CancelledError:
-                    pass
-        try:
-            response = tasks[1].result()
-        except asyncio.CancelledError:
-            await self._send_signal(signals.request_finished)
-        else:
-            await self.shared_thread.run(response.close)
-        body_file.close()
-
-    async def _send_signal(self, signal: Signal, **named: Any) -> None:
-        """``signal.asend``, its synchronous receivers run on the shared thread as one call."""
-        _, async_receivers = signal._live_receivers(self.__class__)
-        if async_receivers:
-            await signal.asend(sender=self.__class__, **named)
-        else:
-            await self.shared_thread.run(lambda: signal.send(sender=self.__class__, **named))
 
     def create_request(self, scope: Scope, body_file):
         request, error_response = super().create_request(scope, body_file)
