@@ -1,0 +1,60 @@
+"""PostgreSQL: the append's fixed statements sent straight to libpq answer as a cursor would,
+and an append of several items writes its rows and its head in one statement."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from chartr.db_backends.postgresql import bound_statements
+from tests.factories import AgentFactory
+from timeline.append_sql import PostgreSQLStatement
+from timeline.models import TimelineRow
+from timeline.services import NewTimelineItem, append_timeline_items
+
+pytestmark = [pytest.mark.skipif("connection.vendor != 'postgresql'"), pytest.mark.django_db]
+
+
+def test_rows_come_back_as_a_cursor_reads_them():
+    agent = AgentFactory()
+    statement = PostgreSQLStatement(
+        "SELECT agent_id, head_seq, created_at FROM snapshots_agentsnapshot WHERE agent_id = %s"
+    )
+    connection.ensure_connection()
+    assert bound_statements.available(connection.connection)
+    with connection.cursor() as cursor:
+        cursor.execute(statement.sql, [agent.agent_id])
+        expected = cursor.fetchone()
+    assert statement.fetchone([agent.agent_id], connection=connection) == expected
+    assert statement.fetchall([agent.agent_id], connection=connection) == [expected]
+    assert statement.fetchone(["no-such-agent"], connection=connection) is None
+
+
+def test_an_error_is_djangos_and_the_transaction_rolls_back():
+    agent = AgentFactory()
+    append_timeline_items(agent_id=agent.agent_id, items=[NewTimelineItem(item={"type": "note", "text": "a"})])
+    duplicate = PostgreSQLStatement(
+        "INSERT INTO timeline_timelinerow (agent_id, seq, committed_at, item_type, item) "
+        "SELECT agent_id, seq, committed_at, item_type, item FROM timeline_timelinerow WHERE agent_id = %s"
+    )
+    with pytest.raises(IntegrityError), transaction.atomic():
+        duplicate.execute([agent.agent_id], connection=connection)
+    assert TimelineRow.objects.filter(agent=agent).count() == 1
+
+
+def test_several_items_go_with_the_head_in_one_statement():
+    agent = AgentFactory()
+    items = [NewTimelineItem(item={"type": "note", "text": f"n{i}"}, item_id=f"id-{i}") for i in range(3)]
+    with CaptureQueriesContext(connection) as queries:
+        result = append_timeline_items(agent_id=agent.agent_id, items=items)
+    writes = [q["sql"] for q in queries.captured_queries if "timeline_timelinerow" in q["sql"] and "INSERT" in q["sql"]]
+    assert len(writes) == 1 and "UPDATE" in writes[0]
+    agent.refresh_from_db()
+    assert [row.seq for row in result.rows] == [1, 2, 3]
+    assert (agent.head_seq, agent.committed_rows) == (3, 3)
+    assert list(TimelineRow.objects.filter(agent=agent).order_by("seq").values_list("item_id", flat=True)) == [
+        "id-0",
+        "id-1",
+        "id-2",
+    ]
