@@ -8,9 +8,7 @@ import json
 
 import pytest
 from django.conf import settings
-from django.core import signals
 from django.core.wsgi import get_wsgi_application
-from django.db import close_old_connections
 from django.urls import get_resolver, reverse
 from rest_framework.authentication import SessionAuthentication
 
@@ -19,7 +17,7 @@ from tests.chartr.test_asgi import http_scope
 from tests.factories import AgentFactory
 from tokens.services import create_api_token
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("wsgi_keeps_test_connection")]
 
 
 def test_api_calls_without_a_cookie_take_the_api_middleware():
@@ -81,16 +79,6 @@ def answer(app, method: str, path: str, *, body: bytes = b"", query: str = "", h
     finally:
         response.close()
     return started["status"], started["headers"], content
-
-
-@pytest.fixture(autouse=True)
-def keep_test_connection():
-    """Outside a server, request_finished would close the test's own connection mid-transaction."""
-    signals.request_started.disconnect(close_old_connections)
-    signals.request_finished.disconnect(close_old_connections)
-    yield
-    signals.request_started.connect(close_old_connections)
-    signals.request_finished.connect(close_old_connections)
 
 
 @pytest.fixture

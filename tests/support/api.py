@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from django.core import signals
+from django.db import close_old_connections
 from rest_framework.test import APIClient
 
 from tokens.services import create_api_token
@@ -61,3 +63,14 @@ def static_files_without_collectstatic(settings):
     }
     settings.WHITENOISE_USE_FINDERS = True
     settings.WHITENOISE_AUTOREFRESH = True
+
+
+@pytest.fixture
+def wsgi_keeps_test_connection():
+    """A WSGI handler called in the test's process would close the test's own connection
+    mid-transaction on request_started/request_finished, as a server rightly does between requests."""
+    signals.request_started.disconnect(close_old_connections)
+    signals.request_finished.disconnect(close_old_connections)
+    yield
+    signals.request_started.connect(close_old_connections)
+    signals.request_finished.connect(close_old_connections)

@@ -13,9 +13,7 @@ import os
 
 import pytest
 import schemathesis
-from django.core import signals
 from django.core.handlers.wsgi import WSGIHandler
-from django.db import close_old_connections
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
 from hypothesis import HealthCheck, settings
@@ -27,6 +25,8 @@ from timeline.schema import STREAM_PATH
 from tokens.services import create_api_token
 
 MAX_EXAMPLES = int(os.environ.get("CHARTR_FUZZ_EXAMPLES", "25"))
+
+pytestmark = pytest.mark.usefixtures("wsgi_keeps_test_connection")
 
 
 def app_schema() -> dict:
@@ -74,15 +74,6 @@ def seeded(db):
     for n in range(3):
         AgentFactory(agent_id=str(n), workspace=WorkspaceFactory(project=ProjectFactory()))
     return create_api_token(name="fuzz")[1]
-
-
-@pytest.fixture(autouse=True)
-def keep_test_connection():
-    signals.request_started.disconnect(close_old_connections)
-    signals.request_finished.disconnect(close_old_connections)
-    yield
-    signals.request_started.connect(close_old_connections)
-    signals.request_finished.connect(close_old_connections)
 
 
 def error_code_matches_contract(response, case) -> None:
