@@ -19,7 +19,7 @@ from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from chartr.db_backends.postgresql import bound_statements
+from kernel import bound_statements
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineRow
 

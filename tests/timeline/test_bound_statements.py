@@ -7,7 +7,7 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from chartr.db_backends.postgresql import bound_statements
+from kernel import bound_statements
 from tests.factories import AgentFactory
 from timeline.append_sql import PostgreSQLStatement
 from timeline.models import TimelineRow

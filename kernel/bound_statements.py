@@ -9,7 +9,7 @@ exactly as a cursor adapts them), libpq sends them bound apart from the text,
 psycopg's wait loop collects the result, and an error result becomes the very
 exception psycopg would raise.
 
-It uses two psycopg internals, as the write fence does (``fence.py``):
+It uses two psycopg internals, as the write fence does (``chartr/db_backends/postgresql/fence.py``):
 ``Connection.wait`` and ``psycopg.generators.execute``. ``available(raw)``
 says whether they are there and the connection is in a state they serve (not
 in pipeline mode); otherwise callers use a cursor as before.
