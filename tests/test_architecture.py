@@ -26,7 +26,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("chartr", "kernel", "tokens", "registry", "snapshots", "timeline", "legacy", "datadir", "dashboard")
+PACKAGES = (
+    "chartr",
+    "kernel",
+    "tokens",
+    "registry",
+    "snapshots",
+    "timeline",
+    "legacy",
+    "datadir",
+    "retention",
+    "dashboard",
+)
 #: First-party but not production: production code must not lean on them either.
 OTHER_FIRST_PARTY = ("tests", "bench")
 FIRST_PARTY = frozenset(PACKAGES + OTHER_FIRST_PARTY)
@@ -318,6 +329,21 @@ def test_chartr_modules_other_than_the_configuration_roots_import_only_kernel():
         and top(imp.target) not in CHARTR_MAY_IMPORT
     ]
     assert not offenders, failure("chartr is configuration; outside its roots it may import kernel only", offenders)
+
+
+def test_apps_do_not_import_the_configuration_package():
+    # chartr/ wires the apps together; an app leaning on it would make the wiring a dependency.
+    offenders = [
+        str(imp)
+        for imp in first_party_imports()
+        if top(imp.source) not in ("chartr", "kernel") and top(imp.target) == "chartr"
+    ]
+    assert not offenders, failure("apps lean on kernel and on each other, never on chartr", offenders)
+
+
+def test_every_first_party_package_is_in_the_graph():
+    packages = {path.parent.name for path in REPO.glob("*/apps.py")} | {"chartr", "kernel"}
+    assert packages <= set(PACKAGES), f"packages the architecture checks do not see: {sorted(packages - set(PACKAGES))}"
 
 
 def test_no_import_cycle_between_modules_of_a_package():
