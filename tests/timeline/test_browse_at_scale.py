@@ -1,10 +1,12 @@
 """At 1M rows, the timeline page's reads stay bounded by their limit: proven by EXPLAIN, not by timing.
 
 The million rows are one agent's, built by one INSERT ... SELECT (a recursive
-CTE on SQLite, generate_series on PostgreSQL) inside the test's transaction,
-then indexed for search the way each engine does it. Marked ``slow`` (about
-half a minute on SQLite, a minute on PostgreSQL): ``make test-fast`` leaves
-it out, ``make test`` runs it.
+CTE on SQLite, generate_series on PostgreSQL), then indexed for search the way
+each engine does it. They are built once for the module, in a transaction the
+module's tests only read from (each inside a savepoint of its own) and that is
+rolled back after the last of them. Marked ``slow`` (the build takes about half
+a minute on SQLite, a minute on PostgreSQL): ``make test-fast`` leaves it out,
+``make test`` runs it.
 
 What each engine's plan must show for a page, a filtered page, a jump to a
 seq or a time: a range of one of the (agent, ...) indexes, walked in order
@@ -20,7 +22,7 @@ import datetime as dt
 import re
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from snapshots.models import AgentSnapshot
@@ -54,14 +56,23 @@ FROM generate_series(1, %s) AS i
 """
 
 
-@pytest.fixture
-def million_row_agent(django_db_blocker):
+@pytest.fixture(scope="module")
+def million_row_agent(django_db_setup, django_db_blocker):
+    """One agent with a million rows, for every test here: they only read it."""
+    with django_db_blocker.unblock(), transaction.atomic():
+        agent = build_million_row_agent()
+        yield agent
+        # Nothing of it outlives the module: the rows, the agent, the rebuilt search index.
+        transaction.set_rollback(True)
+
+
+def build_million_row_agent():
     agent = AgentFactory()
     search = timeline_search()
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # Building the GIN index once is much cheaper than maintaining it row by row;
-            # DDL is transactional here, so the test's rollback restores it.
+            # DDL is transactional here, so the rollback restores it.
             with connection.schema_editor(atomic=False) as editor:
                 search.drop_index(editor)
             cursor.execute(POSTGRES_ROWS, [agent.pk, ROWS])
