@@ -3,6 +3,11 @@
 This runs it in its tiny ``--smoke`` profile (seconds: a few appends and
 reads, a real server process) and checks that every case printed a figure
 next to its raw baseline. No timing is asserted.
+
+The smoke runs of every bench selected here start together, when the first
+test asks (``bench_runs``): each bench works in its own temp dirs, scratch
+database and kernel-picked ports, and most of a smoke run waits on its server
+processes, so they overlap. Each test then waits for its own run's output.
 """
 
 from __future__ import annotations
@@ -14,6 +19,10 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import skip_or_fail
+from tests.support.balancer import nginx_binary
+from tests.support.processes import postgres_available, redis_available
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 FIGURE = r"[\d,.]+"
@@ -29,18 +38,74 @@ LATENCY_CASES = [
     for direction in ("tail", "before", "after")
 ]
 DELIVERY_CASES = ["delivery 3 subscribers (each)", "delivery 3 subscribers (last)"]
+RUN_TIMEOUT = 240
+
+
+def multi_instance_ready() -> bool:
+    return nginx_binary() is not None and postgres_available() and redis_available()
+
+
+class BenchRun:
+    """One bench's ``--smoke`` run in the background, its output in files so nothing blocks on a pipe."""
+
+    def __init__(self, script: str, root: Path, *, json_results: bool = False):
+        root.mkdir(parents=True, exist_ok=True)
+        self.results_path = root / "results.json"
+        args = [sys.executable, script, "--smoke"] + (["--json", str(self.results_path)] if json_results else [])
+        self.out, self.err = open(root / "stdout", "w+"), open(root / "stderr", "w+")
+        self.popen = subprocess.Popen(args, cwd=REPO_ROOT, stdout=self.out, stderr=self.err, text=True)
+
+    def result(self) -> subprocess.CompletedProcess:
+        try:
+            self.popen.wait(timeout=RUN_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait()
+        self.out.seek(0)
+        self.err.seek(0)
+        return subprocess.CompletedProcess(self.popen.args, self.popen.returncode, self.out.read(), self.err.read())
+
+    def close(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.kill()
+            self.popen.wait()
+        self.out.close()
+        self.err.close()
+
+
+#: test name -> (bench script, whether it writes --json results)
+BENCHES = {
+    "test_bench_smoke_prints_every_case_next_to_its_baseline": ("bench/timeline_bench.py", True),
+    "test_multi_instance_bench_smoke_prints_both_rounds_and_their_ratio": ("bench/multi_instance.py", True),
+    "test_streams_bench_smoke_prints_threads_rss_and_delivery": ("bench/streams.py", False),
+    "test_concurrency_bench_smoke_prints_rate_latency_and_server_cpu": ("bench/concurrency.py", False),
+    "test_peers_bench_smoke_prints_a_cost_per_peer_or_skips_it": ("bench/peers.py", False),
+    "test_api_overhead_bench_smoke_prints_server_and_service_cpu": ("bench/api_overhead.py", False),
+}
+
+
+@pytest.fixture(scope="module")
+def bench_runs(request, tmp_path_factory):
+    """The smoke runs of the benches whose tests are selected, all started at once: test name -> BenchRun."""
+    selected = {item.name for item in request.session.items if item.module is request.module}
+    root = tmp_path_factory.mktemp("bench-smoke")
+    runs = {}
+    try:
+        for name, (script, json_results) in BENCHES.items():
+            if name not in selected or ("multi_instance" in script and not multi_instance_ready()):
+                continue
+            runs[name] = BenchRun(script, root / Path(script).stem, json_results=json_results)
+        yield runs
+    finally:
+        for run in runs.values():
+            run.close()
 
 
 @pytest.mark.process
-def test_bench_smoke_prints_every_case_next_to_its_baseline(tmp_path):
-    results_path = tmp_path / "results.json"
-    completed = subprocess.run(
-        [sys.executable, "bench/timeline_bench.py", "--smoke", "--json", str(results_path)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+def test_bench_smoke_prints_every_case_next_to_its_baseline(bench_runs):
+    run = bench_runs["test_bench_smoke_prints_every_case_next_to_its_baseline"]
+    completed = run.result()
+    results_path = run.results_path
     output = completed.stdout
     assert completed.returncode == 0, f"bench failed:\n{output}\n{completed.stderr}"
 
@@ -66,21 +131,12 @@ def test_bench_smoke_prints_every_case_next_to_its_baseline(tmp_path):
 
 
 @pytest.mark.process
-def test_multi_instance_bench_smoke_prints_both_rounds_and_their_ratio(tmp_path):
-    from tests.conftest import skip_or_fail
-    from tests.support.balancer import nginx_binary
-    from tests.support.processes import postgres_available, redis_available
-
-    if nginx_binary() is None or not postgres_available() or not redis_available():
+def test_multi_instance_bench_smoke_prints_both_rounds_and_their_ratio(bench_runs):
+    if not multi_instance_ready():
         skip_or_fail("the multi-instance bench needs nginx, PostgreSQL and Redis")
-    results_path = tmp_path / "multi.json"
-    completed = subprocess.run(
-        [sys.executable, "bench/multi_instance.py", "--smoke", "--json", str(results_path)],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    run = bench_runs["test_multi_instance_bench_smoke_prints_both_rounds_and_their_ratio"]
+    completed = run.result()
+    results_path = run.results_path
     assert completed.returncode == 0, completed.stdout + completed.stderr
     for count in (1, 2):
         assert re.search(rf"instances {count}: appends +{FIGURE} rows/s \(0 errors\)", completed.stdout)
@@ -89,10 +145,8 @@ def test_multi_instance_bench_smoke_prints_both_rounds_and_their_ratio(tmp_path)
     assert [r["instances"] for r in results["rounds"]] == [1, 2]
 
 
-def test_streams_bench_smoke_prints_threads_rss_and_delivery():
-    completed = subprocess.run(
-        [sys.executable, "bench/streams.py", "--smoke"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=240
-    )
+def test_streams_bench_smoke_prints_threads_rss_and_delivery(bench_runs):
+    completed = bench_runs["test_streams_bench_smoke_prints_threads_rss_and_delivery"].result()
     output = completed.stdout
     assert completed.returncode == 0, f"bench failed:\n{output}\n{completed.stderr}"
     for phase in ("idle", "open", "closed"):
@@ -102,10 +156,8 @@ def test_streams_bench_smoke_prints_threads_rss_and_delivery():
 
 
 @pytest.mark.process
-def test_concurrency_bench_smoke_prints_rate_latency_and_server_cpu():
-    completed = subprocess.run(
-        [sys.executable, "bench/concurrency.py", "--smoke"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=240
-    )
+def test_concurrency_bench_smoke_prints_rate_latency_and_server_cpu(bench_runs):
+    completed = bench_runs["test_concurrency_bench_smoke_prints_rate_latency_and_server_cpu"].result()
     output = completed.stdout
     assert completed.returncode == 0, f"bench failed:\n{output}\n{completed.stderr}"
     for clients in (1, 2):
@@ -118,10 +170,8 @@ def test_concurrency_bench_smoke_prints_rate_latency_and_server_cpu():
 
 
 @pytest.mark.process
-def test_peers_bench_smoke_prints_a_cost_per_peer_or_skips_it():
-    completed = subprocess.run(
-        [sys.executable, "bench/peers.py", "--smoke"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=240
-    )
+def test_peers_bench_smoke_prints_a_cost_per_peer_or_skips_it(bench_runs):
+    completed = bench_runs["test_peers_bench_smoke_prints_a_cost_per_peer_or_skips_it"].result()
     output = completed.stdout
     assert completed.returncode == 0, f"bench failed:\n{output}\n{completed.stderr}"
     for peer in ("eventsourcing", "langgraph-sqlite"):
@@ -133,10 +183,8 @@ def test_peers_bench_smoke_prints_a_cost_per_peer_or_skips_it():
 
 
 @pytest.mark.process
-def test_api_overhead_bench_smoke_prints_server_and_service_cpu():
-    completed = subprocess.run(
-        [sys.executable, "bench/api_overhead.py", "--smoke"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=240
-    )
+def test_api_overhead_bench_smoke_prints_server_and_service_cpu(bench_runs):
+    completed = bench_runs["test_api_overhead_bench_smoke_prints_server_and_service_cpu"].result()
     output = completed.stdout
     assert completed.returncode == 0, f"bench failed:\n{output}\n{completed.stderr}"
     for case in ("append 1 item", "read 100 rows"):
