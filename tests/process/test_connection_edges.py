@@ -149,7 +149,9 @@ def test_a_body_within_the_limit_still_reaches_the_api(server):
     assert response.status_code == 201, response.text
 
 
-def test_a_write_that_cannot_get_the_sqlite_lock_in_time_is_a_503_busy(tmp_path):
+def test_a_write_that_cannot_get_the_sqlite_lock_in_time_is_a_503_busy(tmp_path, scratch_db):
+    # A migrated copy where the entrypoint looks (<data dir>/chartr.sqlite3): its migrate has nothing to do.
+    scratch_db("sqlite", migrated=True)
     env = isolated_env(tmp_path, CHARTR_WORKERS="1", CHARTR_SQLITE_TIMEOUT="1")
     server = start_server(env, tmp_path / "server.log")
     try:
