@@ -60,15 +60,25 @@ def test_several_items_go_with_the_head_in_one_statement():
     ]
 
 
-@pytest.fixture
-def preparing_connection():
-    """The test's connection with ``prepare_threshold`` set, as OPTIONS would set it."""
+def _with_prepare_threshold(threshold):
     connection.ensure_connection()
     raw = connection.connection
     before = raw.prepare_threshold
-    raw.prepare_threshold = 0
+    raw.prepare_threshold = threshold
     yield raw
     raw.prepare_threshold = before
+
+
+@pytest.fixture
+def preparing_connection():
+    """The test's connection with ``prepare_threshold`` set, as OPTIONS would set it."""
+    yield from _with_prepare_threshold(0)
+
+
+@pytest.fixture
+def default_connection():
+    """The test's connection as Django's default OPTIONS leave it: ``prepare_threshold`` None."""
+    yield from _with_prepare_threshold(None)
 
 
 def _prepared_here() -> list[str]:
@@ -77,10 +87,9 @@ def _prepared_here() -> list[str]:
         return [name for (name,) in cursor.fetchall()]
 
 
-def test_nothing_is_prepared_by_default():
+def test_nothing_is_prepared_by_default(default_connection):
     agent = AgentFactory()
     append_timeline_items(agent_id=agent.agent_id, items=[NewTimelineItem(item={"type": "note", "text": "a"})])
-    assert connection.connection.prepare_threshold is None
     assert _prepared_here() == []
 
 
