@@ -68,16 +68,17 @@ def _prepared_name(raw: Any, query: bytes, types: Sequence[int]) -> bytes | None
     """The name of ``query`` (with these parameter types) prepared on ``raw``'s session,
     preparing it first; None where the connection prepares nothing."""
     manager = getattr(raw, "_prepared", None)
-    if manager is None or manager.prepare_threshold is None:
+    names = getattr(manager, "_names", None)
+    if names is None or manager.prepare_threshold is None:
         return None
     # psycopg's cache key is (query, types); the prefix keeps ours apart from the same text sent by a cursor.
     key = (b"chartr:" + query, tuple(types))
-    name = manager._names.get(key)
+    name = names.get(key)
     if name is None:
         name = f"_chartr_{next(_numbers)}".encode()
         raw.pgconn.send_prepare(name, query, param_types=types)
         _check(raw, raw.wait(generators.execute(raw.pgconn))[-1])
-        manager._names[key] = name
+        names[key] = name
     return name
 
 
