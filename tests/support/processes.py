@@ -31,7 +31,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 
@@ -320,17 +320,34 @@ def with_dbname(url: str, name: str) -> str:
     return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
 
 
+def libpq_url(url: str) -> str:
+    """``url`` without the query options libpq does not know (``prepare_threshold``, say: a
+    psycopg connection option Django takes from DATABASE_URL), so psycopg can connect with it."""
+    from psycopg import pq
+
+    known = {option.keyword.decode() for option in pq.Conninfo.get_defaults()}
+    parts = urlsplit(url)
+    query = [(key, value) for key, value in parse_qsl(parts.query, keep_blank_values=True) if key in known]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def _database_url_options() -> str:
+    """The query options of this run's DATABASE_URL, which every scratch database's URL carries too."""
+    return urlsplit(os.environ["DATABASE_URL"]).query if run_engine() == "postgresql" else ""
+
+
 def postgres_admin_url() -> str:
     """The maintenance database of the PostgreSQL server scratch databases live on.
 
     ``CHARTR_TEST_POSTGRES_URL`` if set, else the server of this run's
     DATABASE_URL, else the local default (127.0.0.1:5432, user postgres).
+    Only libpq's options are kept: the URL is psycopg's to connect with.
     """
     explicit = os.environ.get("CHARTR_TEST_POSTGRES_URL")
     if explicit:
-        return explicit
+        return libpq_url(explicit)
     if run_engine() == "postgresql":
-        return with_dbname(os.environ["DATABASE_URL"], "postgres")
+        return libpq_url(with_dbname(os.environ["DATABASE_URL"], "postgres"))
     return DEFAULT_POSTGRES_URL
 
 
@@ -399,6 +416,7 @@ class ScratchDatabase:
         self.path = (path or root / "data" / "chartr.sqlite3") if engine == "sqlite" else None
         self.name = f"chartr_{purpose}_{secrets.token_hex(4)}" if engine == "postgresql" else None
         self.admin_url = postgres_admin_url() if engine == "postgresql" else None
+        self.options = _database_url_options() if engine == "postgresql" else ""
         self.created = False
         #: True once every migration is applied (a clone of a migrated template is).
         self.migrated = template is not None and template.migrated
@@ -407,7 +425,9 @@ class ScratchDatabase:
     def url(self) -> str:
         if self.engine == "sqlite":
             return f"sqlite:///{self.path}"
-        return with_dbname(self.admin_url, self.name).replace("postgresql://", "postgres://", 1)
+        url = urlsplit(with_dbname(self.admin_url, self.name).replace("postgresql://", "postgres://", 1))
+        # The run's own connection options (DATABASE_URL's prepare_threshold, say) go with it.
+        return urlunsplit(url._replace(query=self.options or url.query))
 
     def env(self) -> dict[str, str]:
         """What to add to the environment of a process whose data dir is ``<root>/data`` to use this database.
@@ -456,7 +476,7 @@ class ScratchDatabase:
                 conn.close()
         import psycopg
 
-        with psycopg.connect(self.url, connect_timeout=5) as conn:
+        with psycopg.connect(libpq_url(self.url), connect_timeout=5) as conn:
             return conn.execute(sql).fetchall()
 
     def __enter__(self) -> ScratchDatabase:

@@ -4,7 +4,7 @@ and an append of several items writes its rows and its head in one statement."""
 from __future__ import annotations
 
 import pytest
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, ProgrammingError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from kernel import bound_statements
@@ -58,3 +58,69 @@ def test_several_items_go_with_the_head_in_one_statement():
         "id-1",
         "id-2",
     ]
+
+
+def _with_prepare_threshold(threshold):
+    connection.ensure_connection()
+    raw = connection.connection
+    before = raw.prepare_threshold
+    raw.prepare_threshold = threshold
+    yield raw
+    raw.prepare_threshold = before
+
+
+@pytest.fixture
+def preparing_connection():
+    """The test's connection with ``prepare_threshold`` set, as OPTIONS would set it."""
+    yield from _with_prepare_threshold(0)
+
+
+@pytest.fixture
+def default_connection():
+    """The test's connection as Django's default OPTIONS leave it: ``prepare_threshold`` None."""
+    yield from _with_prepare_threshold(None)
+
+
+def _prepared_here() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM pg_prepared_statements WHERE name LIKE '\\_chartr\\_%%'")
+        return [name for (name,) in cursor.fetchall()]
+
+
+def test_nothing_is_prepared_by_default(default_connection):
+    agent = AgentFactory()
+    append_timeline_items(agent_id=agent.agent_id, items=[NewTimelineItem(item={"type": "note", "text": "a"})])
+    assert _prepared_here() == []
+
+
+def test_with_prepare_threshold_the_statements_are_prepared_once(preparing_connection):
+    agent = AgentFactory()
+    for text in ("a", "b", "c"):
+        append_timeline_items(agent_id=agent.agent_id, items=[NewTimelineItem(item={"type": "note", "text": text})])
+    prepared = _prepared_here()
+    # The lock read, the rows with the head, the NOTIFY: each prepared by the first append, reused by the others.
+    assert len(prepared) == 3
+    assert [row.seq for row in TimelineRow.objects.filter(agent=agent).order_by("seq")] == [1, 2, 3]
+    agent.refresh_from_db()
+    assert (agent.head_seq, agent.committed_rows) == (3, 3)
+
+
+def test_prepared_statements_come_back_after_psycopg_deallocates_its_own(preparing_connection):
+    agent = AgentFactory()
+    statement = PostgreSQLStatement("SELECT head_seq FROM snapshots_agentsnapshot WHERE agent_id = %s")
+    assert statement.fetchone([agent.agent_id], connection=connection) == (0,)
+    assert len(_prepared_here()) == 1
+    with connection.cursor() as cursor:
+        # What psycopg also does after a rollback, a DROP or an ALTER: it forgets every name it prepared.
+        cursor.execute("DEALLOCATE ALL")
+    assert _prepared_here() == []
+    assert statement.fetchone([agent.agent_id], connection=connection) == (0,)
+    assert len(_prepared_here()) == 1
+
+
+def test_a_failed_prepare_is_djangos_error_and_nothing_is_recorded(preparing_connection):
+    statement = PostgreSQLStatement("SELECT no_such_column FROM snapshots_agentsnapshot WHERE agent_id = %s")
+    with pytest.raises(ProgrammingError), transaction.atomic():
+        statement.fetchone(["x"], connection=connection)
+    assert _prepared_here() == []
+    assert not [key for key in preparing_connection._prepared._names if key[0].startswith(b"chartr:")]
