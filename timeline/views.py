@@ -4,8 +4,8 @@ from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
-from rest_framework.views import APIView
 
+from kernel.api.lean import LeanApiView
 from timeline import api_json, serializers
 from timeline.selectors import read_timeline
 from timeline.services import append_timeline_items
@@ -16,7 +16,7 @@ from timeline.services import append_timeline_items
 # document the operations and refuse what ``timeline.api_json`` does not read
 # directly, and ``timeline.api_json`` writes the answers. (No docstring:
 # drf-spectacular would publish it as the operations' description.)
-class AgentTimelineView(APIView):
+class AgentTimelineView(LeanApiView):
     @extend_schema(
         operation_id="timeline_read",
         tags=["timeline"],
