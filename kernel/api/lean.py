@@ -13,9 +13,10 @@ answers when the request is the common one (docs/benchmarks.md, fourth round):
   406 included;
 * **the body's parser**: a ``Content-Type`` that is exactly the one parser's
   media type picks it without DRF's media-type matching; anything else
-  (parameters, another type, none) takes DRF's ``_parse``, 415 included;
-* **per-request objects**: the ``Allow`` header's method list is computed once
-  per class, not on each request.
+  (parameters, another type, none) takes DRF's ``_parse``, 415 included.
+
+(Caching the ``Allow`` header's method list per class was tried and dropped: it
+depends on the instance, which ``as_view`` gives a ``head`` only once set up.)
 
 ``tests/timeline/test_lean_api.py`` sends every kind of request through such a
 view and through plain DRF, and compares status, headers and body.
@@ -76,12 +77,3 @@ class LeanApiView(APIView):
         ):
             return renderer_classes[0](), renderer_classes[0].media_type
         return super().perform_content_negotiation(request, force)
-
-    @property
-    def allowed_methods(self):
-        cls = type(self)
-        cached = cls.__dict__.get("_lean_allowed_methods")
-        if cached is None:
-            cached = super().allowed_methods
-            cls._lean_allowed_methods = cached
-        return cached
