@@ -12,7 +12,8 @@ from timeline.services import append_timeline_items
 
 
 # DRF still authenticates, checks the token's permission and throttle, negotiates,
-# parses the body and turns every error into the envelope; the serializers below
+# parses the body and turns every error into the envelope (``LeanApiView`` takes a
+# shortcut to DRF's own negotiation and parser choice for a plain request); the serializers below
 # document the operations and refuse what ``timeline.api_json`` does not read
 # directly, and ``timeline.api_json`` writes the answers. (No docstring:
 # drf-spectacular would publish it as the operations' description.)
