@@ -18,6 +18,8 @@ re-encoding every stored item than in the database (docs/benchmarks.md). Here:
 
 from __future__ import annotations
 
+import datetime as dt
+import zoneinfo
 from collections.abc import Mapping
 
 import orjson
@@ -38,6 +40,8 @@ MAX_INT_DIGITS = 19
 # Read off the serializers that declare them, so the direct reading never drifts from the declaration.
 EPOCH_MAX_LENGTH = serializers.ReadQuerySerializer().fields["epoch"].max_length
 ITEM_ID_MAX_LENGTH = serializers.NewItemSerializer().fields["item_id"].max_length
+#: The zones in which a UTC time is written ``+00:00``: ``astimezone`` into them changes nothing written.
+UTC_ZONES = frozenset({dt.UTC, zoneinfo.ZoneInfo("UTC")})
 APPEND_KEYS = frozenset({"items", "expected_head_seq"})
 NEW_ITEM_KEYS = frozenset({"item", "item_id"})
 
@@ -125,11 +129,8 @@ def json_response(document: Mapping, *, status: int = 200) -> HttpResponse:
 def page_document(page: TimelinePage) -> dict:
     """The page as ``TimelinePageSerializer`` documents it, stored items as ``orjson.Fragment``."""
     render = _timestamp_renderer()
-    fragment = orjson.Fragment
     if page.items_as_json:
-        rows = [
-            {**row, "committed_at": render(row["committed_at"]), "item": fragment(row["item"])} for row in page.rows
-        ]
+        rows = _rows_with_stored_items(page.rows, render)
     else:
         rows = [{**row, "committed_at": render(row["committed_at"])} for row in page.rows]
     return {
@@ -144,6 +145,28 @@ def page_document(page: TimelinePage) -> dict:
         "stale_cursor": page.stale_cursor,
         "gap": page.gap,
     }
+
+
+def _rows_with_stored_items(rows: list[dict], render) -> list[dict]:
+    """The rows with each item as its stored text, and each time as ``render`` writes it.
+
+    Rendering a time in Python (``astimezone``, ``isoformat``, the call) cost more than
+    reading the page (docs/benchmarks.md, fourth round). In UTC, the usual zone, a time
+    stored in UTC is left to orjson, which writes an aware datetime as ``isoformat()`` does
+    (``+00:00``, microseconds only when there are any). Only this document takes it: its
+    items are fragments, so ``dumps_like_drf`` never falls back to ``json`` (which cannot
+    write a datetime) for it.
+    """
+    fragment = orjson.Fragment
+    if timezone.get_current_timezone() not in UTC_ZONES:
+        return [{**row, "committed_at": render(row["committed_at"]), "item": fragment(row["item"])} for row in rows]
+    datetime_type = dt.datetime
+    return [
+        {**row, "item": fragment(row["item"])}
+        if (at := row["committed_at"]).__class__ is datetime_type and at.tzinfo in UTC_ZONES
+        else {**row, "committed_at": render(at), "item": fragment(row["item"])}
+        for row in rows
+    ]
 
 
 def append_document(result: AppendResult) -> dict:

@@ -4,19 +4,20 @@ from django.http import HttpResponse
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
-from rest_framework.views import APIView
 
+from kernel.api.lean import LeanApiView
 from timeline import api_json, serializers
 from timeline.selectors import read_timeline
 from timeline.services import append_timeline_items
 
 
 # DRF still authenticates, checks the token's permission and throttle, negotiates,
-# parses the body and turns every error into the envelope; the serializers below
+# parses the body and turns every error into the envelope (``LeanApiView`` takes a
+# shortcut to DRF's own negotiation and parser choice for a plain request); the serializers below
 # document the operations and refuse what ``timeline.api_json`` does not read
 # directly, and ``timeline.api_json`` writes the answers. (No docstring:
 # drf-spectacular would publish it as the operations' description.)
-class AgentTimelineView(APIView):
+class AgentTimelineView(LeanApiView):
     @extend_schema(
         operation_id="timeline_read",
         tags=["timeline"],

@@ -3,10 +3,13 @@ DRF's renderer would have written with the same content."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+import zoneinfo
 
 import pytest
 from django.http import QueryDict
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework.renderers import JSONRenderer
@@ -184,6 +187,25 @@ def test_pages_hold_what_drf_wrote(api, projection):
     # DRF escapes the JavaScript line terminators; so does this, in items and everywhere else.
     assert "\u2028".encode() not in response.content and "\u2029".encode() not in response.content
     assert b"\\u2028" in response.content
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata", "America/St_Johns"])
+@pytest.mark.parametrize("microsecond", [0, 5, 123456])
+def test_page_times_are_written_as_drf_wrote_them(api, monkeypatch, zone, microsecond):
+    # In UTC orjson writes the stored datetime itself; elsewhere each is converted first. Either
+    # way the text is DRF's: the offset spelt +HH:MM, microseconds only when there are any.
+    agent = AgentFactory()
+    at = dt.datetime(2026, 3, 29, 1, 30, 0, microsecond, tzinfo=dt.UTC)
+    monkeypatch.setattr(timezone, "now", lambda: at)
+    items = [{"item": {"type": "user_message", "text": str(n)}} for n in range(3)]
+    assert api.post(f"/api/v1/agents/{agent.pk}/timeline", {"items": items}, format="json").status_code == 201
+    with timezone.override(zoneinfo.ZoneInfo(zone)):
+        response = api.get(f"/api/v1/agents/{agent.pk}/timeline")
+        expected = drf_page(read_timeline(agent_id=agent.pk))
+    written = [row["committed_at"] for row in json.loads(response.content)["rows"]]
+    assert written == [row["committed_at"] for row in json.loads(expected)["rows"]]
+    assert written == [at.astimezone(zoneinfo.ZoneInfo(zone)).isoformat()] * 3
 
 
 @pytest.mark.django_db
