@@ -1,4 +1,4 @@
-"""Drop the timeline row's single-column ``agent_id`` index.
+"""Drop the timeline row's single-column ``agent_id`` index; search indexing in batches.
 
 The (agent, seq) unique index serves every lookup the foreign key's own index
 served (the cascade of an agent's delete, pruning, the admin's lists), so that
@@ -7,7 +7,9 @@ query uses) only cost every append a page. ``AlterField`` would remake the
 whole table on SQLite (dropping the search index's delete trigger with it), so
 the indexes are dropped by name, as the introspection finds them.
 
-Going back, the indexes are built again.
+Going back, the indexes are built again, and on SQLite the search backlog
+(timeline/search/sqlite.py) is indexed, so code that indexes every row as it
+is appended finds every row indexed.
 """
 
 from django.db import migrations, models
@@ -32,6 +34,12 @@ def create_agent_indexes(apps, schema_editor):
         schema_editor.execute(statement)
 
 
+def index_search_backlog(apps, schema_editor):
+    from timeline.search import timeline_search
+
+    timeline_search(schema_editor.connection).index_backlog()
+
+
 class Migration(migrations.Migration):
     dependencies = [
         ("snapshots", "0001_initial"),
@@ -39,6 +47,7 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.RunPython(migrations.RunPython.noop, index_search_backlog, elidable=False),
         migrations.SeparateDatabaseAndState(
             state_operations=[
                 migrations.AlterField(
