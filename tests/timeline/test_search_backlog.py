@@ -95,6 +95,16 @@ def test_an_append_reaching_a_multiple_of_index_every_indexes_the_backlog(index_
     assert [find_match(agent_id=agent.pk, query=f"w{n}") for n in range(1, 21)] == list(range(1, 21))
 
 
+def test_an_append_of_long_items_indexes_the_backlog_at_once(index_every):
+    agent = AgentFactory()
+    say(agent.pk, "short")
+    say(agent.pk, "x" * (sqlite_search.INDEX_AT_ONCE_CHARS - 100))
+    assert not indexed_ids()
+    say(agent.pk, "long " + "y" * sqlite_search.INDEX_AT_ONCE_CHARS)
+    assert indexed_ids() == set(TimelineRow.objects.values_list("id", flat=True))
+    assert [find_match(agent_id=agent.pk, query=word) for word in ("short", "long")] == [1, 3]
+
+
 def test_a_backlog_larger_than_index_every_is_indexed_by_one_large_append(index_every):
     agent = AgentFactory()
     say(agent.pk, *(f"a{n}" for n in range(1, 31)))  # 30 rows left waiting

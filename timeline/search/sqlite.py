@@ -28,14 +28,16 @@ SELECT``:
   ``INDEX_EVERY`` (known from ``last_insert_rowid()``, no query of the
   backlog), so the backlog holds fewer than ``INDEX_EVERY`` rows at every
   commit. An append with many rows (the importer's batches) crosses one and
-  indexes its own rows with the backlog.
+  indexes its own rows with the backlog; so does an append whose items hold
+  more than ``INDEX_AT_ONCE_CHARS`` characters, so no backlog row is large.
 * A search sees every committed row: before it matches, it copies the text of
   the backlog (every row above the watermark, whatever its agent: at most
   ``INDEX_EVERY - 1`` rows) into a per-connection ``TEMP`` FTS5 table with the
   same tokenizer, and matches the index and that table together. A search
   writes nothing to the database: it takes no write lock, waits for no writer
   and passes no write fence. Its added cost is tokenizing those rows, at worst
-  ``INDEX_EVERY - 1`` items of ``CHARTR_MAX_ITEM_BYTES`` each (docs/benchmarks.md).
+  ``INDEX_EVERY - 1`` items of ``INDEX_AT_ONCE_CHARS`` each: 38-46 ms measured
+  on a loaded machine, 2-6 ms for 63 rows of 200 characters (docs/benchmarks.md).
 
 The backlog's copy and the match are two statements: a row committed between
 them may be missed (it was committed after the search began), and one deleted
@@ -55,8 +57,11 @@ TABLE = "timeline_row_search"
 #: A ``TEMP`` table of the searching connection: the backlog's text during one search.
 BACKLOG_TABLE = "timeline_row_search_backlog"
 DELETE_TRIGGER = "timeline_row_search_forget"
-#: An append indexes the backlog when its rows' ids reach a multiple of this.
+#: An append indexes the backlog when its rows' ids reach a multiple of this,
 INDEX_EVERY = 64
+#: or when its items hold more characters than this: a search tokenizes the backlog
+#: itself, so the backlog stays under ``INDEX_EVERY`` rows of at most this much each.
+INDEX_AT_ONCE_CHARS = 8 * 1024
 _TOKENIZER = "tokenize='unicode61'"
 #: The words of a row ``r``: its item's string values.
 _ROW_TEXT = "(SELECT group_concat(j.value, ' ') FROM json_tree(r.item) AS j WHERE j.type = 'text')"
@@ -65,7 +70,13 @@ _INDEXED_UP_TO = f"coalesce((SELECT rowid FROM {TABLE} ORDER BY rowid DESC LIMIT
 #: The backlog's rows and their text (the id range is a rowid range of the timeline table).
 _BACKLOG_ROWS = f"SELECT r.id, {_ROW_TEXT} FROM timeline_timelinerow r WHERE r.id > {_INDEXED_UP_TO}"
 
-_LAST_ROW_ID = Statement("SELECT last_insert_rowid()", placeholder="?")
+#: The id of the last row the connection inserted, and the length of the items of the
+#: ``%s`` rows up to it (the rows an append just inserted get consecutive ids).
+_INSERTED = Statement(
+    "SELECT last_insert_rowid(), (SELECT sum(length(item)) FROM timeline_timelinerow "
+    "WHERE id > last_insert_rowid() - %s AND id <= last_insert_rowid())",
+    placeholder="?",
+)
 _INDEX_BACKLOG = Statement(f"INSERT INTO {TABLE}(rowid, body) {_BACKLOG_ROWS}", placeholder="?")
 _CREATE_BACKLOG_TABLE = Statement(
     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{BACKLOG_TABLE} USING fts5(body, {_TOKENIZER})", placeholder="?"
@@ -98,9 +109,11 @@ class SQLiteTimelineSearch(TimelineSearch):
         schema_editor.execute(f"DROP TABLE IF EXISTS {TABLE}")
 
     def index_rows(self, *, agent_id: str, first_seq: int, last_seq: int) -> None:
-        """Index the backlog if the rows just inserted reach a multiple of ``INDEX_EVERY``."""
-        (last_id,) = _LAST_ROW_ID.fetchone([], connection=self.connection)
-        if crosses_batch_boundary(last_id, last_seq - first_seq + 1):
+        """Index the backlog if the rows just inserted reach a multiple of ``INDEX_EVERY``
+        or hold more than ``INDEX_AT_ONCE_CHARS``."""
+        count = last_seq - first_seq + 1
+        last_id, chars = _INSERTED.fetchone([count], connection=self.connection)
+        if crosses_batch_boundary(last_id, count) or (chars or 0) > INDEX_AT_ONCE_CHARS:
             self.index_backlog()
 
     def index_backlog(self) -> None:
