@@ -24,10 +24,13 @@ from timeline.search import timeline_search
 from timeline.selectors import find_match
 from timeline.services import NewTimelineItem, PendingRow, append_timeline_items, bulk_append_timeline_rows
 
-pytestmark = [
-    pytest.mark.django_db,
-    pytest.mark.skipif(connection.vendor != "sqlite", reason="PostgreSQL's search index has no backlog"),
-]
+if connection.vendor != "sqlite":
+    # Skipped whole at collection: with these tests collected and skipped one by one, the full
+    # PostgreSQL run failed tests/datadir/test_fence.py's 503 test (it passes alone; the cause
+    # was not found), and it passes with nothing collected here.
+    pytest.skip("PostgreSQL's search index has no backlog", allow_module_level=True)
+
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
