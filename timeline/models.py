@@ -8,7 +8,10 @@ from snapshots.models import AgentSnapshot
 class TimelineRow(models.Model):
     """One finalized item of an agent's committed history. Never updated."""
 
-    agent = models.ForeignKey(AgentSnapshot, on_delete=models.CASCADE, related_name="timeline_rows")
+    # No index of its own: the (agent, seq) unique index serves every lookup by agent
+    # (the cascade of an agent's delete included), and one index fewer is a page
+    # fewer for every append to write.
+    agent = models.ForeignKey(AgentSnapshot, on_delete=models.CASCADE, related_name="timeline_rows", db_index=False)
     seq = models.PositiveBigIntegerField()
     committed_at = models.DateTimeField()
     item_type = models.CharField(max_length=64)

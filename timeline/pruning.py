@@ -18,7 +18,6 @@ from django.db import transaction
 from django.db.models import F
 
 from kernel.errors import NotFound
-from kernel.services import delete_in_batches
 from snapshots.models import AgentSnapshot
 from timeline.items import item_bytes
 from timeline.models import TimelineRow
@@ -108,5 +107,21 @@ def delete_rows_of_archived_agents(*, archived_before: dt.datetime, batch_size: 
     The archive test is made again in every batch, so an agent unarchived
     meanwhile keeps the rest of its history. The agents themselves are
     deleted next (their counters go with them).
+
+    One agent at a time, each batch its oldest rows in seq order: a range of
+    the (agent, seq) index. A batch over every archived agent at once, in no
+    order, led PostgreSQL's planner to a sequential scan of the whole table
+    for each batch once the table had no index on ``agent`` alone.
     """
-    return delete_in_batches(TimelineRow.objects.filter(agent__archived_at__lt=archived_before), batch_size=batch_size)
+    deleted = 0
+    archived = AgentSnapshot.objects.filter(archived_at__lt=archived_before).order_by("pk").values_list("pk", flat=True)
+    for agent_id in list(archived):
+        rows = TimelineRow.objects.filter(agent_id=agent_id, agent__archived_at__lt=archived_before)
+        while True:
+            with transaction.atomic():
+                batch = list(rows.order_by("seq").values_list("pk", flat=True)[:batch_size])
+                if not batch:
+                    break
+                TimelineRow.objects.filter(pk__in=batch).delete()
+            deleted += len(batch)
+    return deleted

@@ -460,9 +460,10 @@ def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) 
 
 
 def _index_for_search(*, agent: _AgentHead, first_seq: int, last_seq: int) -> None:
-    """Make the rows just inserted searchable, in the transaction that inserted
-    them: both appends come through here, so a committed row is always
-    searchable (SQLite's FTS5 table; PostgreSQL's expression index needs nothing)."""
+    """Tell the search index about the rows just inserted, in the transaction that
+    inserted them: both appends come through here, so a committed row is always
+    searchable (SQLite's FTS5 table takes them in batches and its searches read the
+    rows not yet indexed; PostgreSQL's expression index needs nothing)."""
     timeline_search(agent.connection).index_rows(agent_id=agent.agent_id, first_seq=first_seq, last_seq=last_seq)
 
 

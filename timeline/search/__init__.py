@@ -7,8 +7,9 @@ hook and the migration that builds the index all go through
 
 * PostgreSQL (``postgresql.py``): full-text search over an expression GIN
   index, nothing to maintain;
-* SQLite (``sqlite.py``): an FTS5 table the append service fills in the same
-  transaction as the rows, and a trigger empties as rows are deleted.
+* SQLite (``sqlite.py``): an FTS5 table the append service fills in batches
+  (every search reads the rows not yet indexed itself), and a trigger empties
+  as rows are deleted.
 """
 
 from __future__ import annotations

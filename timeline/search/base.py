@@ -53,11 +53,17 @@ class TimelineSearch(ABC):
 
     @abstractmethod
     def index_rows(self, *, agent_id: str, first_seq: int, last_seq: int) -> None:
-        """Make the agent's just-inserted rows ``first_seq..last_seq`` searchable.
+        """Take note of the agent's rows ``first_seq..last_seq``, just inserted.
 
         Called by the append service inside the transaction that inserted them,
-        so a row is searchable exactly when it is committed.
+        right after their INSERT. A committed row is found by every search from
+        then on: the engine indexes it now, or later in a batch and meanwhile
+        makes every search read it (SQLite's ``sqlite.py`` says how).
         """
+
+    @abstractmethod
+    def index_backlog(self) -> None:
+        """Index every row left for a later batch, in the current transaction."""
 
     @abstractmethod
     def filter_matches(self, rows: QuerySet, terms: list[list[str]]) -> QuerySet:

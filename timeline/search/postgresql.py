@@ -40,6 +40,9 @@ class PostgreSQLTimelineSearch(TimelineSearch):
     def index_rows(self, *, agent_id: str, first_seq: int, last_seq: int) -> None:
         """Nothing: an expression index is maintained by PostgreSQL."""
 
+    def index_backlog(self) -> None:
+        """Nothing: the expression index never lags the rows."""
+
     def filter_matches(self, rows: QuerySet, terms: list[list[str]]) -> QuerySet:
         # Every term quoted: websearch_to_tsquery reads "a b" as a phrase, terms
         # side by side as AND, and a quoted "or" as a word, not the operator.
