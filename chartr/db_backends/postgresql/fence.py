@@ -79,6 +79,7 @@ class PostgreSQLWriteFence(WriteFence):
     def closed(self, *, drain_seconds: float = DRAIN_SECONDS) -> Iterator[None]:
         # A session of its own: nothing the restore does to its connections can drop the lock early.
         holder = self.connection.copy()
+        locked = False
         try:
             holder.ensure_connection()
             with holder.connection.cursor() as cursor:
@@ -89,8 +90,23 @@ class PostgreSQLWriteFence(WriteFence):
                     if getattr(exc, "sqlstate", None) == LOCK_NOT_AVAILABLE:
                         raise FenceNotClosed(f"a write transaction was still running after {drain_seconds:g}s") from exc
                     raise
+                locked = True
             with outside_write_fence():
                 yield
         finally:
-            # Ending the session releases the lock.
-            holder.close()
+            try:
+                if locked:
+                    _open_now(holder)
+            finally:
+                # Ending the session releases the lock too, but the server does that after
+                # the client has gone: a write sent right after could still be refused.
+                holder.close()
+
+
+def _open_now(holder) -> None:
+    """Release the restore's lock and wait for the server to say so."""
+    try:
+        with holder.connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [ADVISORY_LOCK_KEY])
+    except psycopg.Error:
+        pass  # A broken session: closing it below releases the lock as the server ends it.
