@@ -3,7 +3,6 @@ answered exactly as the full middleware list answers it."""
 
 from __future__ import annotations
 
-import io
 import json
 
 import pytest
@@ -15,6 +14,7 @@ from rest_framework.authentication import SessionAuthentication
 from chartr.api_handler import ApiWsgiHandler, session_api_paths, takes_api_middleware
 from tests.chartr.test_asgi import http_scope
 from tests.factories import AgentFactory
+from tests.support.api import wsgi_answer
 from tokens.services import create_api_token
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("wsgi_keeps_test_connection")]
@@ -49,38 +49,6 @@ def test_the_api_middleware_is_the_full_list_less_the_browser_only_entries_in_th
     assert "django.contrib.sessions.middleware.SessionMiddleware" in settings.MIDDLEWARE
 
 
-def answer(app, method: str, path: str, *, body: bytes = b"", query: str = "", headers: dict | None = None):
-    environ = {
-        "REQUEST_METHOD": method,
-        "PATH_INFO": path,
-        "SCRIPT_NAME": "",
-        "QUERY_STRING": query,
-        "SERVER_NAME": "127.0.0.1",
-        "SERVER_PORT": "80",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "REMOTE_ADDR": "127.0.0.1",
-        "wsgi.input": io.BytesIO(body),
-        "wsgi.url_scheme": "http",
-        "CONTENT_LENGTH": str(len(body)),
-        "CONTENT_TYPE": "application/json" if body else "",
-        "HTTP_HOST": "127.0.0.1",
-    }
-    for name, value in (headers or {}).items():
-        environ["HTTP_" + name.upper().replace("-", "_")] = value
-    started = {}
-
-    def start_response(status, response_headers, exc_info=None):
-        started["status"] = status
-        started["headers"] = sorted(response_headers)
-
-    response = app(environ, start_response)
-    try:
-        content = b"".join(response)
-    finally:
-        response.close()
-    return started["status"], started["headers"], content
-
-
 @pytest.fixture
 def token():
     return create_api_token(name="api-handler")[1]
@@ -113,10 +81,10 @@ def test_every_answer_is_the_full_middlewares_answer(token):
     AgentFactory(agent_id="same")
     full, api = get_wsgi_application(), ApiWsgiHandler()
     first = requests(token)[2]
-    assert answer(full, first[0], first[1], **first[2])[0].startswith("201")  # stores it; later posts retry
+    assert wsgi_answer(full, first[0], first[1], **first[2])[0].startswith("201")  # stores it; later posts retry
     for method, path, options in requests(token):
-        expected = answer(full, method, path, **options)
-        assert answer(api, method, path, **options) == expected, (method, path, options)
+        expected = wsgi_answer(full, method, path, **options)
+        assert wsgi_answer(api, method, path, **options) == expected, (method, path, options)
 
 
 def api_views_accepting_a_session() -> set[str]:

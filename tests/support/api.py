@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import io
+
 import pytest
 from django.core import signals
 from django.db import close_old_connections
@@ -74,3 +76,36 @@ def wsgi_keeps_test_connection():
     yield
     signals.request_started.connect(close_old_connections)
     signals.request_finished.connect(close_old_connections)
+
+
+def wsgi_answer(app, method: str, path: str, *, body: bytes = b"", query: str = "", headers=None, content_type=None):
+    """Status, sorted headers and body of one call to the WSGI ``app``."""
+    environ = {
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "SCRIPT_NAME": "",
+        "QUERY_STRING": query,
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "80",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.url_scheme": "http",
+        "CONTENT_LENGTH": str(len(body)),
+        "CONTENT_TYPE": ("application/json" if body else "") if content_type is None else content_type,
+        "HTTP_HOST": "127.0.0.1",
+    }
+    for name, value in (headers or {}).items():
+        environ["HTTP_" + name.upper().replace("-", "_")] = value
+    started = {}
+
+    def start_response(status, response_headers, exc_info=None):
+        started["status"] = status
+        started["headers"] = sorted(response_headers)
+
+    response = app(environ, start_response)
+    try:
+        content = b"".join(response)
+    finally:
+        response.close()
+    return started["status"], started["headers"], content

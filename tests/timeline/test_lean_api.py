@@ -10,7 +10,6 @@ database and stamp the same ``committed_at``.
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 
 import pytest
@@ -23,6 +22,7 @@ from chartr.api_handler import ApiWsgiHandler
 from kernel.api.lean import LeanApiView
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory
+from tests.support.api import wsgi_answer
 from timeline.services import NewTimelineItem, append_timeline_items
 from timeline.views import AgentTimelineView
 from tokens.services import create_api_token, revoke_api_token
@@ -221,43 +221,10 @@ def every_request(tokens: dict) -> list[tuple]:
     return reads(bearer) + appends(bearer) + negotiations(bearer) + authentications(tokens)
 
 
-def answer(app, method: str, path: str, *, body: bytes = b"", query: str = "", headers=None, content_type=None):
-    """Status, sorted headers and body of one call to the WSGI ``app``."""
-    environ = {
-        "REQUEST_METHOD": method,
-        "PATH_INFO": path,
-        "SCRIPT_NAME": "",
-        "QUERY_STRING": query,
-        "SERVER_NAME": "127.0.0.1",
-        "SERVER_PORT": "80",
-        "SERVER_PROTOCOL": "HTTP/1.1",
-        "REMOTE_ADDR": "127.0.0.1",
-        "wsgi.input": io.BytesIO(body),
-        "wsgi.url_scheme": "http",
-        "CONTENT_LENGTH": str(len(body)),
-        "CONTENT_TYPE": ("application/json" if body else "") if content_type is None else content_type,
-        "HTTP_HOST": "127.0.0.1",
-    }
-    for name, value in (headers or {}).items():
-        environ["HTTP_" + name.upper().replace("-", "_")] = value
-    started = {}
-
-    def start_response(status, response_headers, exc_info=None):
-        started["status"] = status
-        started["headers"] = sorted(response_headers)
-
-    response = app(environ, start_response)
-    try:
-        content = b"".join(response)
-    finally:
-        response.close()
-    return started["status"], started["headers"], content
-
-
 def send(app, method: str, path: str, **options):
     """One request, its writes rolled back, so the other side starts from the same database."""
     with transaction.atomic():
-        result = answer(app, method, path, **options)
+        result = wsgi_answer(app, method, path, **options)
         transaction.set_rollback(True)
     return result
 
