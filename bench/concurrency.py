@@ -8,8 +8,12 @@ Run from the repo root with the project's venv::
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/chartr_bench .venv/bin/python bench/concurrency.py
     .venv/bin/python bench/concurrency.py --smoke               # seconds; only proves it runs
 
-Each client is a thread with its own keep-alive ``httpx.Client`` that POSTs
-1-item appends back to back for ``--seconds``; ``separate`` gives every client
+Each client is a thread with its own keep-alive connection that POSTs
+1-item appends back to back for ``--seconds``: an ``httpx.Client`` by default,
+or with ``--client raw`` a bare socket (bench/lean_http.py), about a tenth of
+httpx's CPU per request, which leaves a small machine's cores to the server:
+the two show how much of a case's rate is the bench client's own limit (all
+client threads share this process's GIL); ``separate`` gives every client
 its own agent, ``shared`` puts them all on one agent. The server is gunicorn
 with ``--workers`` uvicorn workers on a scratch database (SQLite, or
 PostgreSQL when DATABASE_URL points at it). Server CPU is the user + system
@@ -35,6 +39,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
+from bench.lean_http import CLIENT_KINDS, http_client  # noqa: E402
 from bench.timeline_bench import create_agents, new_item, percentile, prepare_environment, setup_django  # noqa: E402
 from tests.support.processes import GUNICORN, Server  # noqa: E402
 
@@ -57,23 +62,23 @@ def group_cpu_seconds(pgid: int) -> float:
     return total / CLOCK_TICKS
 
 
-def run_case(server: Server, token: str, agents: list[str], seconds: float) -> dict:
-    import httpx
-
+def run_case(server: Server, token: str, agents: list[str], seconds: float, client_kind: str = "httpx") -> dict:
     latencies: list[list[float]] = [[] for _ in agents]
     failures: list[str] = []
     start = threading.Barrier(len(agents) + 1)
+    bodies = [json.dumps({"items": [{"item": new_item(n)}]}).encode() for n in range(64)]
 
     def client(index: int, agent_id: str) -> None:
-        with httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as http:
+        path = f"/api/v1/agents/{agent_id}/timeline"
+        with http_client(client_kind, server.base_url, token) as http:
             start.wait()
             deadline = time.perf_counter() + seconds
             n = 0
             while time.perf_counter() < deadline:
                 began = time.perf_counter()
-                response = http.post(f"/api/v1/agents/{agent_id}/timeline", json={"items": [{"item": new_item(n)}]})
-                if response.status_code not in (200, 201):
-                    failures.append(f"{response.status_code} {response.text[:200]}")
+                status, answer = http.post(path, bodies[n % len(bodies)])
+                if status not in (200, 201):
+                    failures.append(f"{status} {answer[:200]!r}")
                     return
                 latencies[index].append((time.perf_counter() - began) * 1000)
                 n += 1
@@ -109,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16, 64])
     parser.add_argument("--seconds", type=float, default=3.0, help="per case")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument(
+        "--client", choices=CLIENT_KINDS, default="httpx", help="httpx, or a bare socket with prebuilt requests"
+    )
     parser.add_argument("--smoke", action="store_true", help="1 and 2 clients, 0.5 s each")
     parser.add_argument("--json", type=Path, help="also write every case's figures to this file")
     args = parser.parse_args(argv)
@@ -132,17 +140,17 @@ def main(argv: list[str] | None = None) -> int:
         command[command.index("-w") + 1] = str(args.workers)
         server = Server(environment.env, root / "server.log", command=command).start()
         print(
-            f"chartr concurrency benchmark: backend={environment.backend} workers={args.workers} "
+            f"chartr concurrency benchmark: backend={environment.backend} workers={args.workers} client={args.client} "
             f"seconds={args.seconds} cores={os.cpu_count()} load={os.getloadavg()[0]:.2f}",
             flush=True,
         )
-        run_case(server, token, ["conc-shared"], min(args.seconds, 1.0))  # warm the pools and connections
+        run_case(server, token, ["conc-shared"], min(args.seconds, 1.0), args.client)  # warm the pools and connections
         baseline = None
         results: list[dict] = []
         for clients in args.clients:
             for mode in ("separate", "shared"):
                 agents = [f"conc-{i}" for i in range(clients)] if mode == "separate" else ["conc-shared"] * clients
-                result = run_case(server, token, agents, args.seconds)
+                result = run_case(server, token, agents, args.seconds, args.client)
                 if baseline is None:
                     baseline = result
                 results.append({"clients": clients, "mode": mode, **result})

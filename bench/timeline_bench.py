@@ -14,6 +14,10 @@ processes on the machine hits both. Each line ends with ``cost xN``: how many
 times the raw baseline's cost chartr pays (raw rate / chartr rate for
 throughput, chartr latency / raw latency for reads).
 
+The API lines go through httpx by default; ``--client raw`` sends the same
+requests through a bare socket (bench/lean_http.py), whose own CPU per request
+is about a tenth of httpx's, so the figure is closer to the server's own cost.
+
 Everything lives in a temp dir (data dir, config dir, the SQLite file with the
 seeded 1M-row timeline) that is removed at the end; the server is a real
 gunicorn + uvicorn worker process on 127.0.0.1 and a port the kernel picks.
@@ -38,6 +42,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The server launcher and scratch databases are the test suite's own (tests/support/processes.py).
 sys.path.insert(0, str(REPO_ROOT))
+from bench.lean_http import CLIENT_KINDS, http_client  # noqa: E402
 from tests.support.processes import ScratchDatabase, Server, run_engine  # noqa: E402
 
 READ_LIMIT = 100
@@ -481,24 +486,12 @@ def print_size_growth(by_size: dict[tuple[str, str], Result], path: str, sizes: 
         print(f"{'':<34} {path} {direction}: p50 @{large} / @{small} = x{growth:.2f}", flush=True)
 
 
-def api_client(server: Server, token: str):
-    import httpx
-
-    return httpx.Client(
-        base_url=server.base_url,
-        headers={"Authorization": f"Bearer {token}"},
-        timeout=30,
-        limits=httpx.Limits(max_keepalive_connections=4),
-    )
-
-
 def bench_api_appends(report: Report, raw: RawStore, profile: Profile, client) -> None:
     def post(agent_id: str, items: list[dict]) -> None:
-        response = client.post(
-            f"/api/v1/agents/{agent_id}/timeline", json={"items": [{"item": item} for item in items]}
-        )
-        if response.status_code != 201:
-            raise RuntimeError(f"append answered {response.status_code}: {response.text[:500]}")
+        body = json.dumps({"items": [{"item": item} for item in items]}).encode()
+        status, answer = client.post(f"/api/v1/agents/{agent_id}/timeline", body)
+        if status != 201:
+            raise RuntimeError(f"append answered {status}: {answer[:500]!r}")
 
     raw_s, chartr_s, calls = alternate_rounds(
         profile.rounds,
@@ -531,10 +524,10 @@ def bench_api_reads(report: Report, raw: RawStore, profile: Profile, client, siz
                 params["seq"] = seq
 
             def chartr_read(agent_id=agent_id, params=params):
-                response = client.get(f"/api/v1/agents/{agent_id}/timeline", params=params)
-                if response.status_code != 200:
-                    raise RuntimeError(f"read answered {response.status_code}: {response.text[:500]}")
-                assert len(response.json()["rows"]) == READ_LIMIT
+                status, answer = client.get(f"/api/v1/agents/{agent_id}/timeline", params)
+                if status != 200:
+                    raise RuntimeError(f"read answered {status}: {answer[:500]!r}")
+                assert len(json.loads(answer)["rows"]) == READ_LIMIT
 
             raw_ms, chartr_ms = interleaved_latency(
                 profile.read_samples,
@@ -683,6 +676,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--large-rows", type=int, help="rows in the large timeline (default 1,000,000)")
     parser.add_argument("--json", type=Path, help="also write the results to this file")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (prints its path)")
+    parser.add_argument(
+        "--client",
+        choices=CLIENT_KINDS,
+        default="httpx",
+        help="the API lines' HTTP client: httpx, or a bare socket with far less CPU per request (bench/lean_http.py)",
+    )
     args = parser.parse_args(argv)
     profile = PROFILES[args.profile or "default"]
     if args.large_rows:
@@ -701,7 +700,7 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"chartr timeline benchmark: profile={args.profile or 'default'} backend={environment.backend} "
             f"baseline={'raw sqlite3' if environment.backend == 'sqlite' else 'raw psycopg'} "
-            f"cores={os.cpu_count()} load={os.getloadavg()[0]:.2f}",
+            f"api-client={args.client} cores={os.cpu_count()} load={os.getloadavg()[0]:.2f}",
             flush=True,
         )
         reads = {
@@ -737,7 +736,7 @@ def main(argv: list[str] | None = None) -> int:
 
         # gunicorn with one uvicorn worker on 127.0.0.1 and a port the kernel picks.
         server = Server(environment.env, root / "server.log", command="gunicorn").start()
-        with api_client(server, token) as client:
+        with http_client(args.client, server.base_url, token) as client:
             bench_api_appends(report, raw, profile, client)
             bench_api_reads(report, raw, profile, client, reads)
         bench_delivery(report, raw, profile, server, token)

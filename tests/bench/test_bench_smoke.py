@@ -48,10 +48,11 @@ def multi_instance_ready() -> bool:
 class BenchRun:
     """One bench's ``--smoke`` run in the background, its output in files so nothing blocks on a pipe."""
 
-    def __init__(self, script: str, root: Path, *, json_results: bool = False):
+    def __init__(self, script: str, root: Path, *, json_results: bool = False, extra: tuple[str, ...] = ()):
         root.mkdir(parents=True, exist_ok=True)
         self.results_path = root / "results.json"
-        args = [sys.executable, script, "--smoke"] + (["--json", str(self.results_path)] if json_results else [])
+        args = [sys.executable, script, "--smoke", *extra]
+        args += ["--json", str(self.results_path)] if json_results else []
         self.out, self.err = open(root / "stdout", "w+"), open(root / "stderr", "w+")
         self.popen = subprocess.Popen(args, cwd=REPO_ROOT, stdout=self.out, stderr=self.err, text=True)
 
@@ -73,12 +74,17 @@ class BenchRun:
         self.err.close()
 
 
-#: test name -> (bench script, whether it writes --json results)
+#: test name -> (bench script, whether it writes --json results[, its other arguments])
 BENCHES = {
     "test_bench_smoke_prints_every_case_next_to_its_baseline": ("bench/timeline_bench.py", True),
     "test_multi_instance_bench_smoke_prints_both_rounds_and_their_ratio": ("bench/multi_instance.py", True),
     "test_streams_bench_smoke_prints_threads_rss_and_delivery": ("bench/streams.py", False),
-    "test_concurrency_bench_smoke_prints_rate_latency_and_server_cpu": ("bench/concurrency.py", False),
+    # The timeline bench's API lines go through httpx, the concurrency bench's through the raw socket client.
+    "test_concurrency_bench_smoke_prints_rate_latency_and_server_cpu": (
+        "bench/concurrency.py",
+        False,
+        ("--client", "raw"),
+    ),
     "test_peers_bench_smoke_prints_a_cost_per_peer_or_skips_it": ("bench/peers.py", False),
     "test_api_overhead_bench_smoke_prints_server_and_service_cpu": ("bench/api_overhead.py", False),
 }
@@ -91,10 +97,12 @@ def bench_runs(request, tmp_path_factory):
     root = tmp_path_factory.mktemp("bench-smoke")
     runs = {}
     try:
-        for name, (script, json_results) in BENCHES.items():
+        for name, (script, json_results, *extra) in BENCHES.items():
             if name not in selected or ("multi_instance" in script and not multi_instance_ready()):
                 continue
-            runs[name] = BenchRun(script, root / Path(script).stem, json_results=json_results)
+            runs[name] = BenchRun(
+                script, root / Path(script).stem, json_results=json_results, extra=extra[0] if extra else ()
+            )
         yield runs
     finally:
         for run in runs.values():
@@ -160,6 +168,7 @@ def test_concurrency_bench_smoke_prints_rate_latency_and_server_cpu(bench_runs):
     completed = bench_runs["test_concurrency_bench_smoke_prints_rate_latency_and_server_cpu"].result()
     output = completed.stdout
     assert completed.returncode == 0, f"bench failed:\n{output}\n{completed.stderr}"
+    assert re.search(r"^chartr concurrency benchmark: .* client=raw ", output, re.M), output
     for clients in (1, 2):
         for mode in ("separate", "shared"):
             line = (
