@@ -139,11 +139,14 @@ class AgentSnapshot(models.Model):
                 name="agent_needs_attention_idx",
             ),
             models.Index(fields=["-last_activity_at"], name="agent_last_activity_idx"),
-            # ?stale=true, the dashboard and mark_stale_agents: active agents by last sign of life.
+            # The stale reads (the dashboard, the admin's filter, mark_stale_agents) look only at
+            # live agents claiming to run, a set as small as the running fleet. Keyed by lifecycle,
+            # not by last_seen_at: every append and heartbeat moves last_seen_at, and an index on
+            # it cost each append a page of its own (docs/benchmarks.md, fifth round).
             models.Index(
-                fields=["last_seen_at"],
+                fields=["lifecycle"],
                 condition=models.Q(lifecycle__in=ACTIVE_LIFECYCLES, archived_at__isnull=True),
-                name="agent_active_seen_idx",
+                name="agent_active_idx",
             ),
         ]
 

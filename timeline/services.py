@@ -384,8 +384,8 @@ def _append_locked(
             refuse_committed_item_ids(agent.agent_id, batch)
         first_seq = agent.head_seq + 1
         _insert_batch(agent_id=agent.agent_id, first_seq=first_seq, rows=batch)
-        _count_batch(agent, batch)
-        _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq)
+        batch_bytes = _count_batch(agent, batch)
+        _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes)
         if on_batch is not None:
             on_batch(len(batch))
     if agent.head_seq == start_head:
@@ -405,20 +405,23 @@ def _append_in_one_statement(agent: _AgentHead, rows: Iterable[CheckedRow], *, b
     if statement is None:
         return False
     first_seq = agent.head_seq + 1
-    _count_batch(agent, rows)
+    batch_bytes = _count_batch(agent, rows)
     values = row_params(db, agent_id=agent.agent_id, first_seq=first_seq, rows=rows)
     statement.execute([value for row in values for value in row] + _head_params(agent), connection=db)
-    _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq)
+    _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes)
     return True
 
 
-def _count_batch(agent: _AgentHead, batch: Sequence[CheckedRow]) -> None:
-    """Move ``agent``'s head, activity times and growth counters past ``batch``, just inserted after its head."""
+def _count_batch(agent: _AgentHead, batch: Sequence[CheckedRow]) -> int:
+    """Move ``agent``'s head, activity times and growth counters past ``batch``, just
+    inserted after its head; the batch's bytes (``timeline.items.item_bytes``)."""
     agent.head_seq += len(batch)
     for row in batch:
         agent.saw(row)
     agent.added_rows += len(batch)
-    agent.added_bytes += sum(item_bytes(row.item) for row in batch)
+    batch_bytes = sum(item_bytes(row.item) for row in batch)
+    agent.added_bytes += batch_bytes
+    return batch_bytes
 
 
 def _announce(agent: _AgentHead) -> None:
@@ -459,12 +462,14 @@ def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) 
 # --- the search index -------------------------------------------------------
 
 
-def _index_for_search(*, agent: _AgentHead, first_seq: int, last_seq: int) -> None:
+def _index_for_search(*, agent: _AgentHead, first_seq: int, last_seq: int, item_bytes: int) -> None:
     """Tell the search index about the rows just inserted, in the transaction that
     inserted them: both appends come through here, so a committed row is always
     searchable (SQLite's FTS5 table takes them in batches and its searches read the
     rows not yet indexed; PostgreSQL's expression index needs nothing)."""
-    timeline_search(agent.connection).index_rows(agent_id=agent.agent_id, first_seq=first_seq, last_seq=last_seq)
+    timeline_search(agent.connection).index_rows(
+        agent_id=agent.agent_id, first_seq=first_seq, last_seq=last_seq, item_bytes=item_bytes
+    )
 
 
 # --- the API append's answer ------------------------------------------------

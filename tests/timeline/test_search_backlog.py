@@ -108,6 +108,23 @@ def test_an_append_of_long_items_indexes_the_backlog_at_once(index_every):
     assert [find_match(agent_id=agent.pk, query=word) for word in ("short", "long")] == [1, 3]
 
 
+def test_the_limit_for_indexing_at_once_counts_utf8_bytes_not_the_stored_escapes(index_every):
+    agent = AgentFactory()
+    # 2 bytes each in UTF-8, under the limit; 6 characters each as stored (\u00e9), over it.
+    seq = say(agent.pk, "okapi " + "\u00e9" * (sqlite_search.INDEX_AT_ONCE_CHARS // 3))
+    assert not indexed_ids()
+    assert find_match(agent_id=agent.pk, query="okapi") == seq
+
+
+def test_rows_noted_without_their_size_are_indexed_at_once(index_every):
+    agent = AgentFactory()
+    say(agent.pk, "okapi")
+    assert not indexed_ids()
+    timeline_search().index_rows(agent_id=agent.pk, first_seq=1, last_seq=1)
+    assert indexed_ids() == {row_id(agent.pk, 1)}
+    assert_watermark_holds()
+
+
 def test_a_backlog_larger_than_index_every_is_indexed_by_one_large_append(index_every):
     agent = AgentFactory()
     say(agent.pk, *(f"a{n}" for n in range(1, 31)))  # 30 rows left waiting

@@ -52,8 +52,9 @@ class TimelineSearch(ABC):
         """Undo ``create_index``."""
 
     @abstractmethod
-    def index_rows(self, *, agent_id: str, first_seq: int, last_seq: int) -> None:
-        """Take note of the agent's rows ``first_seq..last_seq``, just inserted.
+    def index_rows(self, *, agent_id: str, first_seq: int, last_seq: int, item_bytes: int | None = None) -> None:
+        """Take note of the agent's rows ``first_seq..last_seq``, just inserted, whose
+        items' compact UTF-8 JSON is ``item_bytes`` long (None: not counted).
 
         Called by the append service inside the transaction that inserted them,
         right after their INSERT. A committed row is found by every search from

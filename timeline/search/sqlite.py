@@ -29,7 +29,8 @@ SELECT``:
   backlog), so the backlog holds fewer than ``INDEX_EVERY`` rows at every
   commit. An append with many rows (the importer's batches) crosses one and
   indexes its own rows with the backlog; so does an append whose items hold
-  more than ``INDEX_AT_ONCE_CHARS`` characters, so no backlog row is large.
+  more than ``INDEX_AT_ONCE_CHARS`` (the service passes their size, which it
+  has counted already), so no backlog row is large.
 * A search sees every committed row: before it matches, it copies the text of
   the backlog (every row above the watermark, whatever its agent: at most
   ``INDEX_EVERY - 1`` rows) into a per-connection ``TEMP`` FTS5 table with the
@@ -59,8 +60,9 @@ BACKLOG_TABLE = "timeline_row_search_backlog"
 DELETE_TRIGGER = "timeline_row_search_forget"
 #: An append indexes the backlog when its rows' ids reach a multiple of this,
 INDEX_EVERY = 64
-#: or when its items hold more characters than this: a search tokenizes the backlog
-#: itself, so the backlog stays under ``INDEX_EVERY`` rows of at most this much each.
+#: or when its items' compact UTF-8 JSON is longer than this many bytes (never fewer than
+#: the characters of their text): a search tokenizes the backlog itself, so the backlog
+#: stays under ``INDEX_EVERY`` rows of at most this much text each.
 INDEX_AT_ONCE_CHARS = 8 * 1024
 _TOKENIZER = "tokenize='unicode61'"
 #: The words of a row ``r``: its item's string values.
@@ -70,13 +72,8 @@ _INDEXED_UP_TO = f"coalesce((SELECT rowid FROM {TABLE} ORDER BY rowid DESC LIMIT
 #: The backlog's rows and their text (the id range is a rowid range of the timeline table).
 _BACKLOG_ROWS = f"SELECT r.id, {_ROW_TEXT} FROM timeline_timelinerow r WHERE r.id > {_INDEXED_UP_TO}"
 
-#: The id of the last row the connection inserted, and the length of the items of the
-#: ``%s`` rows up to it (the rows an append just inserted get consecutive ids).
-_INSERTED = Statement(
-    "SELECT last_insert_rowid(), (SELECT sum(length(item)) FROM timeline_timelinerow "
-    "WHERE id > last_insert_rowid() - %s AND id <= last_insert_rowid())",
-    placeholder="?",
-)
+#: The id of the last row the connection inserted (the rows an append just inserted get consecutive ids).
+_LAST_INSERTED_ID = Statement("SELECT last_insert_rowid()", placeholder="?")
 _INDEX_BACKLOG = Statement(f"INSERT INTO {TABLE}(rowid, body) {_BACKLOG_ROWS}", placeholder="?")
 _CREATE_BACKLOG_TABLE = Statement(
     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{BACKLOG_TABLE} USING fts5(body, {_TOKENIZER})", placeholder="?"
@@ -108,12 +105,14 @@ class SQLiteTimelineSearch(TimelineSearch):
         schema_editor.execute(f"DROP TRIGGER IF EXISTS {DELETE_TRIGGER}")
         schema_editor.execute(f"DROP TABLE IF EXISTS {TABLE}")
 
-    def index_rows(self, *, agent_id: str, first_seq: int, last_seq: int) -> None:
+    def index_rows(self, *, agent_id: str, first_seq: int, last_seq: int, item_bytes: int | None = None) -> None:
         """Index the backlog if the rows just inserted reach a multiple of ``INDEX_EVERY``
-        or hold more than ``INDEX_AT_ONCE_CHARS``."""
-        count = last_seq - first_seq + 1
-        last_id, chars = _INSERTED.fetchone([count], connection=self.connection)
-        if crosses_batch_boundary(last_id, count) or (chars or 0) > INDEX_AT_ONCE_CHARS:
+        or hold more than ``INDEX_AT_ONCE_CHARS`` (or an unknown size)."""
+        if item_bytes is None or item_bytes > INDEX_AT_ONCE_CHARS:
+            self.index_backlog()
+            return
+        (last_id,) = _LAST_INSERTED_ID.fetchone([], connection=self.connection)
+        if crosses_batch_boundary(last_id, last_seq - first_seq + 1):
             self.index_backlog()
 
     def index_backlog(self) -> None:
