@@ -15,13 +15,23 @@ database) is the same middleware as before.
 A request with a cookie, and the two API views that accept an admin session
 (the schema and its docs page), keep the full list, so nothing a browser
 sends is ever answered differently.
+
+The handler also remembers where an address resolved to: resolving
+``/api/v1/agents/{id}/timeline`` through the nested URL patterns built a
+``ResolverMatch`` at every level, a seventh of the Django and DRF work around
+a 1-item append (docs/benchmarks.md, fifth round). Resolving is a function of
+the URL configuration and the path alone, so the match of a path (never a 404,
+which is raised each time) is reused while that configuration is the one in
+force, for the ``RESOLVED_PATHS`` most recent paths.
 """
 
 from __future__ import annotations
 
+import functools
+
 from django.conf import settings
 from django.core.handlers.wsgi import WSGIHandler
-from django.urls import reverse
+from django.urls import ResolverMatch, URLResolver, get_resolver, reverse
 
 from chartr.serving import Scope, is_api_path
 
@@ -38,6 +48,25 @@ class ApiWsgiHandler(WSGIHandler):
             super().load_middleware(is_async)
         finally:
             settings.MIDDLEWARE = full
+
+    def resolve_request(self, request) -> ResolverMatch:
+        if hasattr(request, "urlconf"):  # set by a middleware for this request: Django's own way
+            return super().resolve_request(request)
+        # get_resolver() is a new object whenever the URL configuration changes (clear_url_caches).
+        match = resolved(get_resolver(), request.path_info)
+        request.resolver_match = match
+        return match
+
+
+#: Paths whose matches are kept (agents' timelines: a fleet's busiest addresses).
+RESOLVED_PATHS = 1024
+
+
+@functools.lru_cache(maxsize=RESOLVED_PATHS)
+def resolved(resolver: URLResolver, path: str) -> ResolverMatch:
+    """``resolver.resolve(path)``; the match is shared by every request for the path, so nothing
+    may change it (Django's handler and DRF only read it; the view gets a copy of its kwargs)."""
+    return resolver.resolve(path)
 
 
 def session_api_paths() -> frozenset[str]:

@@ -123,6 +123,8 @@ def unstorable_text_refusal(request):
     """
     if PATH_CONTROL_CHARACTERS.search(request.path_info):
         return refuse_early(request, 404, "not_found", "Nothing exists at this address.")
+    if not request.META.get("QUERY_STRING"):
+        return None  # no query (an append, usually): nothing to check, and no QueryDict to build
     for name, values in request.GET.lists():
         if "\x00" in name or any("\x00" in value for value in values):
             shown = name.replace("\x00", "\\x00")

@@ -128,9 +128,10 @@ def json_response(document: Mapping, *, status: int = 200) -> HttpResponse:
 
 def page_document(page: TimelinePage) -> dict:
     """The page as ``TimelinePageSerializer`` documents it, stored items as ``orjson.Fragment``."""
-    render = _timestamp_renderer()
+    zone = timezone.get_current_timezone()
+    render = _timestamp_renderer(zone)
     if page.items_as_json:
-        rows = _rows_with_stored_items(page.rows, render)
+        rows = _rows_with_stored_items(page.rows, render, utc=zone in UTC_ZONES)
     else:
         rows = [{**row, "committed_at": render(row["committed_at"])} for row in page.rows]
     return {
@@ -147,26 +148,28 @@ def page_document(page: TimelinePage) -> dict:
     }
 
 
-def _rows_with_stored_items(rows: list[dict], render) -> list[dict]:
+def _rows_with_stored_items(rows: list[dict], render, *, utc: bool) -> list[dict]:
     """The rows with each item as its stored text, and each time as ``render`` writes it.
 
     Rendering a time in Python (``astimezone``, ``isoformat``, the call) cost more than
-    reading the page (docs/benchmarks.md, fourth round). In UTC, the usual zone, a time
-    stored in UTC is left to orjson, which writes an aware datetime as ``isoformat()`` does
-    (``+00:00``, microseconds only when there are any). Only this document takes it: its
-    items are fragments, so ``dumps_like_drf`` never falls back to ``json`` (which cannot
-    write a datetime) for it.
+    reading the page (docs/benchmarks.md, fourth round). In UTC (``utc``: the current
+    zone is one), the usual zone, a time stored in UTC is left to orjson, which writes
+    an aware datetime as ``isoformat()`` does (``+00:00``, microseconds only when there
+    are any). Only this document takes it: its items are fragments, so ``dumps_like_drf``
+    never falls back to ``json`` (which cannot write a datetime) for it.
+
+    The rows are changed in place: a page whose items are JSON text is read for one
+    answer and goes nowhere else, and copying its 100 dicts cost more than building
+    the rest of the document (docs/benchmarks.md, fifth round).
     """
     fragment = orjson.Fragment
-    if timezone.get_current_timezone() not in UTC_ZONES:
-        return [{**row, "committed_at": render(row["committed_at"]), "item": fragment(row["item"])} for row in rows]
     datetime_type = dt.datetime
-    return [
-        {**row, "item": fragment(row["item"])}
-        if (at := row["committed_at"]).__class__ is datetime_type and at.tzinfo in UTC_ZONES
-        else {**row, "committed_at": render(at), "item": fragment(row["item"])}
-        for row in rows
-    ]
+    for row in rows:
+        at = row["committed_at"]
+        if not (utc and at.__class__ is datetime_type and at.tzinfo in UTC_ZONES):
+            row["committed_at"] = render(at)
+        row["item"] = fragment(row["item"])
+    return rows
 
 
 def append_document(result: AppendResult) -> dict:
@@ -186,9 +189,11 @@ def append_document(result: AppendResult) -> dict:
     }
 
 
-def _timestamp_renderer():
-    """``OffsetDateTimeField``'s rendering with the current zone looked up once (it looks it up per value)."""
-    zone = timezone.get_current_timezone()
+def _timestamp_renderer(zone=None):
+    """``OffsetDateTimeField``'s rendering with the current zone (or ``zone``) looked up once (it looks it
+    up per value)."""
+    if zone is None:
+        zone = timezone.get_current_timezone()
 
     def render(value):
         if value is None or value.tzinfo is None:

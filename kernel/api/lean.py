@@ -73,7 +73,12 @@ class LeanApiView(APIView):
             len(renderer_classes) == 1
             and self.format_kwarg is None
             and request._request.META.get("HTTP_ACCEPT", "*/*") in ("*/*", renderer_classes[0].media_type)
-            and self.settings.URL_FORMAT_OVERRIDE not in request._request.GET
+            and not asks_for_a_format(request._request, self.settings.URL_FORMAT_OVERRIDE)
         ):
             return renderer_classes[0](), renderer_classes[0].media_type
         return super().perform_content_negotiation(request, force)
+
+
+def asks_for_a_format(request, parameter: str) -> bool:
+    """Whether the query names ``?<parameter>=``; without a query string Django's ``GET`` is not built for it."""
+    return bool(request.META.get("QUERY_STRING")) and parameter in request.GET

@@ -8,10 +8,12 @@ import json
 import pytest
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
+from django.http import HttpResponse
 from django.urls import get_resolver, reverse
+from django.urls import path as route
 from rest_framework.authentication import SessionAuthentication
 
-from chartr.api_handler import ApiWsgiHandler, session_api_paths, takes_api_middleware
+from chartr.api_handler import ApiWsgiHandler, resolved, session_api_paths, takes_api_middleware
 from tests.chartr.test_asgi import http_scope
 from tests.factories import AgentFactory
 from tests.support.api import wsgi_answer
@@ -112,3 +114,26 @@ def test_every_api_view_accepting_a_session_keeps_the_full_middleware():
     names = api_views_accepting_a_session()
     assert names == {"api-schema", "api-docs"}
     assert {reverse(name) for name in names} == session_api_paths()
+
+
+# A URL configuration of this module's own, for the test below: the timeline's address goes elsewhere.
+urlpatterns = [
+    route("api/v1/agents/<str:agent_id>/timeline", lambda request, agent_id: HttpResponse(f"not {agent_id}"))
+]
+
+
+def test_a_path_is_resolved_once_while_the_url_configuration_stands(token, settings):
+    AgentFactory(agent_id="same")
+    api, bearer = ApiWsgiHandler(), {"Authorization": f"Bearer {token}"}
+    resolved.cache_clear()
+    first = wsgi_answer(api, "GET", "/api/v1/agents/same/timeline", headers=bearer)
+    assert first[0].startswith("200")
+    assert wsgi_answer(api, "GET", "/api/v1/agents/same/timeline", headers=bearer) == first
+    assert resolved.cache_info().hits == 1
+    # A 404 is resolved (and refused) every time, never remembered.
+    for _ in range(2):
+        assert wsgi_answer(api, "GET", "/api/v1/nowhere", headers=bearer)[0].startswith("404")
+    assert resolved.cache_info().currsize == 1
+    # Another URL configuration (settings.ROOT_URLCONF clears Django's URL caches) is another resolver.
+    settings.ROOT_URLCONF = __name__
+    assert wsgi_answer(api, "GET", "/api/v1/agents/same/timeline", headers=bearer)[2] == b"not same"

@@ -3,6 +3,7 @@ from django.db.backends.postgresql import base, schema
 from chartr.db_backends import CascadingForeignKeysMixin
 from chartr.db_backends.fence import FencedTransactionsMixin
 from chartr.db_backends.postgresql.fence import PostgreSQLWriteFence
+from chartr.db_backends.postgresql.liveness import quiet_and_idle
 
 #: lock_not_available: a lock_timeout (or NOWAIT) ran out while another transaction held the lock.
 LOCK_NOT_AVAILABLE = "55P03"
@@ -19,6 +20,18 @@ class DatabaseWrapper(FencedTransactionsMixin, base.DatabaseWrapper):
     def is_lock_wait_timeout(self, error: Exception) -> bool:
         """Whether ``error`` means another transaction held a lock past the configured wait."""
         return getattr(error.__cause__, "sqlstate", None) == LOCK_NOT_AVAILABLE
+
+    def close_if_health_check_failed(self):
+        # Django's check is a SELECT 1 per request; a quiet idle socket answers it without one.
+        if (
+            self.connection is not None
+            and self.health_check_enabled
+            and not self.health_check_done
+            and quiet_and_idle(self.connection)
+        ):
+            self.health_check_done = True
+            return
+        super().close_if_health_check_failed()
 
     def _set_autocommit(self, autocommit):
         if autocommit:
