@@ -90,12 +90,13 @@ def item_problems(item: Any) -> list[str]:
     return problems
 
 
-def new_item_problems(item: Any, item_id: Any) -> dict[str, list[str]]:
+def new_item_problems(item: Any, item_id: Any, *, encoded: str | None = None) -> dict[str, list[str]]:
     """Everything wrong with one item offered for the timeline (committed or
-    provisional), keyed ``item`` / ``item_id``; empty when it is fine."""
+    provisional), keyed ``item`` / ``item_id``; empty when it is fine.
+    ``encoded``: the item's ``item_json``, when the caller has it."""
     errors: dict[str, list[str]] = {}
     problems = item_problems(item)
-    if not problems and contains_nul(item):
+    if not problems and _may_contain_nul(encoded) and contains_nul(item):
         problems = ["Items must not contain NUL characters."]
     if problems:
         errors["item"] = problems
@@ -117,14 +118,32 @@ def item_id_problems(item_id: Any) -> list[str]:
     return []
 
 
+def item_json(item: Any) -> str:
+    """An item's compact JSON text, the form chartr measures it in (``item_bytes``)."""
+    return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+
+
 def item_bytes(item: Any) -> int:
     """An item's size as chartr counts it everywhere (the limit, ``timeline_bytes``): its compact UTF-8 JSON."""
-    return len(json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    return json_bytes(item_json(item))
 
 
-def check_item_size(item: dict, *, index: int | None = None) -> None:
+def json_bytes(text: str) -> int:
+    """The UTF-8 length of ``text`` (an ``item_json``)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _may_contain_nul(encoded: str | None) -> bool:
+    # JSON writes U+0000 as the escape \u0000 wherever it is (a key or a value), so
+    # text without that escape holds none; with it, it may be a literal backslash's.
+    return encoded is None or "\\u0000" in encoded
+
+
+def check_item_size(item: dict, *, index: int | None = None, size: int | None = None) -> None:
+    """Refuse an item over ``CHARTR_MAX_ITEM_BYTES`` (``size``: its ``item_bytes``, when the caller has it)."""
     limit = settings.CHARTR_MAX_ITEM_BYTES
-    size = item_bytes(item)
+    if size is None:
+        size = item_bytes(item)
     if size > limit:
         where = f"Item {index}" if index is not None else "The item"
         raise PayloadTooLarge(f"{where} is {size} bytes; the limit is {limit}.", extra={"limit": limit, "size": size})

@@ -36,10 +36,10 @@ from kernel.errors import ArchivedConflict, Conflict, NotFound, SeqConflict
 from timeline.append_sql import append_sql, row_params
 from timeline.group_commit import run_grouped_append
 from timeline.idempotency import check_replays_match, committed_by_item_id, refuse_committed_item_ids
-from timeline.items import check_item_size, item_bytes, new_item_problems
+from timeline.items import check_item_size, item_bytes, item_json, json_bytes, new_item_problems
 from timeline.models import TimelineRow
 from timeline.search import timeline_search
-from timeline.signals import timeline_committed, timeline_committing
+from timeline.signals import live_notice, timeline_committed, timeline_committing
 
 MAX_ITEMS_PER_APPEND = 500
 #: Rows per INSERT batch of a bulk append: big enough to amortise the round
@@ -74,6 +74,8 @@ class PendingRow:
     item_type: str
     item_id: str | None
     committed_at: dt.datetime
+    #: The item's ``timeline.items.item_json``, when the caller has it (encoded once per append).
+    item_json: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,14 +107,18 @@ class BulkAppendResult:
         return self.head_seq - self.first_seq + 1
 
 
-def validate_new_items(items: Sequence[NewTimelineItem]) -> None:
-    """Check the whole batch before touching the database, so a bad item stores nothing."""
+def validate_new_items(items: Sequence[NewTimelineItem]) -> list[str | None]:
+    """Check the whole batch before touching the database, so a bad item stores nothing.
+
+    Returns each item's compact JSON (``timeline.items.item_json``): its size, its
+    NUL check and its growth counter all read that one encoding."""
     if not 1 <= len(items) <= MAX_ITEMS_PER_APPEND:
         raise ValidationError({"items": [f"Send between 1 and {MAX_ITEMS_PER_APPEND} items per call."]}, code="invalid")
     errors: dict[str, list[str]] = {}
     seen_ids: dict[str, int] = {}
+    encoded = [_encoded_or_none(new.item) for new in items]
     for index, new in enumerate(items):
-        for name, problems in new_item_problems(new.item, new.item_id).items():
+        for name, problems in new_item_problems(new.item, new.item_id, encoded=encoded[index]).items():
             errors[f"items[{index}].{name}"] = problems
         if new.item_id is not None and f"items[{index}].item_id" not in errors:
             if new.item_id in seen_ids:
@@ -122,8 +128,19 @@ def validate_new_items(items: Sequence[NewTimelineItem]) -> None:
             seen_ids[new.item_id] = index
     if errors:
         raise ValidationError(errors, code="invalid")
-    for index, new in enumerate(items):
-        check_item_size(new.item, index=index)
+    for index, (new, text) in enumerate(zip(items, encoded, strict=True)):
+        check_item_size(new.item, index=index, size=None if text is None else json_bytes(text))
+    return encoded
+
+
+def _encoded_or_none(item: object) -> str | None:
+    """``item_json(item)``, or None for what is no JSON object (the checks then say why, as before)."""
+    if not isinstance(item, dict):
+        return None
+    try:
+        return item_json(item)
+    except (TypeError, ValueError):
+        return None
 
 
 def append_timeline_items(
@@ -152,26 +169,32 @@ def append_timeline_items(
     own and gets its own answer, only once that transaction has committed.
     Called inside an atomic block, the append runs in the caller's transaction.
     """
-    validate_new_items(items)
-    append = partial(_append_checked_items, agent_id=agent_id, items=items, expected_head_seq=expected_head_seq)
+    encoded = validate_new_items(items)
+    append = partial(
+        _append_checked_items, agent_id=agent_id, items=items, encoded=encoded, expected_head_seq=expected_head_seq
+    )
     return run_grouped_append(append, agent_id=agent_id, items=len(items))
 
 
 def _append_checked_items(
-    *, agent_id: str, items: Sequence[NewTimelineItem], expected_head_seq: int | None
+    *, agent_id: str, items: Sequence[NewTimelineItem], encoded: list[str | None], expected_head_seq: int | None
 ) -> AppendResult:
     with transaction.atomic():
         agent = _lock_agent(agent_id, allow_archived=False)
-        committed = committed_by_item_id(agent.agent_id, items)
+        committed = committed_by_item_id(agent.agent_id, items, connection=agent.connection)
         check_replays_match(items, committed)
-        new_items = [new for new in items if new.item_id is None or new.item_id not in committed]
+        new_items = [
+            (new, text)
+            for new, text in zip(items, encoded, strict=True)
+            if new.item_id is None or new.item_id not in committed
+        ]
         if new_items:
             _check_expected_head(agent, expected_head_seq)
         now = timezone.now()
         first_seq = agent.head_seq + 1
         pending = [
-            PendingRow(item=new.item, item_type=new.item["type"], item_id=new.item_id, committed_at=now)
-            for new in new_items
+            PendingRow(item=new.item, item_type=new.item["type"], item_id=new.item_id, committed_at=now, item_json=text)
+            for new, text in new_items
         ]
         agent.alive = True
         _append_locked(agent, pending, batch_size=MAX_ITEMS_PER_APPEND)
@@ -376,7 +399,6 @@ def _append_locked(
     ``check_item_ids``: refuse a batch carrying an item id already committed
     (one indexed lookup per batch; the API append has looked them up already)."""
     if on_batch is None and not check_item_ids and _append_in_one_statement(agent, rows, batch_size=batch_size):
-        _announce(agent)
         return
     start_head = agent.head_seq
     for batch in _batches(rows, batch_size):
@@ -401,14 +423,19 @@ def _append_in_one_statement(agent: _AgentHead, rows: Iterable[CheckedRow], *, b
     if not isinstance(rows, Sequence) or not 1 <= len(rows) <= batch_size:
         return False
     db = agent.connection
-    statement = append_sql(db).insert_rows_and_save_head(len(rows), alive=agent.alive)
-    if statement is None:
+    statements = append_sql(db)
+    if not statements.inserts_rows_and_saves_head:
         return False
     first_seq = agent.head_seq + 1
     _count_batch(agent, rows)
+    notice = live_notice()
+    notify = notice and notice.arguments(agent_id=agent.agent_id, head_seq=agent.head_seq, epoch=agent.timeline_epoch)
+    statement = statements.insert_rows_and_save_head(len(rows), alive=agent.alive, notify=notify is not None)
     values = row_params(db, agent_id=agent.agent_id, first_seq=first_seq, rows=rows)
-    statement.execute([value for row in values for value in row] + _head_params(agent), connection=db)
+    params = [value for row in values for value in row] + _head_params(agent)
+    statement.execute(params + list(notify) if notify else params, connection=db)
     _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq)
+    _announce(agent, notified=notify is not None)
     return True
 
 
@@ -418,12 +445,23 @@ def _count_batch(agent: _AgentHead, batch: Sequence[CheckedRow]) -> None:
     for row in batch:
         agent.saw(row)
     agent.added_rows += len(batch)
-    agent.added_bytes += sum(item_bytes(row.item) for row in batch)
+    agent.added_bytes += sum(_stored_bytes(row) for row in batch)
 
 
-def _announce(agent: _AgentHead) -> None:
-    """Tell the transaction's listeners the head moved, and everyone once it has committed."""
+def _stored_bytes(row: CheckedRow) -> int:
+    text = getattr(row, "item_json", None)
+    return item_bytes(row.item) if text is None else json_bytes(text)
+
+
+def _announce(agent: _AgentHead, *, notified: bool = False) -> None:
+    """Tell the transaction's listeners the head moved, and everyone once it has committed.
+
+    ``notified``: the live hub's notice already went with the rows' statement."""
     agent_id, head, epoch = agent.agent_id, agent.head_seq, agent.timeline_epoch
+    notice = live_notice()
+    if notice is not None and not notified:
+        notice.send(agent_id=agent_id, head_seq=head, epoch=epoch)
+    # Nothing of chartr's listens: with no receiver, sending costs a dictionary lookup.
     timeline_committing.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
     transaction.on_commit(
         lambda: timeline_committed.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
