@@ -215,10 +215,18 @@ def postgresql_statement_cursor() -> Callable[[Any], Any]:
     return ServerBindingCursor
 
 
-def row_params(db: BaseDatabaseWrapper, *, agent_id: str, first_seq: int, rows: Sequence[Any]) -> list[tuple]:
+def row_params(
+    db: BaseDatabaseWrapper,
+    *,
+    agent_id: str,
+    first_seq: int,
+    rows: Sequence[Any],
+    adapt_datetime: Callable[[Any], Any] | None = None,
+) -> list[tuple]:
     """The ``insert_row`` values of ``rows`` (``timeline.services.CheckedRow``) as seq first_seq,
-    first_seq+1, ..., adapted by the same field and backend methods the ORM uses."""
-    adapt_datetime = db.ops.adapt_datetimefield_value
+    first_seq+1, ..., adapted by the same field and backend methods the ORM uses
+    (``adapt_datetime``: the backend's, or one that remembers what it adapted)."""
+    adapt_datetime = adapt_datetime or db.ops.adapt_datetimefield_value
     item_param = append_sql(db).item_param
     return [
         (

@@ -196,7 +196,7 @@ def _append_checked_items(
             PendingRow(item=new.item, item_type=new.item["type"], item_id=new.item_id, committed_at=now, item_json=text)
             for new, text in new_items
         ]
-        agent.alive = True
+        agent.alive_at = now
         _append_locked(agent, pending, batch_size=MAX_ITEMS_PER_APPEND)
     return AppendResult(
         rows=_rows_in_call_order(items, committed, first_seq=first_seq, committed_at=now),
@@ -273,8 +273,25 @@ class _AgentHead:
     #: What this append adds to the agent's growth counters.
     added_rows: int = 0
     added_bytes: int = 0
-    #: Whether the agent's daemon itself is appending (a sign of life), not the importer.
-    alive: bool = False
+    #: When the agent's daemon itself appended (a sign of life); None for the importer.
+    alive_at: dt.datetime | None = None
+    #: Datetimes in the connection's form, by identity (``adapt``).
+    _adapted: dict[int, tuple[object, object]] = field(default_factory=dict, repr=False)
+
+    @property
+    def alive(self) -> bool:
+        return self.alive_at is not None
+
+    def adapt(self, value: dt.datetime | None) -> object:
+        """``value`` as the connection stores it, made once per datetime object: an append
+        writes its commit time up to three times (each row, ``last_activity_at``,
+        ``last_seen_at``), and on SQLite each adaptation cost more than a statement's binding."""
+        kept = self._adapted.get(id(value))
+        if kept is not None and kept[0] is value:
+            return kept[1]
+        adapted = self.connection.ops.adapt_datetimefield_value(value)
+        self._adapted[id(value)] = (value, adapted)
+        return adapted
 
     def saw(self, row: CheckedRow) -> None:
         """Move the activity times to a row's commit time (never back: an
@@ -341,7 +358,7 @@ def _save_head(agent: _AgentHead) -> None:
 
 def _head_params(agent: _AgentHead) -> list:
     """``_save_head``'s parameters: the head columns, ``last_seen_at`` for a live agent, the counters, the agent."""
-    adapt = agent.connection.ops.adapt_datetimefield_value
+    adapt = agent.adapt
     params = [
         agent.head_seq,
         agent.min_seq,
@@ -349,8 +366,8 @@ def _head_params(agent: _AgentHead) -> list:
         adapt(agent.last_activity_at),
         adapt(agent.last_user_message_at),
     ]
-    if agent.alive:
-        params.append(adapt(timezone.now()))
+    if agent.alive_at is not None:
+        params.append(adapt(agent.alive_at))
     params += [agent.added_rows, agent.added_bytes, agent.agent_id]
     return params
 
@@ -431,7 +448,7 @@ def _append_in_one_statement(agent: _AgentHead, rows: Iterable[CheckedRow], *, b
     notice = live_notice()
     notify = notice and notice.arguments(agent_id=agent.agent_id, head_seq=agent.head_seq, epoch=agent.timeline_epoch)
     statement = statements.insert_rows_and_save_head(len(rows), alive=agent.alive, notify=notify is not None)
-    values = row_params(db, agent_id=agent.agent_id, first_seq=first_seq, rows=rows)
+    values = row_params(db, agent_id=agent.agent_id, first_seq=first_seq, rows=rows, adapt_datetime=agent.adapt)
     params = [value for row in values for value in row] + _head_params(agent)
     statement.execute(params + list(notify) if notify else params, connection=db)
     _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq)
@@ -463,7 +480,7 @@ def _announce(agent: _AgentHead, *, notified: bool = False) -> None:
         notice.send(agent_id=agent_id, head_seq=head, epoch=epoch)
     # Nothing of chartr's listens: with no receiver, sending costs a dictionary lookup.
     timeline_committing.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
-    transaction.on_commit(
+    agent.connection.on_commit(
         lambda: timeline_committed.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
     )
 
