@@ -8,14 +8,17 @@ store item kinds this server does not know yet.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 
 from kernel.errors import PayloadTooLarge
 
+#: Items per call of the API append (``timeline.services.append_timeline_items``).
+MAX_ITEMS_PER_APPEND = 500
 MAX_ITEM_TYPE_LENGTH = 64
 MAX_ITEM_ID_LENGTH = 256
 TOOL_CALL_STATUSES = ("running", "completed", "failed", "canceled")
@@ -128,6 +131,11 @@ def item_bytes(item: Any) -> int:
     return json_bytes(item_json(item))
 
 
+def known_item_bytes(item: Any, encoded: str | None) -> int:
+    """``item_bytes(item)``, read off ``encoded`` (its ``item_json``) when the caller has it."""
+    return item_bytes(item) if encoded is None else json_bytes(encoded)
+
+
 def json_bytes(text: str) -> int:
     """The UTF-8 length of ``text`` (an ``item_json``)."""
     return len(text) if text.isascii() else len(text.encode("utf-8"))
@@ -185,3 +193,48 @@ def canonical_item(value: Any) -> Any:
 def same_item(left: Any, right: Any) -> bool:
     """Whether two items are the same JSON whichever database stored either (see ``canonical_item``)."""
     return canonical_item(left) == canonical_item(right)
+
+
+class NewItem(Protocol):
+    """An item offered to the append (``timeline.services.NewTimelineItem``)."""
+
+    @property
+    def item(self) -> Any: ...
+    @property
+    def item_id(self) -> Any: ...
+
+
+def validate_new_items(items: Sequence[NewItem]) -> list[str | None]:
+    """Check the whole batch before touching the database, so a bad item stores nothing.
+
+    Returns each item's compact JSON (``timeline.items.item_json``): its size, its
+    NUL check and its growth counter all read that one encoding."""
+    if not 1 <= len(items) <= MAX_ITEMS_PER_APPEND:
+        raise ValidationError({"items": [f"Send between 1 and {MAX_ITEMS_PER_APPEND} items per call."]}, code="invalid")
+    errors: dict[str, list[str]] = {}
+    seen_ids: dict[str, int] = {}
+    encoded = [_encoded_or_none(new.item) for new in items]
+    for index, new in enumerate(items):
+        for name, problems in new_item_problems(new.item, new.item_id, encoded=encoded[index]).items():
+            errors[f"items[{index}].{name}"] = problems
+        if new.item_id is not None and f"items[{index}].item_id" not in errors:
+            if new.item_id in seen_ids:
+                errors[f"items[{index}].item_id"] = [
+                    f"item_id repeats items[{seen_ids[new.item_id]}].item_id in the same call."
+                ]
+            seen_ids[new.item_id] = index
+    if errors:
+        raise ValidationError(errors, code="invalid")
+    for index, (new, text) in enumerate(zip(items, encoded, strict=True)):
+        check_item_size(new.item, index=index, size=None if text is None else json_bytes(text))
+    return encoded
+
+
+def _encoded_or_none(item: object) -> str | None:
+    """``item_json(item)``, or None for what is no JSON object (the checks then say why, as before)."""
+    if not isinstance(item, dict):
+        return None
+    try:
+        return item_json(item)
+    except (TypeError, ValueError):
+        return None

@@ -36,12 +36,11 @@ from kernel.errors import ArchivedConflict, Conflict, NotFound, SeqConflict
 from timeline.append_sql import append_sql, row_params
 from timeline.group_commit import run_grouped_append
 from timeline.idempotency import check_replays_match, committed_by_item_id, refuse_committed_item_ids
-from timeline.items import check_item_size, item_bytes, item_json, json_bytes, new_item_problems
+from timeline.items import MAX_ITEMS_PER_APPEND, known_item_bytes, validate_new_items
 from timeline.models import TimelineRow
 from timeline.search import timeline_search
 from timeline.signals import live_notice, timeline_committed, timeline_committing
 
-MAX_ITEMS_PER_APPEND = 500
 #: Rows per INSERT batch of a bulk append: big enough to amortise the round
 #: trip, small enough that memory stays flat however many rows stream in.
 BULK_APPEND_BATCH = 5000
@@ -107,42 +106,6 @@ class BulkAppendResult:
         return self.head_seq - self.first_seq + 1
 
 
-def validate_new_items(items: Sequence[NewTimelineItem]) -> list[str | None]:
-    """Check the whole batch before touching the database, so a bad item stores nothing.
-
-    Returns each item's compact JSON (``timeline.items.item_json``): its size, its
-    NUL check and its growth counter all read that one encoding."""
-    if not 1 <= len(items) <= MAX_ITEMS_PER_APPEND:
-        raise ValidationError({"items": [f"Send between 1 and {MAX_ITEMS_PER_APPEND} items per call."]}, code="invalid")
-    errors: dict[str, list[str]] = {}
-    seen_ids: dict[str, int] = {}
-    encoded = [_encoded_or_none(new.item) for new in items]
-    for index, new in enumerate(items):
-        for name, problems in new_item_problems(new.item, new.item_id, encoded=encoded[index]).items():
-            errors[f"items[{index}].{name}"] = problems
-        if new.item_id is not None and f"items[{index}].item_id" not in errors:
-            if new.item_id in seen_ids:
-                errors[f"items[{index}].item_id"] = [
-                    f"item_id repeats items[{seen_ids[new.item_id]}].item_id in the same call."
-                ]
-            seen_ids[new.item_id] = index
-    if errors:
-        raise ValidationError(errors, code="invalid")
-    for index, (new, text) in enumerate(zip(items, encoded, strict=True)):
-        check_item_size(new.item, index=index, size=None if text is None else json_bytes(text))
-    return encoded
-
-
-def _encoded_or_none(item: object) -> str | None:
-    """``item_json(item)``, or None for what is no JSON object (the checks then say why, as before)."""
-    if not isinstance(item, dict):
-        return None
-    try:
-        return item_json(item)
-    except (TypeError, ValueError):
-        return None
-
-
 def append_timeline_items(
     *, agent_id: str, items: Sequence[NewTimelineItem], expected_head_seq: int | None = None
 ) -> AppendResult:
@@ -183,11 +146,7 @@ def _append_checked_items(
         agent = _lock_agent(agent_id, allow_archived=False)
         committed = committed_by_item_id(agent.agent_id, items, connection=agent.connection)
         check_replays_match(items, committed)
-        new_items = [
-            (new, text)
-            for new, text in zip(items, encoded, strict=True)
-            if new.item_id is None or new.item_id not in committed
-        ]
+        new_items = [(new, text) for new, text in zip(items, encoded, strict=True) if new.item_id not in committed]
         if new_items:
             _check_expected_head(agent, expected_head_seq)
         now = timezone.now()
@@ -278,10 +237,6 @@ class _AgentHead:
     #: Datetimes in the connection's form, by identity (``adapt``).
     _adapted: dict[int, tuple[object, object]] = field(default_factory=dict, repr=False)
 
-    @property
-    def alive(self) -> bool:
-        return self.alive_at is not None
-
     def adapt(self, value: dt.datetime | None) -> object:
         """``value`` as the connection stores it, made once per datetime object: an append
         writes its commit time up to three times (each row, ``last_activity_at``,
@@ -347,12 +302,12 @@ def _save_head(agent: _AgentHead) -> None:
     and add what it appended to the growth counters (plain SQL for the reason
     in ``_lock_agent``).
 
-    An append by the agent's own daemon (``agent.alive``) is a sign of life
+    An append by the agent's own daemon (``agent.alive_at``) is a sign of life
     too: ``last_seen_at`` moves with the head, so an appending agent is never
     stale. A history carried over by the importer is not.
     """
     statements = append_sql(agent.connection)
-    statement = statements.save_head_alive if agent.alive else statements.save_head
+    statement = statements.save_head_alive if agent.alive_at else statements.save_head
     statement.execute(_head_params(agent), connection=agent.connection)
 
 
@@ -447,7 +402,9 @@ def _append_in_one_statement(agent: _AgentHead, rows: Iterable[CheckedRow], *, b
     _count_batch(agent, rows)
     notice = live_notice()
     notify = notice and notice.arguments(agent_id=agent.agent_id, head_seq=agent.head_seq, epoch=agent.timeline_epoch)
-    statement = statements.insert_rows_and_save_head(len(rows), alive=agent.alive, notify=notify is not None)
+    statement = statements.insert_rows_and_save_head(
+        len(rows), alive=agent.alive_at is not None, notify=notify is not None
+    )
     values = row_params(db, agent_id=agent.agent_id, first_seq=first_seq, rows=rows, adapt_datetime=agent.adapt)
     params = [value for row in values for value in row] + _head_params(agent)
     statement.execute(params + list(notify) if notify else params, connection=db)
@@ -462,12 +419,7 @@ def _count_batch(agent: _AgentHead, batch: Sequence[CheckedRow]) -> None:
     for row in batch:
         agent.saw(row)
     agent.added_rows += len(batch)
-    agent.added_bytes += sum(_stored_bytes(row) for row in batch)
-
-
-def _stored_bytes(row: CheckedRow) -> int:
-    text = getattr(row, "item_json", None)
-    return item_bytes(row.item) if text is None else json_bytes(text)
+    agent.added_bytes += sum(known_item_bytes(row.item, getattr(row, "item_json", None)) for row in batch)
 
 
 def _announce(agent: _AgentHead, *, notified: bool = False) -> None:
