@@ -18,6 +18,7 @@ from functools import cache
 from typing import Any
 
 from django.db.backends.base.base import BaseDatabaseWrapper
+from psycopg.types.json import Jsonb
 
 from kernel import bound_statements
 from snapshots.models import AgentSnapshot
@@ -141,11 +142,21 @@ class AppendSQL:
     def statement(self, sql: str) -> Statement:
         return Statement(sql, placeholder=self.placeholder, cursor_class=self.cursor_class())
 
-    def insert_rows_and_save_head(self, count: int, *, alive: bool) -> Statement | None:
+    #: Whether ``insert_rows_and_save_head`` has a statement (else the rows and the head go apart).
+    inserts_rows_and_saves_head = False
+
+    def insert_rows_and_save_head(self, count: int, *, alive: bool, notify: bool) -> Statement:
         """One statement inserting ``count`` rows and then writing the head back (the
         ``insert_row`` values of each row, then ``save_head``'s or ``save_head_alive``'s),
-        where the engine can; None where it cannot (the rows and the head go apart)."""
-        return None
+        and with ``notify`` sending ``pg_notify`` (its channel and payload last)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def item_param(db: BaseDatabaseWrapper, item: dict, encoded: str | None) -> Any:
+        """The ``item`` column's parameter: the JSON field's own (``encoded``, the item's
+        compact JSON, is not the form this engine keeps: SQLite stores the text as sent,
+        and the API passes it through)."""
+        return _item_field.get_db_prep_save(item, db)
 
     @cache  # noqa: B019 - one instance per engine, kept for the process's life anyway
     def committed_item_ids(self, count: int) -> Statement:
@@ -168,12 +179,25 @@ class PostgreSQLAppendSQL(AppendSQL):
     def statement(self, sql: str) -> Statement:
         return PostgreSQLStatement(sql)
 
-    @cache  # noqa: B019 - one instance per engine; at most 2 x MAX_ITEMS_PER_APPEND texts
-    def insert_rows_and_save_head(self, count: int, *, alive: bool) -> Statement | None:
+    inserts_rows_and_saves_head = True
+
+    @cache  # noqa: B019 - one instance per engine; at most 4 x MAX_ITEMS_PER_APPEND texts
+    def insert_rows_and_save_head(self, count: int, *, alive: bool, notify: bool) -> Statement:
         # A data-modifying WITH runs its INSERT to completion, with every constraint
-        # checked as on its own, and saves the round trip of a second statement.
+        # checked as on its own, and saves the round trip of a second statement. The
+        # UPDATE meets exactly the agent's row (locked): its RETURNING sends the
+        # live hub's NOTIFY once, inside the transaction, saving a third.
         save_head = self.save_head_alive if alive else self.save_head
-        return self.statement(f"WITH inserted AS ({self._insert_into}{_row_values(count)}) {save_head.sql}")
+        returning = " RETURNING pg_notify(%s, %s)" if notify else ""
+        return self.statement(f"WITH inserted AS ({self._insert_into}{_row_values(count)}) {save_head.sql}{returning}")
+
+    @staticmethod
+    def item_param(db: BaseDatabaseWrapper, item: dict, encoded: str | None) -> Any:
+        # jsonb keeps no text: the compact JSON already made for the size check is parsed
+        # to the same value, and psycopg need not encode the item again.
+        if encoded is None:
+            return _item_field.get_db_prep_save(item, db)
+        return Jsonb(encoded, dumps=_as_sent)
 
 
 def postgresql_statement_cursor() -> Callable[[Any], Any]:
@@ -191,18 +215,26 @@ def postgresql_statement_cursor() -> Callable[[Any], Any]:
     return ServerBindingCursor
 
 
-def row_params(db: BaseDatabaseWrapper, *, agent_id: str, first_seq: int, rows: Sequence[Any]) -> list[tuple]:
+def row_params(
+    db: BaseDatabaseWrapper,
+    *,
+    agent_id: str,
+    first_seq: int,
+    rows: Sequence[Any],
+    adapt_datetime: Callable[[Any], Any] | None = None,
+) -> list[tuple]:
     """The ``insert_row`` values of ``rows`` (``timeline.services.CheckedRow``) as seq first_seq,
-    first_seq+1, ..., adapted by the same field and backend methods the ORM uses."""
-    adapt_datetime = db.ops.adapt_datetimefield_value
-    prep_item = _item_field.get_db_prep_save
+    first_seq+1, ..., adapted by the same field and backend methods the ORM uses
+    (``adapt_datetime``: the backend's, or one that remembers what it adapted)."""
+    adapt_datetime = adapt_datetime or db.ops.adapt_datetimefield_value
+    item_param = append_sql(db).item_param
     return [
         (
             agent_id,
             seq,
             adapt_datetime(row.committed_at),
             row.item_type,
-            prep_item(row.item, db),
+            item_param(db, row.item, getattr(row, "item_json", None)),
             row.item_id,
             # Only carried-over histories know their turns.
             getattr(row, "turn_id", None),
@@ -212,6 +244,11 @@ def row_params(db: BaseDatabaseWrapper, *, agent_id: str, first_seq: int, rows: 
 
 
 _item_field = TimelineRow._meta.get_field("item")
+
+
+def _as_sent(text: str) -> str:
+    """psycopg's ``dumps`` for JSON text already encoded."""
+    return text
 
 
 def _row_values(count: int) -> str:

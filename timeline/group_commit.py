@@ -11,6 +11,7 @@ another order, and appends to different agents already run side by side there.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import TypeVar
 
 from django.conf import settings
@@ -30,7 +31,14 @@ appends = GroupCommit(max_requests=MAX_APPENDS_PER_BATCH, max_weight=MAX_ITEMS_P
 
 def append_lane(agent_id: str) -> str | None:
     """The lane of an append to ``agent_id``: the agent where rows are locked, else the one database lane."""
-    return agent_id if connection.features.has_select_for_update else None
+    return agent_id if _database_locks_rows() else None
+
+
+@cache
+def _database_locks_rows() -> bool:
+    # The default database's engine is the process's for its whole life; asking its
+    # connection (a thread-local lookup) on every append cost more than the answer.
+    return connection.features.has_select_for_update
 
 
 def run_grouped_append(work: Callable[[], T], *, agent_id: str, items: int) -> T:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.base.base import BaseDatabaseWrapper
 
 from kernel.errors import ItemConflict
 from timeline.append_sql import append_sql
@@ -30,14 +31,17 @@ class WithItemId(Protocol):
     def item_id(self) -> str | None: ...
 
 
-def committed_by_item_id(agent_id: str, items: Sequence[WithItemId]) -> dict[str, TimelineRow]:
-    """The rows already committed under the item ids of this call (read under the agent's lock)."""
+def committed_by_item_id(
+    agent_id: str, items: Sequence[WithItemId], *, connection: BaseDatabaseWrapper | None = None
+) -> dict[str, TimelineRow]:
+    """The rows already committed under the item ids of this call (read under the agent's lock,
+    on ``connection``: the default database's, which the caller may have looked up already)."""
     wanted_ids = [new.item_id for new in items if new.item_id is not None]
     if not wanted_ids:
         return {}
     # Nearly every call is a first attempt: one prepared lookup of the ids says
     # so, and only a retry builds the queryset that reads the stored rows.
-    db = connections[DEFAULT_DB_ALIAS]
+    db = connection if connection is not None else connections[DEFAULT_DB_ALIAS]
     found = append_sql(db).committed_item_ids(len(wanted_ids)).fetchall([agent_id, *wanted_ids], connection=db)
     if not found:
         return {}

@@ -8,14 +8,17 @@ store item kinds this server does not know yet.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 
 from kernel.errors import PayloadTooLarge
 
+#: Items per call of the API append (``timeline.services.append_timeline_items``).
+MAX_ITEMS_PER_APPEND = 500
 MAX_ITEM_TYPE_LENGTH = 64
 MAX_ITEM_ID_LENGTH = 256
 TOOL_CALL_STATUSES = ("running", "completed", "failed", "canceled")
@@ -90,12 +93,13 @@ def item_problems(item: Any) -> list[str]:
     return problems
 
 
-def new_item_problems(item: Any, item_id: Any) -> dict[str, list[str]]:
+def new_item_problems(item: Any, item_id: Any, *, encoded: str | None = None) -> dict[str, list[str]]:
     """Everything wrong with one item offered for the timeline (committed or
-    provisional), keyed ``item`` / ``item_id``; empty when it is fine."""
+    provisional), keyed ``item`` / ``item_id``; empty when it is fine.
+    ``encoded``: the item's ``item_json``, when the caller has it."""
     errors: dict[str, list[str]] = {}
     problems = item_problems(item)
-    if not problems and contains_nul(item):
+    if not problems and _may_contain_nul(encoded) and contains_nul(item):
         problems = ["Items must not contain NUL characters."]
     if problems:
         errors["item"] = problems
@@ -117,14 +121,37 @@ def item_id_problems(item_id: Any) -> list[str]:
     return []
 
 
+def item_json(item: Any) -> str:
+    """An item's compact JSON text, the form chartr measures it in (``item_bytes``)."""
+    return json.dumps(item, ensure_ascii=False, separators=(",", ":"))
+
+
 def item_bytes(item: Any) -> int:
     """An item's size as chartr counts it everywhere (the limit, ``timeline_bytes``): its compact UTF-8 JSON."""
-    return len(json.dumps(item, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+    return json_bytes(item_json(item))
 
 
-def check_item_size(item: dict, *, index: int | None = None) -> None:
+def known_item_bytes(item: Any, encoded: str | None) -> int:
+    """``item_bytes(item)``, read off ``encoded`` (its ``item_json``) when the caller has it."""
+    return item_bytes(item) if encoded is None else json_bytes(encoded)
+
+
+def json_bytes(text: str) -> int:
+    """The UTF-8 length of ``text`` (an ``item_json``)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
+def _may_contain_nul(encoded: str | None) -> bool:
+    # JSON writes U+0000 as the escape \u0000 wherever it is (a key or a value), so
+    # text without that escape holds none; with it, it may be a literal backslash's.
+    return encoded is None or "\\u0000" in encoded
+
+
+def check_item_size(item: dict, *, index: int | None = None, size: int | None = None) -> None:
+    """Refuse an item over ``CHARTR_MAX_ITEM_BYTES`` (``size``: its ``item_bytes``, when the caller has it)."""
     limit = settings.CHARTR_MAX_ITEM_BYTES
-    size = item_bytes(item)
+    if size is None:
+        size = item_bytes(item)
     if size > limit:
         where = f"Item {index}" if index is not None else "The item"
         raise PayloadTooLarge(f"{where} is {size} bytes; the limit is {limit}.", extra={"limit": limit, "size": size})
@@ -166,3 +193,48 @@ def canonical_item(value: Any) -> Any:
 def same_item(left: Any, right: Any) -> bool:
     """Whether two items are the same JSON whichever database stored either (see ``canonical_item``)."""
     return canonical_item(left) == canonical_item(right)
+
+
+class NewItem(Protocol):
+    """An item offered to the append (``timeline.services.NewTimelineItem``)."""
+
+    @property
+    def item(self) -> Any: ...
+    @property
+    def item_id(self) -> Any: ...
+
+
+def validate_new_items(items: Sequence[NewItem]) -> list[str | None]:
+    """Check the whole batch before touching the database, so a bad item stores nothing.
+
+    Returns each item's compact JSON (``timeline.items.item_json``): its size, its
+    NUL check and its growth counter all read that one encoding."""
+    if not 1 <= len(items) <= MAX_ITEMS_PER_APPEND:
+        raise ValidationError({"items": [f"Send between 1 and {MAX_ITEMS_PER_APPEND} items per call."]}, code="invalid")
+    errors: dict[str, list[str]] = {}
+    seen_ids: dict[str, int] = {}
+    encoded = [_encoded_or_none(new.item) for new in items]
+    for index, new in enumerate(items):
+        for name, problems in new_item_problems(new.item, new.item_id, encoded=encoded[index]).items():
+            errors[f"items[{index}].{name}"] = problems
+        if new.item_id is not None and f"items[{index}].item_id" not in errors:
+            if new.item_id in seen_ids:
+                errors[f"items[{index}].item_id"] = [
+                    f"item_id repeats items[{seen_ids[new.item_id]}].item_id in the same call."
+                ]
+            seen_ids[new.item_id] = index
+    if errors:
+        raise ValidationError(errors, code="invalid")
+    for index, (new, text) in enumerate(zip(items, encoded, strict=True)):
+        check_item_size(new.item, index=index, size=None if text is None else json_bytes(text))
+    return encoded
+
+
+def _encoded_or_none(item: object) -> str | None:
+    """``item_json(item)``, or None for what is no JSON object (the checks then say why, as before)."""
+    if not isinstance(item, dict):
+        return None
+    try:
+        return item_json(item)
+    except (TypeError, ValueError):
+        return None

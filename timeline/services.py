@@ -36,12 +36,11 @@ from kernel.errors import ArchivedConflict, Conflict, NotFound, SeqConflict
 from timeline.append_sql import append_sql, row_params
 from timeline.group_commit import run_grouped_append
 from timeline.idempotency import check_replays_match, committed_by_item_id, refuse_committed_item_ids
-from timeline.items import check_item_size, item_bytes, new_item_problems
+from timeline.items import MAX_ITEMS_PER_APPEND, known_item_bytes, validate_new_items
 from timeline.models import TimelineRow
 from timeline.search import timeline_search
-from timeline.signals import timeline_committed, timeline_committing
+from timeline.signals import live_notice, timeline_committed, timeline_committing
 
-MAX_ITEMS_PER_APPEND = 500
 #: Rows per INSERT batch of a bulk append: big enough to amortise the round
 #: trip, small enough that memory stays flat however many rows stream in.
 BULK_APPEND_BATCH = 5000
@@ -74,6 +73,8 @@ class PendingRow:
     item_type: str
     item_id: str | None
     committed_at: dt.datetime
+    #: The item's ``timeline.items.item_json``, when the caller has it (encoded once per append).
+    item_json: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,27 +106,6 @@ class BulkAppendResult:
         return self.head_seq - self.first_seq + 1
 
 
-def validate_new_items(items: Sequence[NewTimelineItem]) -> None:
-    """Check the whole batch before touching the database, so a bad item stores nothing."""
-    if not 1 <= len(items) <= MAX_ITEMS_PER_APPEND:
-        raise ValidationError({"items": [f"Send between 1 and {MAX_ITEMS_PER_APPEND} items per call."]}, code="invalid")
-    errors: dict[str, list[str]] = {}
-    seen_ids: dict[str, int] = {}
-    for index, new in enumerate(items):
-        for name, problems in new_item_problems(new.item, new.item_id).items():
-            errors[f"items[{index}].{name}"] = problems
-        if new.item_id is not None and f"items[{index}].item_id" not in errors:
-            if new.item_id in seen_ids:
-                errors[f"items[{index}].item_id"] = [
-                    f"item_id repeats items[{seen_ids[new.item_id]}].item_id in the same call."
-                ]
-            seen_ids[new.item_id] = index
-    if errors:
-        raise ValidationError(errors, code="invalid")
-    for index, new in enumerate(items):
-        check_item_size(new.item, index=index)
-
-
 def append_timeline_items(
     *, agent_id: str, items: Sequence[NewTimelineItem], expected_head_seq: int | None = None
 ) -> AppendResult:
@@ -152,28 +132,30 @@ def append_timeline_items(
     own and gets its own answer, only once that transaction has committed.
     Called inside an atomic block, the append runs in the caller's transaction.
     """
-    validate_new_items(items)
-    append = partial(_append_checked_items, agent_id=agent_id, items=items, expected_head_seq=expected_head_seq)
+    encoded = validate_new_items(items)
+    append = partial(
+        _append_checked_items, agent_id=agent_id, items=items, encoded=encoded, expected_head_seq=expected_head_seq
+    )
     return run_grouped_append(append, agent_id=agent_id, items=len(items))
 
 
 def _append_checked_items(
-    *, agent_id: str, items: Sequence[NewTimelineItem], expected_head_seq: int | None
+    *, agent_id: str, items: Sequence[NewTimelineItem], encoded: list[str | None], expected_head_seq: int | None
 ) -> AppendResult:
     with transaction.atomic():
         agent = _lock_agent(agent_id, allow_archived=False)
-        committed = committed_by_item_id(agent.agent_id, items)
+        committed = committed_by_item_id(agent.agent_id, items, connection=agent.connection)
         check_replays_match(items, committed)
-        new_items = [new for new in items if new.item_id is None or new.item_id not in committed]
+        new_items = [(new, text) for new, text in zip(items, encoded, strict=True) if new.item_id not in committed]
         if new_items:
             _check_expected_head(agent, expected_head_seq)
         now = timezone.now()
         first_seq = agent.head_seq + 1
         pending = [
-            PendingRow(item=new.item, item_type=new.item["type"], item_id=new.item_id, committed_at=now)
-            for new in new_items
+            PendingRow(item=new.item, item_type=new.item["type"], item_id=new.item_id, committed_at=now, item_json=text)
+            for new, text in new_items
         ]
-        agent.alive = True
+        agent.alive_at = now
         _append_locked(agent, pending, batch_size=MAX_ITEMS_PER_APPEND)
     return AppendResult(
         rows=_rows_in_call_order(items, committed, first_seq=first_seq, committed_at=now),
@@ -250,8 +232,21 @@ class _AgentHead:
     #: What this append adds to the agent's growth counters.
     added_rows: int = 0
     added_bytes: int = 0
-    #: Whether the agent's daemon itself is appending (a sign of life), not the importer.
-    alive: bool = False
+    #: When the agent's daemon itself appended (a sign of life); None for the importer.
+    alive_at: dt.datetime | None = None
+    #: Datetimes in the connection's form, by identity (``adapt``).
+    _adapted: dict[int, tuple[object, object]] = field(default_factory=dict, repr=False)
+
+    def adapt(self, value: dt.datetime | None) -> object:
+        """``value`` as the connection stores it, made once per datetime object: an append
+        writes its commit time up to three times (each row, ``last_activity_at``,
+        ``last_seen_at``), and on SQLite each adaptation cost more than a statement's binding."""
+        kept = self._adapted.get(id(value))
+        if kept is not None and kept[0] is value:
+            return kept[1]
+        adapted = self.connection.ops.adapt_datetimefield_value(value)
+        self._adapted[id(value)] = (value, adapted)
+        return adapted
 
     def saw(self, row: CheckedRow) -> None:
         """Move the activity times to a row's commit time (never back: an
@@ -307,18 +302,18 @@ def _save_head(agent: _AgentHead) -> None:
     and add what it appended to the growth counters (plain SQL for the reason
     in ``_lock_agent``).
 
-    An append by the agent's own daemon (``agent.alive``) is a sign of life
+    An append by the agent's own daemon (``agent.alive_at``) is a sign of life
     too: ``last_seen_at`` moves with the head, so an appending agent is never
     stale. A history carried over by the importer is not.
     """
     statements = append_sql(agent.connection)
-    statement = statements.save_head_alive if agent.alive else statements.save_head
+    statement = statements.save_head_alive if agent.alive_at else statements.save_head
     statement.execute(_head_params(agent), connection=agent.connection)
 
 
 def _head_params(agent: _AgentHead) -> list:
     """``_save_head``'s parameters: the head columns, ``last_seen_at`` for a live agent, the counters, the agent."""
-    adapt = agent.connection.ops.adapt_datetimefield_value
+    adapt = agent.adapt
     params = [
         agent.head_seq,
         agent.min_seq,
@@ -326,8 +321,8 @@ def _head_params(agent: _AgentHead) -> list:
         adapt(agent.last_activity_at),
         adapt(agent.last_user_message_at),
     ]
-    if agent.alive:
-        params.append(adapt(timezone.now()))
+    if agent.alive_at is not None:
+        params.append(adapt(agent.alive_at))
     params += [agent.added_rows, agent.added_bytes, agent.agent_id]
     return params
 
@@ -376,7 +371,6 @@ def _append_locked(
     ``check_item_ids``: refuse a batch carrying an item id already committed
     (one indexed lookup per batch; the API append has looked them up already)."""
     if on_batch is None and not check_item_ids and _append_in_one_statement(agent, rows, batch_size=batch_size):
-        _announce(agent)
         return
     start_head = agent.head_seq
     for batch in _batches(rows, batch_size):
@@ -401,34 +395,45 @@ def _append_in_one_statement(agent: _AgentHead, rows: Iterable[CheckedRow], *, b
     if not isinstance(rows, Sequence) or not 1 <= len(rows) <= batch_size:
         return False
     db = agent.connection
-    statement = append_sql(db).insert_rows_and_save_head(len(rows), alive=agent.alive)
-    if statement is None:
+    statements = append_sql(db)
+    if not statements.inserts_rows_and_saves_head:
         return False
     first_seq = agent.head_seq + 1
     batch_bytes = _count_batch(agent, rows)
-    values = row_params(db, agent_id=agent.agent_id, first_seq=first_seq, rows=rows)
-    statement.execute([value for row in values for value in row] + _head_params(agent), connection=db)
+    notice = live_notice()
+    notify = notice and notice.arguments(agent_id=agent.agent_id, head_seq=agent.head_seq, epoch=agent.timeline_epoch)
+    alive = agent.alive_at is not None
+    statement = statements.insert_rows_and_save_head(len(rows), alive=alive, notify=notify is not None)
+    values = row_params(db, agent_id=agent.agent_id, first_seq=first_seq, rows=rows, adapt_datetime=agent.adapt)
+    params = [value for row in values for value in row] + _head_params(agent)
+    statement.execute(params + list(notify) if notify else params, connection=db)
     _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes)
+    _announce(agent, notified=notify is not None)
     return True
 
 
 def _count_batch(agent: _AgentHead, batch: Sequence[CheckedRow]) -> int:
-    """Move ``agent``'s head, activity times and growth counters past ``batch``, just
-    inserted after its head; the batch's bytes (``timeline.items.item_bytes``)."""
+    """Move ``agent``'s head, activity times and growth counters past ``batch`` (just inserted); its bytes."""
     agent.head_seq += len(batch)
     for row in batch:
         agent.saw(row)
     agent.added_rows += len(batch)
-    batch_bytes = sum(item_bytes(row.item) for row in batch)
+    batch_bytes = sum(known_item_bytes(row.item, getattr(row, "item_json", None)) for row in batch)
     agent.added_bytes += batch_bytes
     return batch_bytes
 
 
-def _announce(agent: _AgentHead) -> None:
-    """Tell the transaction's listeners the head moved, and everyone once it has committed."""
+def _announce(agent: _AgentHead, *, notified: bool = False) -> None:
+    """Tell the transaction's listeners the head moved, and everyone once it has committed.
+
+    ``notified``: the live hub's notice already went with the rows' statement."""
     agent_id, head, epoch = agent.agent_id, agent.head_seq, agent.timeline_epoch
+    notice = live_notice()
+    if notice is not None and not notified:
+        notice.send(agent_id=agent_id, head_seq=head, epoch=epoch)
+    # Nothing of chartr's listens: with no receiver, sending costs a dictionary lookup.
     timeline_committing.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
-    transaction.on_commit(
+    agent.connection.on_commit(
         lambda: timeline_committed.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
     )
 

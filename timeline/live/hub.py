@@ -26,7 +26,7 @@ from timeline.live.messages import AgentsChanged, Closing, Committed, Message, P
 from timeline.live.reads import DatabaseRunner, LiveBatch
 from timeline.live.transports.base import LiveTransport
 from timeline.live.transports.factory import make_transport
-from timeline.signals import timeline_committed, timeline_committing
+from timeline.signals import set_live_notice, timeline_committed
 
 logger = logging.getLogger("chartr.live")
 
@@ -442,11 +442,20 @@ def set_hub(hub: Hub | None) -> Hub | None:
         return previous
 
 
-def on_timeline_committing(sender, *, agent_id: str, head_seq: int, epoch: str, **kwargs) -> None:
-    """Inside the append's transaction: a transport that sends with it (PostgreSQL's NOTIFY) does so now."""
-    transport = get_hub().transport
-    if transport.sends_with_transaction:
-        transport.publish_in_transaction(Committed(agent_id=agent_id, head_seq=head_seq, epoch=epoch))
+class CommittingNotice:
+    """``timeline.signals.LiveNotice`` for the process's hub: inside the append's
+    transaction, a transport that sends with it (PostgreSQL's NOTIFY) does so."""
+
+    def arguments(self, *, agent_id: str, head_seq: int, epoch: str) -> tuple[str, str] | None:
+        transport = get_hub().transport
+        if not transport.sends_with_transaction:
+            return None
+        return transport.notify_arguments(Committed(agent_id=agent_id, head_seq=head_seq, epoch=epoch))
+
+    def send(self, *, agent_id: str, head_seq: int, epoch: str) -> None:
+        transport = get_hub().transport
+        if transport.sends_with_transaction:
+            transport.publish_in_transaction(Committed(agent_id=agent_id, head_seq=head_seq, epoch=epoch))
 
 
 def on_timeline_committed(sender, *, agent_id: str, head_seq: int, epoch: str, **kwargs) -> None:
@@ -466,7 +475,7 @@ def on_process_draining() -> None:
 
 
 def connect_signals() -> None:
-    timeline_committing.connect(on_timeline_committing, dispatch_uid="chartr-live-committing")
+    set_live_notice(CommittingNotice())
     timeline_committed.connect(on_timeline_committed, dispatch_uid="chartr-live-committed")
     agents_changed.connect(on_agents_changed, dispatch_uid="chartr-live-agents")
     draining.on_draining(on_process_draining)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from timeline.live.messages import (
@@ -26,6 +28,13 @@ def test_messages_survive_encoding():
     for bad in ("", "{}", '{"k": "z", "o": "x"}', '{"k": "p", "o": "x", "a": "a", "i": [1], "d": null}'):
         with pytest.raises(ValueError):
             decode_message(bad)
+
+
+def test_a_committed_message_is_the_json_of_its_fields():
+    # Committed is written without json.dumps (it goes with every append); the text must stay the same.
+    for message, origin in ((Committed("a-1", 7, "e1"), "o"), (Committed('agé"\\x\n', 12345678901, ""), "orïgin")):
+        fields = {"k": "c", "a": message.agent_id, "s": message.head_seq, "e": message.epoch, "o": origin}
+        assert encode_message(message, origin) == json.dumps(fields, separators=(",", ":"), ensure_ascii=True)
 
 
 def test_large_payloads_are_chunked_under_the_notify_limit_and_reassembled():

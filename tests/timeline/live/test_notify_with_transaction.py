@@ -3,6 +3,7 @@ processes hear of it when it commits, and never of an append rolled back."""
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 
 import psycopg
@@ -15,7 +16,7 @@ from tests.factories import AgentFactory
 from timeline.live.hub import Hub, set_hub
 from timeline.live.messages import Committed, decode_message
 from timeline.live.transports.postgres import PostgresTransport, postgres_connect_kwargs
-from timeline.services import NewTimelineItem, append_timeline_items
+from timeline.services import NewTimelineItem, PendingRow, append_timeline_items, bulk_append_timeline_rows
 
 pytestmark = [
     pytest.mark.skipif("connection.vendor != 'postgresql'"),
@@ -79,3 +80,32 @@ def test_an_append_rolled_back_is_never_announced(listener_and_hub):
         ("sender", Committed(agent_id=agent.agent_id, head_seq=1, epoch=agent.timeline_epoch))
     ]
     assert heard(listener_and_hub, timeout=0.3) == [], "one append, one notification"
+
+
+def test_the_notification_goes_in_the_statement_that_inserts_the_rows(listener_and_hub):
+    agent = AgentFactory()
+    with CaptureQueriesContext(connection) as queries:
+        append(agent.agent_id, "one")
+    notifying = [q["sql"] for q in queries.captured_queries if "pg_notify" in q["sql"]]
+    assert len(notifying) == 1
+    assert "INSERT INTO" in notifying[0], "a round trip of its own"
+    agent.refresh_from_db()
+    assert heard(listener_and_hub, timeout=2) == [
+        ("sender", Committed(agent_id=agent.agent_id, head_seq=1, epoch=agent.timeline_epoch))
+    ]
+
+
+def test_an_append_in_several_batches_is_announced_once_with_its_last_head(listener_and_hub):
+    agent = AgentFactory()
+    now = dt.datetime.now(dt.UTC)
+    rows = [
+        PendingRow(
+            item={"type": "reasoning", "text": f"row {n}"}, item_type="reasoning", item_id=None, committed_at=now
+        )
+        for n in range(5)
+    ]
+    bulk_append_timeline_rows(agent_id=agent.agent_id, rows=rows, batch_size=2)
+    agent.refresh_from_db()
+    assert heard(listener_and_hub, timeout=2) == [
+        ("sender", Committed(agent_id=agent.agent_id, head_seq=5, epoch=agent.timeline_epoch))
+    ]

@@ -56,6 +56,12 @@ class LiveTransport(ABC):
         rolls back. Only for transports whose ``sends_with_transaction`` is true."""
         raise NotImplementedError(f"The {self.name} transport sends only after a commit.")
 
+    def notify_arguments(self, message: Message) -> tuple[str, str] | None:
+        """``(channel, payload)`` of the one ``pg_notify`` that sends ``message`` with the
+        transaction in progress, for a caller to put in a statement of its own; None
+        when ``publish_in_transaction`` must send it (several chunks, or not this transport)."""
+        return None
+
     @abstractmethod
     async def aclose(self) -> None:
         """Stop listening."""

@@ -21,7 +21,7 @@ from psycopg import sql
 from kernel.postgres import connection_keywords
 from kernel.write_fence import outside_write_fence
 from timeline.append_sql import PostgreSQLStatement
-from timeline.live.messages import ChunkAssembler, Message, encode_message, split_payload
+from timeline.live.messages import PG_NOTIFY_LIMIT, ChunkAssembler, Message, encode_message, split_payload
 from timeline.live.transports.base import ListeningTransport, PayloadReceiver
 
 
@@ -55,6 +55,10 @@ class PostgresTransport(ListeningTransport):
 
     def publish_in_transaction(self, message: Message) -> None:
         self._notify(message)
+
+    def notify_arguments(self, message: Message) -> tuple[str, str] | None:
+        payload = encode_message(message, self.origin)
+        return (self.channel_name, payload) if len(payload) <= PG_NOTIFY_LIMIT else None
 
     def _notify(self, message: Message) -> None:
         payload = encode_message(message, self.origin)
