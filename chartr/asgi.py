@@ -34,15 +34,9 @@ wsgi_application = get_wsgi_application()  # also runs django.setup()
 from django.conf import settings  # noqa: E402  (after setup)
 
 from chartr.api_handler import ApiWsgiHandler, session_api_paths, takes_api_middleware  # noqa: E402
+from chartr.logs import access_log  # noqa: E402
 from chartr.pooled_wsgi import BufferedWsgiInstance  # noqa: E402
-from chartr.serving import (  # noqa: E402
-    BodyLimit,
-    JsonServerErrors,
-    SharedThreadAsgiHandler,
-    close_when_draining,
-    fresh_context,
-    is_api_path,
-)
+from chartr.serving import RequestGuard, SharedThreadAsgiHandler, is_api_path  # noqa: E402
 from timeline.live.hub import get_hub  # noqa: E402
 
 
@@ -105,7 +99,14 @@ def body_limit_for(path: str) -> int:
     return settings.CHARTR_MAX_BODY_BYTES if is_api_path(path) else settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 
-# Outermost first: a fresh context per request, Connection: close once draining,
-# the JSON 500 for any failure before a response started, then the body limit,
-# before anything reads the body.
-application = fresh_context(close_when_draining(JsonServerErrors(BodyLimit(route, limit_for=body_limit_for))))
+# A fresh context per request, the body limit before anything reads the body, the
+# JSON 500 for any failure before a response started, Connection: close once
+# draining, and the access log's line (written here when the worker hands it over).
+application = RequestGuard(
+    route,
+    fresh_context=True,
+    limit_for=body_limit_for,
+    json_errors=True,
+    close_when_draining=True,
+    access_log=access_log,
+)

@@ -26,6 +26,9 @@ Each answers one question before Django sees a request:
 - ``close_when_draining``: whether the connection stays open after the
   answer. Not once the process is draining (chartr/workers.py): a load
   balancer then keeps no idle connection to an instance about to stop.
+
+``RequestGuard`` answers all of them but the handler's in one pass over
+``send`` and ``receive``, and writes the access log's line (chartr/logs.py).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from typing import Any
 from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpResponseBase
 
+from chartr.logs import AccessLog
 from kernel import draining
 from kernel.event_stream import EventStreamResponse
 
@@ -51,15 +55,6 @@ Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-
-def fresh_context(app: ASGIApp) -> ASGIApp:
-    """Run every request in a new, empty ``contextvars.Context``."""
-
-    async def run_in_fresh_context(scope: Scope, receive: Receive, send: Send) -> None:
-        await asyncio.create_task(app(scope, receive, send), context=contextvars.Context())
-
-    return run_in_fresh_context
 
 
 def is_api_path(path: str) -> bool:
@@ -175,21 +170,6 @@ def body_send(send: Send) -> Send:
     return send
 
 
-class _TrackedSend:
-    """``send``, remembering whether the response has started (after that, an
-    error can no longer be answered with a fresh response)."""
-
-    def __init__(self, send: Send):
-        self.send = self.passes_body_to = send
-        self.started = False
-
-    def __call__(self, message: Message) -> Awaitable[None]:
-        # A plain function handing on the awaitable: no coroutine of its own for
-        # every frame of every open stream.
-        self.started = self.started or message["type"] == "http.response.start"
-        return self.send(message)
-
-
 class _BodyTooLarge(Exception):
     pass
 
@@ -204,40 +184,99 @@ def declared_length(scope: Scope) -> int | None:
     return None
 
 
-class BodyLimit:
-    """Refuse request bodies over ``limit_for(path)`` bytes with 413, before reading them."""
+class _ResponseSend:
+    """The server's ``send`` as the app sees it: remembers whether the response has
+    started (after that, an error can no longer be answered with a fresh response),
+    says ``Connection: close`` while draining and writes the access log's line."""
 
-    def __init__(self, app: ASGIApp, *, limit_for: Callable[[str], int]):
+    def __init__(self, send: Send, scope: Scope, guard: RequestGuard):
+        self.send = self.passes_body_to = send
+        self.scope = scope
+        self.guard = guard
+        self.started = False
+
+    def __call__(self, message: Message) -> Awaitable[None]:
+        # A plain function handing on the awaitable: no coroutine of its own for
+        # every frame of every open stream.
+        if message["type"] == "http.response.start":
+            self.started = True
+            if self.guard.close_when_draining and draining.is_draining():
+                headers = [(name, value) for name, value in message.get("headers", ()) if name.lower() != b"connection"]
+                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+            if self.guard.access_log is not None:
+                self.guard.access_log.response(self.scope, message["status"])
+        return self.send(message)
+
+
+class RequestGuard:
+    """Every step that runs around a request before the handlers, in one pass over
+    ``send`` and ``receive`` (four nested wrappers cost a coroutine, a closure and a
+    ``send`` call each per message):
+
+    - ``fresh_context``: the request runs in an empty ``contextvars.Context``; a
+      task of its own only when it did not start in one (the worker has uvicorn
+      start each request's task in an empty context, chartr/workers.py);
+    - ``limit_for``: a body over ``limit_for(path)`` bytes is refused with 413,
+      a declared ``Content-Length`` before a byte is read, a chunked body once it
+      passes the limit, so nothing larger is ever buffered or spooled;
+    - ``json_errors``: a failure before a response started is answered with the
+      500 envelope (JSON under /api/), never the server's plain-text one;
+    - ``close_when_draining``: ``Connection: close`` on every response that starts
+      while the process is draining (chartr/workers.py), so a load balancer keeps no
+      idle connection to an instance about to stop;
+    - ``access_log``: one line per response started (chartr/logs.py).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        fresh_context: bool = False,
+        limit_for: Callable[[str], int] | None = None,
+        json_errors: bool = False,
+        close_when_draining: bool = False,
+        access_log: AccessLog | None = None,
+    ):
         self.app = app
+        self.fresh_context = fresh_context
         self.limit_for = limit_for
+        self.json_errors = json_errors
+        self.close_when_draining = close_when_draining
+        self.access_log = access_log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.fresh_context and len(contextvars.copy_context()):
+            await asyncio.create_task(self._serve(scope, receive, send), context=contextvars.Context())
+        else:
+            await self._serve(scope, receive, send)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.limit_for(scope["path"])
-        declared = declared_length(scope)
-        if declared is not None and declared > limit:
-            await self._refuse(send, scope, limit)
-            return
-        received = 0
-        tracked_send = _TrackedSend(send)
-
-        async def counting_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit:
-                    raise _BodyTooLarge
-            return message
-
+        response_send = _ResponseSend(send, scope, self)
+        limit = None
+        if self.limit_for is not None:
+            limit = self.limit_for(scope["path"])
+            declared = declared_length(scope)
+            if declared is not None and declared > limit:
+                await self._refuse(response_send, scope, limit)
+                return
+            if declared is None:
+                # With a declared length the server's parser delivers no more than that;
+                # without one (chunked), the body is counted as it comes.
+                receive = counting_receive(receive, limit)
         try:
-            await self.app(scope, counting_receive, tracked_send)
+            await self.app(scope, receive, response_send)
         except _BodyTooLarge:
-            if tracked_send.started:
+            if response_send.started:
                 raise
-            await self._refuse(send, scope, limit)
+            await self._refuse(response_send, scope, limit)
+        except Exception:
+            if response_send.started or not self.json_errors:
+                raise
+            logger.exception("Unhandled error serving %s %s", scope.get("method"), scope.get("path"))
+            await send_error(response_send, scope, 500, "server_error", "The server failed to handle this request.")
 
     @staticmethod
     async def _refuse(send: Send, scope: Scope, limit: int) -> None:
@@ -248,41 +287,39 @@ class BodyLimit:
         )
 
 
-class JsonServerErrors:
+def counting_receive(receive: Receive, limit: int) -> Receive:
+    """``receive``, raising ``_BodyTooLarge`` once the body passed ``limit`` bytes."""
+    received = 0
+
+    async def receive_counted() -> Message:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise _BodyTooLarge
+        return message
+
+    return receive_counted
+
+
+# Each step on its own (the tests drive them one at a time); chartr/asgi.py takes one
+# RequestGuard doing them all.
+def fresh_context(app: ASGIApp) -> ASGIApp:
+    """Run every request in a new, empty ``contextvars.Context``."""
+    return RequestGuard(app, fresh_context=True)
+
+
+def BodyLimit(app: ASGIApp, *, limit_for: Callable[[str], int]) -> ASGIApp:  # noqa: N802  (was a class)
+    """Refuse request bodies over ``limit_for(path)`` bytes with 413, before reading them."""
+    return RequestGuard(app, limit_for=limit_for)
+
+
+def JsonServerErrors(app: ASGIApp) -> ASGIApp:  # noqa: N802  (was a class)
     """Answer a failure that escapes the handlers before a response started with a 500 envelope."""
-
-    def __init__(self, app: ASGIApp):
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        tracked_send = _TrackedSend(send)
-        try:
-            await self.app(scope, receive, tracked_send)
-        except Exception:
-            if tracked_send.started:
-                raise
-            logger.exception("Unhandled error serving %s %s", scope.get("method"), scope.get("path"))
-            await send_error(send, scope, 500, "server_error", "The server failed to handle this request.")
+    return RequestGuard(app, json_errors=True)
 
 
 def close_when_draining(app: ASGIApp) -> ASGIApp:
     """Add ``Connection: close`` to every response that starts while the process is draining."""
-
-    async def closing_app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await app(scope, receive, send)
-            return
-
-        def closing_send(message: Message) -> Awaitable[None]:
-            if message["type"] == "http.response.start" and draining.is_draining():
-                headers = [(name, value) for name, value in message.get("headers", ()) if name.lower() != b"connection"]
-                message = {**message, "headers": [*headers, (b"connection", b"close")]}
-            return send(message)
-
-        closing_send.passes_body_to = send  # type: ignore[attr-defined]
-        await app(scope, receive, closing_send)
-
-    return closing_app
+    return RequestGuard(app, close_when_draining=True)

@@ -31,6 +31,8 @@ from gunicorn.arbiter import Arbiter
 from uvicorn.server import Server
 from uvicorn_worker import UvicornWorker
 
+from chartr.http_protocol import OneWriteHttpToolsProtocol
+from chartr.logs import access_log
 from kernel import draining
 
 
@@ -63,6 +65,21 @@ class DrainingServer(Server):
 
 
 class DrainingUvicornWorker(UvicornWorker):
+    # A response's head and body in one write (chartr/http_protocol.py); uvicorn
+    # starts each request's task in an empty context, so chartr's wrapper needs no
+    # task of its own for that (chartr/serving.py), and leaves the access log to
+    # chartr/logs.py, which writes the same line to the same handlers.
+    CONFIG_KWARGS = {
+        **UvicornWorker.CONFIG_KWARGS,
+        "http": OneWriteHttpToolsProtocol,
+        "reset_contextvars": True,
+        "access_log": False,
+    }
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        access_log.write_to(self.log.access_log.handlers)
+
     async def _serve(self) -> None:
         # UvicornWorker._serve, with DrainingServer in place of uvicorn's Server.
         self.config.app = self.wsgi

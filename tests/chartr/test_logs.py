@@ -5,6 +5,7 @@ The real server's log is checked end to end in tests/process/test_server_logs.py
 
 from __future__ import annotations
 
+import io
 import logging
 import sys
 
@@ -12,7 +13,7 @@ import pytest
 from django.conf import settings
 from gunicorn.config import Config
 
-from chartr.logs import GunicornLogger, RedactSecrets, WithoutTraceback, redact
+from chartr.logs import AccessLog, GunicornLogger, RedactSecrets, WithoutTraceback, redact
 
 TOKEN = "chartr_" + "A1b2-C3d4_" * 5
 
@@ -93,3 +94,76 @@ def test_a_bad_host_is_one_record_without_a_traceback_and_a_json_400_under_api(c
     assert response.json()["error"]["code"] == "invalid" and "Host" in response.json()["error"]["message"]
     mentions = [entry for entry in caplog.records if "evil.example" in entry.getMessage()]
     assert len(mentions) == 1 and mentions[0].exc_info is None
+
+
+SCOPES = [
+    {
+        "client": ("127.0.0.1", 5),
+        "method": "GET",
+        "path": "/api/v1/projects",
+        "query_string": b"",
+        "http_version": "1.1",
+    },
+    {"client": ("10.0.0.9", 41), "method": "POST", "path": "/a b/é", "query_string": b"x=1", "http_version": "1.0"},
+    {
+        "client": None,
+        "method": "GET",
+        "path": "/p",
+        "query_string": f"auth=1&t={TOKEN}".encode(),
+        "http_version": "1.1",
+    },
+]
+
+
+def gunicorn_access_handler(stream) -> logging.Handler:
+    """A handler as ``GunicornLogger`` sets one up for ``accesslog = "-"``, on ``stream``."""
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logging.Formatter(GunicornLogger.access_fmt))
+    handler.addFilter(RedactSecrets())
+    return handler
+
+
+def test_the_access_log_writes_the_line_uvicorns_logger_writes_redacted_in_one_write():
+    from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
+
+    ours, uvicorns = io.StringIO(), io.StringIO()
+    access_log = AccessLog()
+    access_log.write_to([gunicorn_access_handler(ours)])
+    uvicorn_logger = logging.getLogger("test.uvicorn.access")
+    uvicorn_logger.handlers, uvicorn_logger.propagate = [gunicorn_access_handler(uvicorns)], False
+    for status, scope in enumerate(SCOPES, start=200):
+        access_log.response(scope, status)
+        uvicorn_logger.info(
+            '%s - "%s %s HTTP/%s" %d',
+            get_client_addr(scope),
+            scope["method"],
+            get_path_with_query_string(scope),
+            scope["http_version"],
+            status,
+        )
+    assert ours.getvalue() == uvicorns.getvalue()
+    assert ours.getvalue().splitlines()[2] == ' - "GET /p?auth=[redacted]&t=chartr_[redacted] HTTP/1.1" 202'
+
+
+def test_the_access_log_writes_to_a_plain_stream_itself_and_hands_any_other_handler_a_record():
+    plain = gunicorn_access_handler(io.StringIO())
+    plain.handle = None  # the plain stream is written to directly, never through handle()
+    formatted = logging.StreamHandler(io.StringIO())
+    formatted.setFormatter(logging.Formatter("access: %(name)s %(message)s"))
+    access_log = AccessLog()
+    access_log.write_to([plain, formatted])
+    access_log.response(SCOPES[0], 204)
+    assert plain.stream.getvalue() == '127.0.0.1:5 - "GET /api/v1/projects HTTP/1.1" 204\n'
+    assert formatted.stream.getvalue() == 'access: uvicorn.access 127.0.0.1:5 - "GET /api/v1/projects HTTP/1.1" 204\n'
+
+
+def test_the_access_log_writes_nothing_until_it_is_handed_handlers():
+    handler = gunicorn_access_handler(io.StringIO())
+    access_log = AccessLog()
+    access_log.response(SCOPES[0], 200)
+    handlers = []
+    access_log.write_to(handlers)
+    access_log.response(SCOPES[0], 200)
+    handlers.append(handler)  # gunicorn adds (and reopens) handlers in place
+    access_log.response(SCOPES[0], 201)
+    assert handler.stream.getvalue() == '127.0.0.1:5 - "GET /api/v1/projects HTTP/1.1" 201\n'

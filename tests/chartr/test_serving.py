@@ -11,6 +11,7 @@ from django.core.handlers.asgi import ASGIHandler
 from chartr.serving import (
     BodyLimit,
     JsonServerErrors,
+    RequestGuard,
     SharedThreadAsgiHandler,
     body_send,
     close_when_draining,
@@ -170,3 +171,40 @@ def test_an_event_stream_whose_content_was_replaced_goes_through_django():
     response.streaming_content = wrapped()
     assert response.frames is None
     assert status_and_body(_send_response(response))[2] == b"replaced"
+
+
+class RecordingAccessLog:
+    def __init__(self):
+        self.lines = []
+
+    def response(self, scope, status):
+        self.lines.append((scope["path"], status))
+
+
+def test_the_guard_writes_one_access_line_per_response_its_own_refusals_and_errors_included():
+    access_log = RecordingAccessLog()
+
+    def guarded(app):
+        return RequestGuard(app, limit_for=lambda path: 10, json_errors=True, access_log=access_log)
+
+    call(guarded(echo_app), body_chunks=[b"12345"])
+    call(guarded(echo_app), path="/api/v1/big", body_chunks=[b"123456", b"78901"])
+    call(guarded(failing_app), path="/api/v1/failing")
+    assert access_log.lines == [("/api/v1/projects", 200), ("/api/v1/big", 413), ("/api/v1/failing", 500)]
+
+
+def test_a_request_already_in_an_empty_context_runs_in_its_own_task():
+    tasks = []
+
+    async def app(scope, receive, send):
+        tasks.append(asyncio.current_task())
+
+    async def request_task():
+        await RequestGuard(app, fresh_context=True)({"type": "http"}, None, None)
+        return asyncio.current_task()
+
+    async def main():
+        # As uvicorn starts a request's task when the worker sets reset_contextvars.
+        return await asyncio.create_task(request_task(), context=contextvars.Context())
+
+    assert tasks == [asyncio.run(main())]

@@ -98,3 +98,18 @@ def test_a_bad_host_is_a_400_and_one_log_line_without_a_traceback(server):
         assert len(lines) == 1, lines
         assert "Invalid HTTP_HOST header" in lines[0]
     assert "\x85" not in log
+
+
+def test_each_response_is_one_access_log_line(server):
+    marker = secrets.token_hex(6)
+    assert httpx.get(server.url(f"/api/v1/projects?m={marker}"), timeout=10).status_code == 401
+    assert httpx.get(server.url(f"/healthz?m={marker}"), timeout=10).status_code == 200
+
+    def lines() -> list[str]:
+        return [line for line in server.output.splitlines() if marker in line]
+
+    wait_for(lambda: len(lines()) >= 2, timeout=10, what="the access log lines")
+    assert [line.split(" - ", 1)[1] for line in lines()] == [
+        f'"GET /api/v1/projects?m={marker} HTTP/1.1" 401',
+        f'"GET /healthz?m={marker} HTTP/1.1" 200',
+    ]
