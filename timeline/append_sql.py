@@ -24,9 +24,9 @@ from kernel import bound_statements
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineRow
 
-#: The agent columns an append reads under its lock and writes back, in ``_AgentHead`` order.
+#: The agent columns an append reads under its lock and writes back, in ``AgentHead`` order (timeline.agent_head).
 HEAD_COLUMNS = ("head_seq", "min_seq", "timeline_epoch", "last_activity_at", "last_user_message_at")
-#: The growth counters an append adds to (``_AgentHead.added_rows`` and ``added_bytes``).
+#: The growth counters an append adds to (``AgentHead.added_rows`` and ``added_bytes``).
 COUNTER_COLUMNS = ("committed_rows", "committed_bytes")
 #: The columns of an inserted timeline row, in the order ``AppendSQL.insert_row`` takes them.
 ROW_COLUMNS = ("agent", "seq", "committed_at", "item_type", "item", "item_id", "turn_id")

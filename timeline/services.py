@@ -9,7 +9,7 @@ Two entry points share one core, so the rules exist once:
   legacy importer), streamed in batches, inside the caller's transaction when
   there is one.
 
-The core (``_lock_agent`` then ``_append_locked``): lock the agent row, give
+The core (``timeline.agent_head.lock_agent``, then ``_append_locked``): lock the agent row, give
 the rows seq head+1, head+2, ... in order, insert them, move ``head_seq`` and
 the activity times (``last_activity_at``, ``last_user_message_at``) in the
 same transaction, and send ``timeline_committed`` once the outermost
@@ -28,11 +28,10 @@ from typing import Protocol
 
 from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
-from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
-from kernel.errors import ArchivedConflict, Conflict, NotFound, SeqConflict
+from kernel.errors import Conflict, SeqConflict
+from timeline.agent_head import AgentHead, head_params, lock_agent, save_head
 from timeline.append_sql import append_sql, row_params
 from timeline.group_commit import run_grouped_append
 from timeline.idempotency import check_replays_match, committed_by_item_id, refuse_committed_item_ids
@@ -143,7 +142,7 @@ def _append_checked_items(
     *, agent_id: str, items: Sequence[NewTimelineItem], encoded: list[str | None], expected_head_seq: int | None
 ) -> AppendResult:
     with transaction.atomic():
-        agent = _lock_agent(agent_id, allow_archived=False)
+        agent = lock_agent(agent_id, allow_archived=False)
         committed = committed_by_item_id(agent.agent_id, items, connection=agent.connection)
         check_replays_match(items, committed)
         new_items = [(new, text) for new, text in zip(items, encoded, strict=True) if new.item_id not in committed]
@@ -201,7 +200,7 @@ def bulk_append_timeline_rows(
     whose retained range then starts at ``start_seq``.
     """
     with transaction.atomic():
-        agent = _lock_agent(agent_id, allow_archived=allow_archived)
+        agent = lock_agent(agent_id, allow_archived=allow_archived)
         _check_expected_head(agent, expected_head_seq)
         restarted = start_seq is not None or epoch is not None
         if restarted:
@@ -210,124 +209,14 @@ def bulk_append_timeline_rows(
         _append_locked(agent, rows, batch_size=batch_size, on_batch=on_batch, check_item_ids=True)
         if restarted and agent.head_seq == first_seq - 1:
             # A history that retains no row still goes on at start_seq, in its epoch.
-            _save_head(agent)
+            save_head(agent)
     return BulkAppendResult(first_seq=first_seq, head_seq=agent.head_seq, epoch=agent.timeline_epoch)
 
 
 # --- the core ---------------------------------------------------------------
 
 
-@dataclass
-class _AgentHead:
-    """The bookkeeping columns of an agent row locked for an append."""
-
-    agent_id: str
-    head_seq: int
-    min_seq: int
-    timeline_epoch: str
-    last_activity_at: dt.datetime | None
-    last_user_message_at: dt.datetime | None
-    #: The connection holding the lock (the default database's, resolved once per append).
-    connection: BaseDatabaseWrapper
-    #: What this append adds to the agent's growth counters.
-    added_rows: int = 0
-    added_bytes: int = 0
-    #: When the agent's daemon itself appended (a sign of life); None for the importer.
-    alive_at: dt.datetime | None = None
-    #: Datetimes in the connection's form, by identity (``adapt``).
-    _adapted: dict[int, tuple[object, object]] = field(default_factory=dict, repr=False)
-
-    def adapt(self, value: dt.datetime | None) -> object:
-        """``value`` as the connection stores it, made once per datetime object: an append
-        writes its commit time up to three times (each row, ``last_activity_at``,
-        ``last_seen_at``), and on SQLite each adaptation cost more than a statement's binding."""
-        kept = self._adapted.get(id(value))
-        if kept is not None and kept[0] is value:
-            return kept[1]
-        adapted = self.connection.ops.adapt_datetimefield_value(value)
-        self._adapted[id(value)] = (value, adapted)
-        return adapted
-
-    def saw(self, row: CheckedRow) -> None:
-        """Move the activity times to a row's commit time (never back: an
-        imported history may be older than what the agent already did)."""
-        if self.last_activity_at is None or row.committed_at > self.last_activity_at:
-            self.last_activity_at = row.committed_at
-        if row.item_type == "user_message" and (
-            self.last_user_message_at is None or row.committed_at > self.last_user_message_at
-        ):
-            self.last_user_message_at = row.committed_at
-
-
-def _lock_agent(agent_id: str, *, allow_archived: bool) -> _AgentHead:
-    """Read the agent's head under a lock held until the transaction ends.
-
-    ``SELECT ... FOR UPDATE`` where the backend has it (PostgreSQL); SQLite
-    has no row locks, and its IMMEDIATE transaction already holds the write
-    lock. Plain SQL built once per engine (``timeline.append_sql``), here and
-    in ``_save_head`` and ``_insert_batch``: querysets cost about 0.9 and 0.35
-    ms of CPU per call against 0.06 ms each, and building the SQL text on every
-    call about as much again as sending it (docs/benchmarks.md).
-    """
-    db = connections[DEFAULT_DB_ALIAS]
-    found = append_sql(db).lock_agent.fetchone([agent_id], connection=db)
-    if found is None:
-        raise NotFound(f"Agent {agent_id} does not exist.")
-    head_seq, min_seq, epoch, last_activity_at, last_user_message_at, archived_at = found
-    if archived_at is not None and not allow_archived:
-        raise ArchivedConflict(f"Agent {agent_id} is archived; its timeline is closed.")
-    return _AgentHead(
-        agent_id=agent_id,
-        head_seq=head_seq,
-        min_seq=min_seq,
-        timeline_epoch=epoch,
-        last_activity_at=_read_datetime(last_activity_at),
-        last_user_message_at=_read_datetime(last_user_message_at),
-        connection=db,
-    )
-
-
-def _read_datetime(value) -> dt.datetime | None:
-    """A datetime column read by plain SQL: SQLite may hand back text or a
-    naive datetime (stored in UTC), PostgreSQL an aware datetime."""
-    if isinstance(value, str):
-        value = parse_datetime(value)
-    if isinstance(value, dt.datetime) and value.tzinfo is None:
-        value = value.replace(tzinfo=dt.UTC)
-    return value
-
-
-def _save_head(agent: _AgentHead) -> None:
-    """Write the retained range, epoch and activity times of ``agent`` back,
-    and add what it appended to the growth counters (plain SQL for the reason
-    in ``_lock_agent``).
-
-    An append by the agent's own daemon (``agent.alive_at``) is a sign of life
-    too: ``last_seen_at`` moves with the head, so an appending agent is never
-    stale. A history carried over by the importer is not.
-    """
-    statements = append_sql(agent.connection)
-    statement = statements.save_head_alive if agent.alive_at else statements.save_head
-    statement.execute(_head_params(agent), connection=agent.connection)
-
-
-def _head_params(agent: _AgentHead) -> list:
-    """``_save_head``'s parameters: the head columns, ``last_seen_at`` for a live agent, the counters, the agent."""
-    adapt = agent.adapt
-    params = [
-        agent.head_seq,
-        agent.min_seq,
-        agent.timeline_epoch,
-        adapt(agent.last_activity_at),
-        adapt(agent.last_user_message_at),
-    ]
-    if agent.alive_at is not None:
-        params.append(adapt(agent.alive_at))
-    params += [agent.added_rows, agent.added_bytes, agent.agent_id]
-    return params
-
-
-def _restart_history(agent: _AgentHead, *, start_seq: int | None, epoch: str | None) -> None:
+def _restart_history(agent: AgentHead, *, start_seq: int | None, epoch: str | None) -> None:
     """Let the next rows start a history carried over as it was: at
     ``start_seq``, in ``epoch``. Only a timeline retaining nothing can."""
     if agent.min_seq <= agent.head_seq:
@@ -349,7 +238,7 @@ def _restart_history(agent: _AgentHead, *, start_seq: int | None, epoch: str | N
         agent.timeline_epoch = epoch
 
 
-def _check_expected_head(agent: _AgentHead, expected_head_seq: int | None) -> None:
+def _check_expected_head(agent: AgentHead, expected_head_seq: int | None) -> None:
     if expected_head_seq is not None and expected_head_seq != agent.head_seq:
         raise SeqConflict(
             f"Expected head_seq {expected_head_seq}, but agent {agent.agent_id} is at {agent.head_seq}.",
@@ -358,7 +247,7 @@ def _check_expected_head(agent: _AgentHead, expected_head_seq: int | None) -> No
 
 
 def _append_locked(
-    agent: _AgentHead,
+    agent: AgentHead,
     rows: Iterable[CheckedRow],
     *,
     batch_size: int,
@@ -384,11 +273,11 @@ def _append_locked(
             on_batch(len(batch))
     if agent.head_seq == start_head:
         return
-    _save_head(agent)
+    save_head(agent)
     _announce(agent)
 
 
-def _append_in_one_statement(agent: _AgentHead, rows: Iterable[CheckedRow], *, batch_size: int) -> bool:
+def _append_in_one_statement(agent: AgentHead, rows: Iterable[CheckedRow], *, batch_size: int) -> bool:
     """Insert ``rows`` and write the head back in one statement, where the engine
     has one (``AppendSQL.insert_rows_and_save_head``) and ``rows`` is one batch;
     False, having done nothing, otherwise."""
@@ -405,14 +294,14 @@ def _append_in_one_statement(agent: _AgentHead, rows: Iterable[CheckedRow], *, b
     alive = agent.alive_at is not None
     statement = statements.insert_rows_and_save_head(len(rows), alive=alive, notify=notify is not None)
     values = row_params(db, agent_id=agent.agent_id, first_seq=first_seq, rows=rows, adapt_datetime=agent.adapt)
-    params = [value for row in values for value in row] + _head_params(agent)
+    params = [value for row in values for value in row] + head_params(agent)
     statement.execute(params + list(notify) if notify else params, connection=db)
     _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes)
     _announce(agent, notified=notify is not None)
     return True
 
 
-def _count_batch(agent: _AgentHead, batch: Sequence[CheckedRow]) -> int:
+def _count_batch(agent: AgentHead, batch: Sequence[CheckedRow]) -> int:
     """Move ``agent``'s head, activity times and growth counters past ``batch`` (just inserted); its bytes."""
     agent.head_seq += len(batch)
     for row in batch:
@@ -423,7 +312,7 @@ def _count_batch(agent: _AgentHead, batch: Sequence[CheckedRow]) -> int:
     return batch_bytes
 
 
-def _announce(agent: _AgentHead, *, notified: bool = False) -> None:
+def _announce(agent: AgentHead, *, notified: bool = False) -> None:
     """Tell the transaction's listeners the head moved, and everyone once it has committed.
 
     ``notified``: the live hub's notice already went with the rows' statement."""
@@ -467,7 +356,7 @@ def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) 
 # --- the search index -------------------------------------------------------
 
 
-def _index_for_search(*, agent: _AgentHead, first_seq: int, last_seq: int, item_bytes: int) -> None:
+def _index_for_search(*, agent: AgentHead, first_seq: int, last_seq: int, item_bytes: int) -> None:
     """Tell the search index about the rows just inserted, in the transaction that
     inserted them: both appends come through here, so a committed row is always
     searchable (SQLite's FTS5 table takes them in batches and its searches read the
