@@ -1,6 +1,7 @@
 """ASGI wrappers around both of chartr's handlers (see chartr/asgi.py).
 
-Each answers one question before Django sees a request:
+``RequestGuard`` (its options) and ``SharedThreadAsgiHandler`` each answer one
+question before Django sees a request:
 
 - ``fresh_context``: which context variables a request starts with. None:
   uvicorn re-arms a keep-alive connection's reader from inside the request
@@ -8,7 +9,7 @@ Each answers one question before Django sees a request:
   context, asgiref's per-request executors included. A stream following a
   REST call on one connection then failed with "CurrentThreadExecutor already
   quit or is broken".
-- ``BodyLimit``: whether the body may be read at all. A declared
+- ``limit_for``: whether the body may be read at all. A declared
   ``Content-Length`` over the limit is refused before a byte is read, and a
   chunked body is cut off at the limit, so nothing larger than the limit is
   ever buffered in memory or spooled to disk, whoever sends it.
@@ -20,7 +21,7 @@ Each answers one question before Django sees a request:
   streams, 1,007 threads). Without the context those steps share asgiref's
   one process-wide thread; an ``EventStreamResponse``'s frames go to
   ``send`` without Django's streaming-response layers.
-- ``JsonServerErrors``: what a client sees when a handler fails before it
+- ``json_errors``: what a client sees when a handler fails before it
   started answering: the JSON error envelope under /api/, never the server's
   plain-text "Internal Server Error".
 - ``close_when_draining``: whether the connection stays open after the
@@ -29,6 +30,7 @@ Each answers one question before Django sees a request:
 
 ``RequestGuard`` answers all of them but the handler's in one pass over
 ``send`` and ``receive``, and writes the access log's line (chartr/logs.py).
+The tests turn its options on one at a time.
 """
 
 from __future__ import annotations
@@ -301,25 +303,3 @@ def counting_receive(receive: Receive, limit: int) -> Receive:
         return message
 
     return receive_counted
-
-
-# Each step on its own (the tests drive them one at a time); chartr/asgi.py takes one
-# RequestGuard doing them all.
-def fresh_context(app: ASGIApp) -> ASGIApp:
-    """Run every request in a new, empty ``contextvars.Context``."""
-    return RequestGuard(app, fresh_context=True)
-
-
-def BodyLimit(app: ASGIApp, *, limit_for: Callable[[str], int]) -> ASGIApp:  # noqa: N802  (was a class)
-    """Refuse request bodies over ``limit_for(path)`` bytes with 413, before reading them."""
-    return RequestGuard(app, limit_for=limit_for)
-
-
-def JsonServerErrors(app: ASGIApp) -> ASGIApp:  # noqa: N802  (was a class)
-    """Answer a failure that escapes the handlers before a response started with a 500 envelope."""
-    return RequestGuard(app, json_errors=True)
-
-
-def close_when_draining(app: ASGIApp) -> ASGIApp:
-    """Add ``Connection: close`` to every response that starts while the process is draining."""
-    return RequestGuard(app, close_when_draining=True)

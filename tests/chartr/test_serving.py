@@ -8,15 +8,7 @@ import json
 
 from django.core.handlers.asgi import ASGIHandler
 
-from chartr.serving import (
-    BodyLimit,
-    JsonServerErrors,
-    RequestGuard,
-    SharedThreadAsgiHandler,
-    body_send,
-    close_when_draining,
-    fresh_context,
-)
+from chartr.serving import RequestGuard, SharedThreadAsgiHandler, body_send
 from kernel.event_stream import EventStreamResponse
 
 leaked = contextvars.ContextVar("leaked", default=None)
@@ -60,7 +52,7 @@ async def echo_app(scope, receive, send):
 
 
 def test_a_failure_before_the_response_is_a_json_500_under_the_api():
-    status, headers, body = status_and_body(call(JsonServerErrors(failing_app)))
+    status, headers, body = status_and_body(call(RequestGuard(failing_app, json_errors=True)))
     assert status == 500
     assert headers[b"content-type"] == b"application/json"
     assert json.loads(body) == {
@@ -74,7 +66,7 @@ def test_a_declared_length_over_the_limit_is_refused_without_reading():
     async def never_read(scope, receive, send):
         reads.append(True)
 
-    sent = call(BodyLimit(never_read, limit_for=lambda path: 10), headers=[(b"content-length", b"11")])
+    sent = call(RequestGuard(never_read, limit_for=lambda path: 10), headers=[(b"content-length", b"11")])
     status, headers, body = status_and_body(sent)
     assert (status, json.loads(body)["error"]["code"]) == (413, "payload_too_large")
     assert headers[b"connection"] == b"close"
@@ -82,7 +74,7 @@ def test_a_declared_length_over_the_limit_is_refused_without_reading():
 
 
 def test_an_undeclared_body_is_cut_off_at_the_limit_and_a_small_one_passes():
-    limited = BodyLimit(echo_app, limit_for=lambda path: 10)
+    limited = RequestGuard(echo_app, limit_for=lambda path: 10)
     assert status_and_body(call(limited, body_chunks=[b"123456", b"78901"]))[0] == 413
     assert status_and_body(call(limited, body_chunks=[b"12345", b"67890"])) == (200, {}, b"1234567890")
 
@@ -95,7 +87,7 @@ def test_each_request_starts_with_an_empty_context():
         leaked.set("from an earlier request")
 
     async def two_requests_in_one_task():
-        wrapped = fresh_context(app)
+        wrapped = RequestGuard(app, fresh_context=True)
         leaked.set("connection-level value")
         await wrapped({"type": "http"}, None, None)
         await wrapped({"type": "http"}, None, None)
@@ -121,7 +113,7 @@ def test_body_messages_skip_the_wrappers_that_only_look_at_the_start():
     async def receive():
         return {"type": "http.request", "body": b"", "more_body": False}
 
-    wrapped = close_when_draining(JsonServerErrors(BodyLimit(app, limit_for=lambda path: 10)))
+    wrapped = RequestGuard(app, close_when_draining=True, json_errors=True, limit_for=lambda path: 10)
     scope = {"type": "http", "method": "GET", "path": "/api/v1/x", "headers": []}
     asyncio.run(wrapped(scope, receive, server_send))
     assert inner_sends == [server_send]
