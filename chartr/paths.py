@@ -12,6 +12,7 @@ import secrets
 import tempfile
 from pathlib import Path
 
+from chartr import config
 from kernel.files import ensure_private_dir
 
 __all__ = ["ensure_private_dir", "resolve_config_dir", "resolve_data_dir", "load_or_create_secret_key"]
@@ -25,8 +26,9 @@ def _home() -> Path:
 
 
 def resolve_data_dir(environ: os._Environ | dict = os.environ) -> Path:
-    if environ.get("CHARTR_DATA_DIR"):
-        return Path(environ["CHARTR_DATA_DIR"]).expanduser()
+    explicit = config.value("CHARTR_DATA_DIR", environ)
+    if explicit:
+        return Path(explicit).expanduser()
     if environ.get("XDG_DATA_HOME"):
         return Path(environ["XDG_DATA_HOME"]).expanduser() / "chartr"
     return _home() / ".local" / "share" / "chartr"

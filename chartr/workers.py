@@ -21,7 +21,6 @@ also ends the streams and fails readiness, without waiting).
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import time
@@ -31,6 +30,7 @@ from gunicorn.arbiter import Arbiter
 from uvicorn.server import Server
 from uvicorn_worker import UvicornWorker
 
+from chartr import config
 from chartr.http_protocol import OneWriteHttpToolsProtocol
 from chartr.logs import access_log
 from kernel import draining
@@ -38,7 +38,7 @@ from kernel import draining
 
 def drain_seconds() -> float:
     """``CHARTR_DRAIN_SECONDS`` (gunicorn.conf.py has put ``chartr.env`` in the environment already)."""
-    return float(os.environ.get("CHARTR_DRAIN_SECONDS") or 0)
+    return config.value("CHARTR_DRAIN_SECONDS")
 
 
 class DrainingServer(Server):

@@ -434,6 +434,11 @@ def get_hub() -> Hub:
         return _hub
 
 
+def transport_readiness() -> str | None:
+    """The readiness probe's check of this process's live transport (kernel.readiness)."""
+    return get_hub().transport.readiness_problem()
+
+
 def set_hub(hub: Hub | None) -> Hub | None:
     """Replace the process-wide hub (tests); returns the previous one."""
     global _hub

@@ -41,7 +41,7 @@ class Command(BaseCommand):
             "--no-collectstatic",
             action="store_false",
             dest="collectstatic",
-            help="Static files are prebuilt (the Docker image collects them at build time).",
+            help="Static files are prebuilt, as with CHARTR_COLLECTSTATIC=0 (the Docker image collects them at build time).",
         )
 
     def handle(self, *args, collectstatic: bool, verbosity: int, **options):
@@ -54,7 +54,7 @@ class Command(BaseCommand):
             )
         call_command("migrate_safely", verbosity=verbosity, stdout=self.stdout._out)
         call_command("ensure_initial_admin", verbosity=verbosity, stdout=self.stdout._out)
-        if collectstatic:
+        if collectstatic and settings.CHARTR_COLLECTSTATIC:
             self.collect_static_if_changed()
 
     def collect_static_if_changed(self) -> None:
