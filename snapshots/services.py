@@ -21,7 +21,7 @@ from kernel.services import (
     require_json_object,
     validate_fields,
 )
-from registry.directories import normalize_directory
+from registry.directories import is_within, normalize_directory
 from registry.models import Workspace
 from snapshots.models import AgentSnapshot
 from snapshots.selectors import stale_condition
@@ -114,6 +114,17 @@ def restore_archived_agents(operation: uuid.UUID) -> tuple[int, list[str]]:
     return restored, agent_ids
 
 
+def _check_workspace_takes(workspace: Workspace, agent: AgentSnapshot) -> None:
+    """A new agent goes only into a live workspace, with its cwd at or below the workspace's directory."""
+    if workspace.is_archived:
+        raise ArchivedConflict(f"Workspace {workspace.pk} is archived; agents cannot be added to it.")
+    if agent.cwd and not is_within(agent.cwd, workspace.directory):
+        raise ValidationError(
+            {"cwd": [f"An agent's cwd must be its workspace's directory {workspace.directory!r} or below it."]},
+            code="invalid",
+        )
+
+
 def create_agent(
     *,
     workspace: Workspace,
@@ -157,8 +168,7 @@ def create_agent(
     _validate_agent(agent)
     with transaction.atomic():
         workspace = lock_for_update(Workspace, workspace.pk)
-        if workspace.is_archived:
-            raise ArchivedConflict(f"Workspace {workspace.pk} is archived; agents cannot be added to it.")
+        _check_workspace_takes(workspace, agent)
         agent.workspace = workspace
         if AgentSnapshot.objects.filter(pk=agent.agent_id).exists():
             raise Conflict(f"An agent with id {agent.agent_id!r} already exists.")
