@@ -21,7 +21,7 @@ from schemathesis.generation import GenerationMode
 
 from kernel.api.schema import ERROR_CODES
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
-from timeline.schema import STREAM_PATH
+from timeline.schema import stream_path
 from tokens.services import create_api_token
 
 MAX_EXAMPLES = int(os.environ.get("CHARTR_FUZZ_EXAMPLES", "25"))
@@ -46,7 +46,7 @@ def fuzzable_schema() -> dict:
     in-process WSGI app answers 503 asgi_required) and never ends; the real-process
     tests in tests/process/ exercise it against a real server."""
     document = app_schema()
-    del document["paths"][STREAM_PATH]
+    del document["paths"][stream_path()]
     return document
 
 
