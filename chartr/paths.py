@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from chartr import config
@@ -25,7 +26,7 @@ def _home() -> Path:
     return Path(os.path.expanduser("~"))
 
 
-def resolve_data_dir(environ: os._Environ | dict = os.environ) -> Path:
+def resolve_data_dir(environ: Mapping[str, str] = os.environ) -> Path:
     explicit = config.value("CHARTR_DATA_DIR", environ)
     if explicit:
         return Path(explicit).expanduser()
@@ -34,7 +35,7 @@ def resolve_data_dir(environ: os._Environ | dict = os.environ) -> Path:
     return _home() / ".local" / "share" / "chartr"
 
 
-def resolve_config_dir(environ: os._Environ | dict = os.environ) -> Path:
+def resolve_config_dir(environ: Mapping[str, str] = os.environ) -> Path:
     if environ.get("XDG_CONFIG_HOME"):
         return Path(environ["XDG_CONFIG_HOME"]).expanduser() / "chartr"
     return _home() / ".config" / "chartr"

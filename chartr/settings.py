@@ -89,21 +89,6 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "chartr.middleware.TryAgainLaterMiddleware",
 ]
-# What a call to the API that carries no cookie runs through instead (chartr/api_handler.py):
-# MIDDLEWARE less the entries that, for such a call, only cost. Health probes and static files
-# live outside /api/; the session, CSRF, the user and messages work from cookies, and no API
-# view but the schema and the docs page (which keep the full list) authenticates by session.
-BROWSER_ONLY_MIDDLEWARE = frozenset(
-    {
-        "chartr.health.HealthProbeMiddleware",
-        "chartr.middleware.StaticFilesMiddleware",
-        "django.contrib.sessions.middleware.SessionMiddleware",
-        "django.middleware.csrf.CsrfViewMiddleware",
-        "django.contrib.auth.middleware.AuthenticationMiddleware",
-        "django.contrib.messages.middleware.MessageMiddleware",
-    }
-)
-API_MIDDLEWARE = [path for path in MIDDLEWARE if path not in BROWSER_ONLY_MIDDLEWARE]
 
 ROOT_URLCONF = "chartr.urls"
 WSGI_APPLICATION = "chartr.wsgi.application"

@@ -52,8 +52,8 @@ class Command(BaseCommand):
                 f"Refusing to serve {connection.settings_dict['NAME']}: {problem}. SQLite serves one machine; "
                 "several machines share PostgreSQL (docs/deploy.md, More than one machine)."
             )
-        call_command("migrate_safely", verbosity=verbosity, stdout=self.stdout._out)
-        call_command("ensure_initial_admin", verbosity=verbosity, stdout=self.stdout._out)
+        call_command("migrate_safely", verbosity=verbosity, stdout=self.stdout)
+        call_command("ensure_initial_admin", verbosity=verbosity, stdout=self.stdout)
         if collectstatic and settings.CHARTR_COLLECTSTATIC:
             self.collect_static_if_changed()
 
