@@ -14,13 +14,12 @@ from django.utils import timezone
 from kernel.errors import ArchivedConflict, Conflict, NotFound, VersionMismatch
 from kernel.services import (
     UNSET,
-    ArchiveResult,
-    UnarchiveResult,
     delete_in_batches,
     lock_for_update,
     require_json_object,
     validate_fields,
 )
+from registry.cascade import ArchiveResult, UnarchiveResult
 from registry.directories import normalize_directory
 from registry.models import Workspace
 from snapshots.models import AgentSnapshot
