@@ -14,6 +14,7 @@ from __future__ import annotations
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from kernel.engines import for_engine
 from timeline.models import TimelineRow
 
 
@@ -38,5 +39,5 @@ PLANNER_STATISTICS_CLASSES: dict[str, type[PlannerStatistics]] = {"postgresql": 
 def refresh_timeline_statistics(*, using: str = DEFAULT_DB_ALIAS) -> None:
     """Bring the planner's statistics of the timeline table up to date, after a bulk load."""
     connection = connections[using]
-    statistics = PLANNER_STATISTICS_CLASSES.get(connection.vendor, PlannerStatistics)()
+    statistics = for_engine(connection, PLANNER_STATISTICS_CLASSES, default=PlannerStatistics)()
     statistics.refresh(connection, [TimelineRow._meta.db_table])
