@@ -106,7 +106,8 @@ ASGI_APPLICATION = "chartr.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # First, before the apps: chartr/templates/admin overrides the admin's own pages.
+        "DIRS": [BASE_DIR / "chartr" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -170,8 +171,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Static files -----------------------------------------------------------
 STATIC_URL = "static/"
-# chartr's own stylesheets (the admin pages' and the API docs'): no page has inline styles (see SECURE_CSP).
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# chartr's own stylesheets (the admin pages' and the API docs') are the chartr app's, in chartr/static:
+# no page has inline styles (see SECURE_CSP).
 STATIC_ROOT = env.path("CHARTR_STATIC_ROOT", default=str(BASE_DIR / "staticfiles"))
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
