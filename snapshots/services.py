@@ -173,7 +173,7 @@ def create_agent(
 
 
 def update_agent(*, agent: AgentSnapshot, expected_version: int | None = None, **changes: Any) -> AgentSnapshot:
-    """Change an agent's snapshot fields; ``expected_version`` guards against lost updates."""
+    """Change an agent snapshot's fields; ``expected_version`` guards against lost updates."""
     unknown = sorted(set(changes) - set(UPDATABLE_AGENT_FIELDS))
     if unknown:
         raise ValidationError({name: ["This field cannot be changed."] for name in unknown}, code="invalid")

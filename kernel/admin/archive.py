@@ -15,7 +15,7 @@ from django.utils.text import capfirst
 
 from kernel.admin.confirm import Confirmation, ConfirmationItem, ConfirmingAdminMixin, plural
 from kernel.admin.forms import ServiceModelAdmin
-from kernel.checkpoints import take_checkpoint
+from kernel.data_snapshots import take_data_snapshot
 from kernel.errors import ChartrError
 
 # --- Lists ----------------------------------------------------------------
@@ -302,9 +302,9 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         self._call(self.delete_service, obj)
 
     def delete_queryset(self, request, queryset):
-        # A bulk delete is one restore away from undone: snapshot first. Raising
-        # here (snapshots disabled) stops delete_selected before it reports success.
-        snapshot = take_checkpoint(reason="pre-delete", note=f"before {request.user.get_username()} deleted records")
+        # A bulk delete is one restore away from undone: a data snapshot first. Raising
+        # here (data snapshots disabled) stops delete_selected before it reports success.
+        snapshot = take_data_snapshot(reason="pre-delete", note=f"before {request.user.get_username()} deleted records")
         # All or nothing: Django's delete_selected action opens no transaction of its own.
         with transaction.atomic():
             for obj in queryset:
@@ -322,7 +322,7 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
 
 
 def _delete_selected_or_explain(modeladmin, request, queryset):
-    """Django's delete_selected, with a refused delete (no snapshot possible) shown as a message, not a 500."""
+    """Django's delete_selected, with a refused delete (no data snapshot possible) shown as a message, not a 500."""
     try:
         return delete_selected(modeladmin, request, queryset)
     except ChartrError as exc:
