@@ -19,7 +19,7 @@ sends is ever answered differently.
 The handler also remembers where an address resolved to: resolving
 ``/api/v1/agents/{id}/timeline`` through the nested URL patterns built a
 ``ResolverMatch`` at every level, a seventh of the Django and DRF work around
-a 1-item append (docs/benchmarks.md, fifth round). Resolving is a function of
+a 1-item append (docs/benchmarks.md). Resolving is a function of
 the URL configuration and the path alone, so the match of a path (never a 404,
 which is raised each time) is reused while that configuration is the one in
 force, for the ``RESOLVED_PATHS`` most recent paths.

@@ -5,7 +5,7 @@ PostgreSQL plans a page read from the table's statistics, which autovacuum's
 loaded table, the planner may read an agent's whole history through
 ``timeline_agent_type_idx`` and sort it, instead of reading the newest rows off
 the (agent, seq) index: 7 ms of database time for the newest 100 of 10k rows
-(docs/benchmarks.md, second round). SQLite keeps no statistics unless asked and
+(docs/benchmarks.md). SQLite keeps no statistics unless asked and
 its planner already takes the (agent, seq) index, so there nothing is done.
 """
 
