@@ -97,7 +97,8 @@ ASGI_APPLICATION = "chartr.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # First, before the apps: chartr/templates/admin overrides the admin's own pages.
+        "DIRS": [BASE_DIR / "chartr" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -161,8 +162,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Static files -----------------------------------------------------------
 STATIC_URL = "static/"
-# chartr's own stylesheets (the admin pages' and the API docs'): no page has inline styles (see SECURE_CSP).
-STATICFILES_DIRS = [BASE_DIR / "static"]
+# chartr's own stylesheets (the admin pages' and the API docs') are the chartr app's, in chartr/static:
+# no page has inline styles (see SECURE_CSP).
 # Whether `manage.py prepare_server` (bin/chartr-entrypoint) collects them when they changed.
 CHARTR_COLLECTSTATIC = _env["CHARTR_COLLECTSTATIC"]
 STATIC_ROOT = Path(_env["CHARTR_STATIC_ROOT"] or BASE_DIR / "staticfiles").expanduser()

@@ -12,6 +12,9 @@ from __future__ import annotations
 import hashlib
 
 from django.core.exceptions import ValidationError
+from django.db.models import CheckConstraint, Q
+from django.db.models.functions import Length
+from django.db.models.lookups import LessThanOrEqual
 
 MAX_DIRECTORY_LENGTH = 4096
 #: A file name's limit (NAME_MAX is 255 on Linux and macOS): no real directory has a longer segment.
@@ -63,3 +66,26 @@ def directory_hash(directory: str) -> str:
     indexes 64 hex characters.
     """
     return hashlib.sha256(directory.encode("utf-8")).hexdigest()
+
+
+def normalized_directory_check(field: str, name: str, *, max_length: int):
+    """A CheckConstraint holding the shape of a normalized absolute path (as
+    ``normalize_directory`` produces it) of at most ``max_length``.
+
+    NUL bytes are not in it: PostgreSQL cannot store them in text at all and
+    SQLite parameters reject them in DDL; the service refuses them first.
+    """
+    is_root = Q(**{field: "/"})
+    shaped = (
+        Q(**{f"{field}__startswith": "/"})
+        & ~Q(**{f"{field}__endswith": "/"})
+        & ~Q(**{f"{field}__contains": "//"})
+        & ~Q(**{f"{field}__contains": "/./"})
+        & ~Q(**{f"{field}__contains": "/../"})
+        & ~Q(**{f"{field}__endswith": "/."})
+        & ~Q(**{f"{field}__endswith": "/.."})
+    )
+    return CheckConstraint(
+        condition=(is_root | shaped) & LessThanOrEqual(Length(field), max_length),
+        name=name,
+    )

@@ -14,13 +14,12 @@ from django.utils import timezone
 from kernel.errors import ArchivedConflict, Conflict, NotFound, VersionMismatch
 from kernel.services import (
     UNSET,
-    ArchiveResult,
-    UnarchiveResult,
     delete_in_batches,
     lock_for_update,
     require_json_object,
     validate_fields,
 )
+from registry.cascade import ArchiveResult, UnarchiveResult
 from registry.directories import is_within, normalize_directory
 from registry.models import Workspace
 from snapshots.models import AgentSnapshot
@@ -184,7 +183,7 @@ def create_agent(
 
 
 def update_agent(*, agent: AgentSnapshot, expected_version: int | None = None, **changes: Any) -> AgentSnapshot:
-    """Change an agent's snapshot fields; ``expected_version`` guards against lost updates."""
+    """Change an agent snapshot's fields; ``expected_version`` guards against lost updates."""
     unknown = sorted(set(changes) - set(UPDATABLE_AGENT_FIELDS))
     if unknown:
         raise ValidationError({name: ["This field cannot be changed."] for name in unknown}, code="invalid")

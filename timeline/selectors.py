@@ -67,10 +67,6 @@ class RetainedRange:
         return {"min_seq": self.min_seq, "max_seq": self.head_seq, "next_seq": self.next_seq}
 
 
-def retained_range(agent: AgentSnapshot) -> RetainedRange:
-    return RetainedRange(min_seq=agent.min_seq, head_seq=agent.head_seq)
-
-
 @dataclass(frozen=True)
 class TimelinePage:
     agent_id: str

@@ -390,7 +390,7 @@ class Hub:
     # -- the safety net (event-loop side) --
 
     async def _poll_forever(self) -> None:
-        """Notice commits and snapshot changes whose news never came."""
+        """Notice commits and agent snapshot changes whose news never came."""
         while True:
             await asyncio.sleep(self.poll_interval)
             try:

@@ -22,7 +22,7 @@ from timeline.selectors import RetainedRange, rows_after
 
 T = TypeVar("T")
 
-#: The snapshot fields an ``agent`` event carries.
+#: The agent snapshot fields an ``agent`` event carries.
 AGENT_STATE_FIELDS = (
     "agent_id",
     "lifecycle",
@@ -59,7 +59,7 @@ class LiveBatch:
 
 
 def read_agent_state(agent_id: str) -> dict | None:
-    """The snapshot fields an ``agent`` event carries, or None if the agent is gone."""
+    """The agent snapshot fields an ``agent`` event carries, or None if the agent is gone."""
     return AgentSnapshot.objects.filter(pk=agent_id).values(*AGENT_STATE_FIELDS).first()
 
 

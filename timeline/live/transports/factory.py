@@ -9,6 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 from django.utils.module_loading import import_string
 
+from kernel.engines import for_engine
 from timeline.live.transports.base import LiveTransport
 
 #: Transport name -> class. Dotted paths, so only the chosen backend's client library is imported.
@@ -28,9 +29,7 @@ def transport_name() -> str:
         return wanted
     if settings.CHARTR_REDIS_URL:
         return "redis"
-    if connections["default"].vendor == "postgresql":
-        return "postgres"
-    return "local"
+    return for_engine(connections["default"], {"postgresql": "postgres"}, default="local")
 
 
 def default_channel_name() -> str:
