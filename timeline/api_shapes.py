@@ -9,6 +9,8 @@ Items are checked by the services (timeline/items.py); their schema is ``Timelin
 from __future__ import annotations
 
 import datetime as dt
+import zoneinfo
+from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -36,15 +38,31 @@ NewItemBody = Annotated[
 StoredItem = Annotated[msgspec.Raw, msgspec.Meta(extra_json_schema=ITEM_REF)]
 
 
+#: The zones in which a UTC time is written ``+00:00``: ``astimezone`` into them changes nothing written.
+UTC_ZONES = frozenset({dt.UTC, zoneinfo.ZoneInfo("UTC")})
+
+
+def timestamp_renderer() -> Callable[[dt.datetime | None], str | None]:
+    """``render_timestamp`` with the current zone looked up once, for the many times of one answer."""
+    zone = timezone.get_current_timezone()
+    utc = zone in UTC_ZONES
+
+    def render(value: dt.datetime | None) -> str | None:
+        if value is None:
+            return None
+        if utc and value.tzinfo in UTC_ZONES:
+            return value.isoformat()  # the usual case: converting would change nothing written
+        if timezone.is_naive(value):
+            value = timezone.make_aware(value, zone)
+        return value.astimezone(zone).isoformat()
+
+    return render
+
+
 def render_timestamp(value: dt.datetime | None) -> str | None:
     """ISO 8601 with an explicit offset (``+00:00``, never ``Z``) in the current time zone:
     every timeline timestamp, in pages, appends and on the live stream alike."""
-    if value is None:
-        return None
-    zone = timezone.get_current_timezone()
-    if timezone.is_naive(value):
-        value = timezone.make_aware(value, zone)
-    return value.astimezone(zone).isoformat()
+    return timestamp_renderer()(value)
 
 
 # --- in -----------------------------------------------------------------------

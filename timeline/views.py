@@ -15,7 +15,7 @@ from timeline.api_shapes import (
     ReadQuery,
     TimelinePage,
     Window,
-    render_timestamp,
+    timestamp_renderer,
 )
 from timeline.selectors import TimelinePage as Page
 from timeline.selectors import read_timeline
@@ -43,6 +43,7 @@ def append(*, agent_id: str, body: AppendRequest) -> Answer:
 
 
 def page_document(page: Page, *, projected: bool) -> TimelinePage:
+    render_timestamp = timestamp_renderer()
     if projected:
         rows = [
             ProjectedEntry(
@@ -88,6 +89,7 @@ def _same(value):
 
 
 def append_document(result: AppendResult) -> AppendResponse:
+    render_timestamp = timestamp_renderer()
     return AppendResponse(
         rows=[
             CommittedRowRef(
