@@ -236,6 +236,8 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["tokens.permissions.HasApiTokenOrStaffSession"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
+        # The plain views (kernel/api/plain.py), documented from their msgspec shapes.
+        "kernel.api.plain_schema.document_plain_views",
         "kernel.api.schema.forbid_unknown_request_fields",
         "timeline.schema.document_item_types",
         "timeline.schema.document_timeline_stream",

@@ -4,12 +4,12 @@ from timeline import views
 from timeline.live import views as live_views
 
 urlpatterns = [
-    path("agents/<str:agent_id>/timeline", views.AgentTimelineView.as_view(), name="agent-timeline"),
+    path("agents/<str:agent_id>/timeline", views.agent_timeline, name="agent-timeline"),
     # A plain async view (see timeline/live/views.py); timeline/schema.py documents it.
     path("agents/<str:agent_id>/timeline/stream", live_views.timeline_stream, name="timeline-stream"),
     path(
         "agents/<str:agent_id>/timeline/provisional",
-        live_views.ProvisionalView.as_view(),
+        live_views.provisional,
         name="timeline-provisional",
     ),
 ]

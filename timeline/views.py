@@ -1,43 +1,124 @@
+"""The timeline's read and append: plain views on the API's one lean path (kernel/api/plain.py)."""
+
 from __future__ import annotations
 
-from django.http import HttpResponse
-from drf_spectacular.utils import extend_schema
-from rest_framework import status
-from rest_framework.request import Request
+import msgspec
 
-from kernel.api.lean import LeanApiView
-from timeline import api_json, serializers
+from kernel.api.plain import Answer, Operation, json_view
+from timeline.api_shapes import (
+    ROW_OR_ENTRY,
+    AppendRequest,
+    AppendResponse,
+    CanonicalRow,
+    CommittedRowRef,
+    ProjectedEntry,
+    ReadQuery,
+    TimelinePage,
+    Window,
+    timestamp_renderer,
+)
+from timeline.selectors import TimelinePage as Page
 from timeline.selectors import read_timeline
-from timeline.services import append_timeline_items
+from timeline.services import AppendResult, NewTimelineItem, append_timeline_items
+from tokens.access import authorize
 
 
-# DRF still authenticates, checks the token's permission and throttle, negotiates,
-# parses the body and turns every error into the envelope (``LeanApiView`` takes a
-# shortcut to DRF's own negotiation and parser choice for a plain request); the serializers below
-# document the operations and refuse what ``timeline.api_json`` does not read
-# directly, and ``timeline.api_json`` writes the answers. (No docstring:
-# drf-spectacular would publish it as the operations' description.)
-class AgentTimelineView(LeanApiView):
-    @extend_schema(
-        operation_id="timeline_read",
-        tags=["timeline"],
-        parameters=[serializers.ReadQuerySerializer],
-        responses={200: serializers.TimelinePageSerializer},
-        summary="Read a window of the agent's committed timeline",
+def read(*, agent_id: str, query: ReadQuery) -> Answer:
+    page = read_timeline(
+        agent_id=agent_id,
+        direction=query.direction,
+        seq=query.seq,
+        limit=query.limit,
+        epoch=query.epoch,
+        projection=query.projection,
+        items_as_json=True,
     )
-    def get(self, request: Request, agent_id: str) -> HttpResponse:
-        arguments = api_json.read_arguments(request.query_params)
-        page = read_timeline(agent_id=agent_id, items_as_json=True, **arguments)
-        return api_json.json_response(api_json.page_document(page))
+    return Answer(page_document(page, projected=query.projection == "projected"))
 
-    @extend_schema(
+
+def append(*, agent_id: str, body: AppendRequest) -> Answer:
+    items = [NewTimelineItem(item=entry.item, item_id=entry.item_id) for entry in body.items]
+    result = append_timeline_items(agent_id=agent_id, items=items, expected_head_seq=body.expected_head_seq)
+    return Answer(append_document(result), status=201 if result.created else 200)
+
+
+def page_document(page: Page, *, projected: bool) -> TimelinePage:
+    render_timestamp = timestamp_renderer()
+    if projected:
+        rows = [
+            ProjectedEntry(
+                seq_start=entry["seq_start"],
+                seq_end=entry["seq_end"],
+                committed_at=render_timestamp(entry["committed_at"]),
+                item_type=entry["item_type"],
+                item=entry["item"],
+                item_ids=entry["item_ids"],
+            )
+            for entry in page.rows
+        ]
+    else:
+        raw = msgspec.Raw if page.items_as_json else _same
+        rows = [
+            CanonicalRow(
+                seq=row["seq"],
+                committed_at=render_timestamp(row["committed_at"]),
+                item_type=row["item_type"],
+                item=raw(row["item"]),
+                item_id=row["item_id"],
+                turn_id=row["turn_id"],
+            )
+            for row in page.rows
+        ]
+    retained = page.retained
+    return TimelinePage(
+        agent_id=page.agent_id,
+        epoch=page.epoch,
+        direction=page.direction,
+        rows=rows,
+        window=Window(min_seq=retained.min_seq, max_seq=retained.head_seq, next_seq=retained.next_seq),
+        has_older=page.has_older,
+        has_newer=page.has_newer,
+        reset=page.reset,
+        stale_cursor=page.stale_cursor,
+        gap=page.gap,
+    )
+
+
+def _same(value):
+    return value
+
+
+def append_document(result: AppendResult) -> AppendResponse:
+    render_timestamp = timestamp_renderer()
+    return AppendResponse(
+        rows=[
+            CommittedRowRef(
+                seq=row.seq,
+                committed_at=render_timestamp(row.committed_at),
+                item_id=None if row.item_id is None else str(row.item_id),
+            )
+            for row in result.rows
+        ],
+        head_seq=result.head_seq,
+        epoch=str(result.epoch),
+    )
+
+
+agent_timeline = json_view(
+    Operation(
+        "GET",
+        read,
+        operation_id="timeline_read",
+        summary="Read a window of the agent's committed timeline",
+        query=ReadQuery,
+        responses={200: TimelinePage},
+        tags=("timeline",),
+        one_of=(ROW_OR_ENTRY,),
+    ),
+    Operation(
+        "POST",
+        append,
         operation_id="timeline_append",
-        tags=["timeline"],
-        request=serializers.AppendRequestSerializer,
-        responses={
-            201: serializers.AppendResponseSerializer,
-            200: serializers.AppendResponseSerializer,
-        },
         summary="Append items to the agent's committed timeline",
         description=(
             "Items commit atomically with contiguous seqs. 201 when anything new was stored; 200 when every "
@@ -45,11 +126,9 @@ class AgentTimelineView(LeanApiView):
             "(with the stored `item_id` and `seq`) when an item_id is committed with a different item; "
             "409 seq_conflict when expected_head_seq is stale; 409 archived for an archived agent."
         ),
-    )
-    def post(self, request: Request, agent_id: str) -> HttpResponse:
-        items, expected_head_seq = api_json.append_arguments(request.data)
-        result = append_timeline_items(agent_id=agent_id, items=items, expected_head_seq=expected_head_seq)
-        return api_json.json_response(
-            api_json.append_document(result),
-            status=status.HTTP_201_CREATED if result.created else status.HTTP_200_OK,
-        )
+        body=AppendRequest,
+        responses={201: AppendResponse, 200: AppendResponse},
+        tags=("timeline",),
+    ),
+    authorize=authorize,
+)

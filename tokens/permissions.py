@@ -1,17 +1,16 @@
 from rest_framework import permissions
 
+from tokens.access import READ_ONLY_MESSAGE, token_may
 from tokens.models import ApiToken
 
 
 class HasApiToken(permissions.BasePermission):
-    """Any valid token may read; only a read-write token may write."""
+    """Any valid token may read; only a read-write token may write (``token_may``)."""
 
-    message = "This token is read-only."
+    message = READ_ONLY_MESSAGE
 
     def has_permission(self, request, view) -> bool:
-        if not isinstance(request.auth, ApiToken):
-            return False
-        return request.method in permissions.SAFE_METHODS or not request.auth.read_only
+        return token_may(request.auth, request.method)
 
 
 class HasApiTokenOrStaffSession(permissions.BasePermission):

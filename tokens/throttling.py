@@ -43,30 +43,41 @@ def parse_rate(rate: str) -> tuple[int, int] | None:
     return requests, seconds
 
 
+CACHE_PREFIX = "chartr:api-throttle"
+
+
+def throttle_wait(token: ApiToken) -> int | None:
+    """None while ``token`` is within ``CHARTR_API_THROTTLE_RATE`` (one more request counted), else
+    the whole seconds to wait until its window ends."""
+    rate = parse_rate(getattr(settings, "CHARTR_API_THROTTLE_RATE", ""))
+    if rate is None:
+        return None
+    requests, seconds = rate
+    now = time.time()
+    window = int(now // seconds)
+    key = f"{CACHE_PREFIX}:{token.pk}:{seconds}:{window}"
+    cache.add(key, 0, timeout=seconds + 1)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # evicted between add and incr
+        cache.set(key, 1, timeout=seconds + 1)
+        count = 1
+    if count <= requests:
+        return None
+    return max(1, math.ceil((window + 1) * seconds - now))
+
+
 class TokenRateThrottle(BaseThrottle):
-    cache_prefix = "chartr:api-throttle"
+    """DRF's throttle class for ``throttle_wait``."""
 
     def __init__(self):
-        self._wait: float | None = None
+        self._wait: int | None = None
 
     def allow_request(self, request, view) -> bool:
-        rate = parse_rate(getattr(settings, "CHARTR_API_THROTTLE_RATE", ""))
-        if rate is None or not isinstance(request.auth, ApiToken):
+        if not isinstance(request.auth, ApiToken):
             return True
-        requests, seconds = rate
-        now = time.time()
-        window = int(now // seconds)
-        key = f"{self.cache_prefix}:{request.auth.pk}:{seconds}:{window}"
-        cache.add(key, 0, timeout=seconds + 1)
-        try:
-            count = cache.incr(key)
-        except ValueError:  # evicted between add and incr
-            cache.set(key, 1, timeout=seconds + 1)
-            count = 1
-        if count <= requests:
-            return True
-        self._wait = (window + 1) * seconds - now
-        return False
+        self._wait = throttle_wait(request.auth)
+        return self._wait is None
 
     def wait(self) -> float | None:
-        return None if self._wait is None else max(1, math.ceil(self._wait))
+        return self._wait

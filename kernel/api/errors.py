@@ -7,16 +7,17 @@ stable ``code``; ``fields`` appears only for validation errors.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
+import msgspec
 from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import OperationalError, connection
+from django.db import OperationalError, connection, connections
 from django.http import Http404, HttpResponse, JsonResponse
 from django.views import defaults as django_defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
-from rest_framework.views import set_rollback
 
 from kernel.errors import ChartrError
 
@@ -36,13 +37,84 @@ DRF_CODES: list[tuple[type[Exception], int, str]] = [
 ]
 
 
-def error_response(status_code: int, code: str, message: str, *, fields=None, extra=None, headers=None) -> Response:
+class Refusal(ChartrError):
+    """A refusal at the HTTP layer (the request, not the state), raised where no service runs:
+    the token checks (tokens/access.py), the body parser (kernel/api/parsers.py) and the plain
+    views (kernel/api/plain.py). ``fields`` (400 only) and ``headers`` go into the answer."""
+
+    def __init__(self, message: str, *, fields: dict[str, list[str]] | None = None, headers: dict | None = None):
+        super().__init__(message)
+        self.fields = fields
+        self.headers = headers or {}
+
+
+class Invalid(Refusal):
+    code = "invalid"
+    status = 400
+
+    def __init__(self, fields: dict[str, list[str]] | None = None, message: str | None = None):
+        super().__init__(message or _first_message(fields or {}), fields=fields)
+
+
+class NotAuthenticated(Refusal):
+    code = "not_authenticated"
+    status = 401
+
+    def __init__(self, message: str):
+        super().__init__(message, headers={"WWW-Authenticate": "Bearer"})
+
+
+class PermissionDenied(Refusal):
+    code = "permission_denied"
+    status = 403
+
+
+class MethodNotAllowed(Refusal):
+    code = "method_not_allowed"
+    status = 405
+
+    def __init__(self, method: str, allowed: list[str]):
+        super().__init__(f'Method "{method}" not allowed.', headers={"Allow": ", ".join(allowed)})
+
+
+class NotAcceptable(Refusal):
+    code = "not_acceptable"
+    status = 406
+
+
+class UnsupportedMediaType(Refusal):
+    code = "unsupported_media_type"
+    status = 415
+
+
+class Throttled(Refusal):
+    code = "throttled"
+    status = 429
+
+    def __init__(self, wait: int):
+        super().__init__(f"Request was throttled. Expected available in {wait} seconds.")
+        self.retry_after = wait
+
+
+@dataclass(frozen=True)
+class ApiError:
+    """One error answer: status, the ``error`` object of the envelope, and its headers."""
+
+    status: int
+    body: dict
+    headers: dict | None = None
+
+    def envelope(self) -> dict:
+        return {"error": self.body}
+
+
+def _error(status_code: int, code: str, message: str, *, fields=None, extra=None, headers=None) -> ApiError:
     body: dict = {"code": code, "message": message}
     if fields:
         body["fields"] = fields
     if extra:
         body.update(extra)
-    return Response({"error": body}, status=status_code, headers=headers)
+    return ApiError(status_code, body, headers or None)
 
 
 def _key(key) -> str:
@@ -93,29 +165,31 @@ def is_lock_wait_timeout(exc: Exception) -> bool:
     return isinstance(exc, OperationalError) and check is not None and check(exc)
 
 
-def exception_handler(exc, context):
-    # Whatever ran in an enclosing atomic block (ATOMIC_REQUESTS) must not commit.
-    set_rollback()
+def api_error(exc: Exception, *, where: str = "") -> ApiError:
+    """The answer to ``exc``: the one mapping from service, Django, DRF and HTTP-layer errors to the
+    envelope, for DRF's exception handler and the plain views alike. Anything unknown is a logged 500."""
     if is_lock_wait_timeout(exc):
-        return error_response(
+        return _error(
             503,
             "busy",
             "The database is busy with another write; retry shortly.",
             headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)},
         )
     if isinstance(exc, ChartrError):
-        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
-        return error_response(exc.status, exc.code, exc.message, extra=exc.extra or None, headers=headers)
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.retry_after is not None:
+            headers["Retry-After"] = str(exc.retry_after)
+        fields = getattr(exc, "fields", None)
+        return _error(exc.status, exc.code, exc.message, fields=fields, extra=exc.extra or None, headers=headers)
     if isinstance(exc, DjangoValidationError):
         fields = _flatten(exc.message_dict if hasattr(exc, "error_dict") else exc.messages)
-        return error_response(400, "invalid", _first_message(fields), fields=fields)
+        return _error(400, "invalid", _first_message(fields), fields=fields)
     if isinstance(exc, RequestDataTooBig):
-        return error_response(413, "payload_too_large", "The request body is too large.")
+        return _error(413, "payload_too_large", "The request body is too large.")
     if isinstance(exc, Http404):
-        return error_response(404, "not_found", "Not found.")
+        return _error(404, "not_found", "Not found.")
     if isinstance(exc, DjangoPermissionDenied):
-        return error_response(403, "permission_denied", "You do not have permission to do that.")
-
+        return _error(403, "permission_denied", "You do not have permission to do that.")
     for exc_class, status_code, code in DRF_CODES:
         if isinstance(exc, exc_class):
             headers = {}
@@ -125,15 +199,36 @@ def exception_handler(exc, context):
                 headers["WWW-Authenticate"] = "Bearer"
             if isinstance(exc, exceptions.ValidationError):
                 fields = _flatten(exc.detail)
-                return error_response(status_code, code, _first_message(fields), fields=fields)
-            return error_response(status_code, code, str(exc.detail), headers=headers or None)
+                return _error(status_code, code, _first_message(fields), fields=fields)
+            return _error(status_code, code, str(exc.detail), headers=headers)
     if isinstance(exc, exceptions.APIException):
-        return error_response(exc.status_code, exc.default_code, str(exc.detail))
+        return _error(exc.status_code, exc.default_code, str(exc.detail))
+    logger.error("Unhandled error in %s", where or "a view", exc_info=exc)
+    return _error(status.HTTP_500_INTERNAL_SERVER_ERROR, "server_error", "The server failed to handle this request.")
 
-    logger.error("Unhandled error in %s", context.get("view").__class__.__name__, exc_info=exc)
-    return error_response(
-        status.HTTP_500_INTERNAL_SERVER_ERROR, "server_error", "The server failed to handle this request."
-    )
+
+def roll_back_the_request() -> None:
+    """Whatever ran in an enclosing atomic block (ATOMIC_REQUESTS) must not commit (as DRF's ``set_rollback``)."""
+    for database in connections.all(initialized_only=True):
+        if database.settings_dict["ATOMIC_REQUESTS"] and database.in_atomic_block:
+            database.set_rollback(True)
+
+
+def exception_handler(exc, context):
+    """DRF's ``EXCEPTION_HANDLER``."""
+    roll_back_the_request()
+    error = api_error(exc, where=context.get("view").__class__.__name__)
+    return Response(error.envelope(), status=error.status, headers=error.headers)
+
+
+def error_json_response(exc: Exception, *, where: str = "") -> HttpResponse:
+    """The same answer outside DRF: the plain views (kernel/api/plain.py) and the live stream."""
+    roll_back_the_request()
+    error = api_error(exc, where=where)
+    response = HttpResponse(msgspec.json.encode(error.envelope()), status=error.status, content_type="application/json")
+    for name, value in (error.headers or {}).items():
+        response[name] = value
+    return response
 
 
 # --- Errors raised outside DRF views ---------------------------------------

@@ -1,4 +1,5 @@
-"""The only request body parser for /api/: strict, bounded JSON.
+"""The only request body parser for /api/: strict, bounded JSON, for DRF's views
+(``StrictJSONParser``) and the plain ones (``parse_json_body``, kernel/api/plain.py) alike.
 
 Everything a client can put in a body is checked here, before any serializer
 or database sees it: the size (413), the encoding, nesting depth, numbers that
@@ -13,10 +14,14 @@ import json
 import math
 
 from django.conf import settings
-from rest_framework import exceptions, parsers
+from rest_framework import parsers
 
+from kernel.api.errors import Invalid
 from kernel.errors import PayloadTooLarge
 
+#: Some character that ``str.strip()`` keeps (DRF trims with it), spelt so every regex engine reads it alike:
+#: as a schema's ``pattern``, text that is not whitespace alone.
+NOT_ONLY_WHITESPACE = "[^\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
 #: Deeper documents are refused; nothing chartr stores needs more.
 MAX_JSON_DEPTH = 64
 
@@ -90,29 +95,52 @@ def check_json_document(document) -> None:
     """Refuse text no database can store and nesting beyond MAX_JSON_DEPTH.
 
     Iterative, so a hostile document cannot exhaust the interpreter's stack.
-    Raises a DRF ValidationError naming the offending location.
+    Raises ``Invalid`` naming the offending location.
     """
     stack: list[tuple[object, int, str]] = [(document, 0, "")]
     while stack:
         value, depth, where = stack.pop()
         if depth > MAX_JSON_DEPTH:
-            raise exceptions.ValidationError(
-                {where or "non_field_errors": [f"JSON is nested more than {MAX_JSON_DEPTH} levels deep."]}
-            )
+            raise Invalid({where or "non_field_errors": [f"JSON is nested more than {MAX_JSON_DEPTH} levels deep."]})
         if isinstance(value, str):
             problem = text_problem(value)
             if problem:
-                raise exceptions.ValidationError({where or "non_field_errors": [problem]})
+                raise Invalid({where or "non_field_errors": [problem]})
         elif isinstance(value, dict):
             for key, item in value.items():
                 key_where = f"{where}.{key}" if where else str(key)
                 problem = text_problem(key)
                 if problem:
-                    raise exceptions.ValidationError({(where or "non_field_errors"): [f"Key: {problem}"]})
+                    raise Invalid({(where or "non_field_errors"): [f"Key: {problem}"]})
                 stack.append((item, depth + 1, key_where))
         elif isinstance(value, list):
             for index, item in enumerate(value):
                 stack.append((item, depth + 1, f"{where}[{index}]"))
+
+
+def too_large(limit: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"The request body is larger than the limit of {limit} bytes.")
+
+
+def parse_json_body(raw: bytes):
+    """The body's JSON document; ``Invalid`` (400) for anything but one strict JSON value."""
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise Invalid(message="The request body is not valid UTF-8.") from None
+    try:
+        document = strict_loads(text)
+    except DuplicateKey as exc:
+        raise Invalid({exc.key: ["Duplicate key: each key may appear once."]}) from None
+    except RecursionError:
+        raise Invalid(message=f"JSON is nested more than {MAX_JSON_DEPTH} levels deep.") from None
+    except json.JSONDecodeError as exc:
+        raise Invalid(message=f"The request body is not valid JSON: {exc}") from None
+    except ValueError:
+        # Integers with thousands of digits, numbers beyond float range, NaN/Infinity.
+        raise Invalid(message="The request body contains a number that is out of range.") from None
+    check_json_document(document)
+    return document
 
 
 class StrictJSONParser(parsers.BaseParser):
@@ -120,30 +148,13 @@ class StrictJSONParser(parsers.BaseParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         limit = body_limit()
-        request = (parser_context or {}).get("request")
-        declared = _declared_length(request)
+        declared = _declared_length((parser_context or {}).get("request"))
         if declared is not None and declared > limit:
-            raise PayloadTooLarge(f"The request body is larger than the limit of {limit} bytes.")
+            raise too_large(limit)
         raw = stream.read(limit + 1) if stream is not None else b""
         if len(raw) > limit:
-            raise PayloadTooLarge(f"The request body is larger than the limit of {limit} bytes.")
-        try:
-            text = raw.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            raise exceptions.ParseError("The request body is not valid UTF-8.") from None
-        try:
-            document = strict_loads(text)
-        except DuplicateKey as exc:
-            raise exceptions.ValidationError({exc.key: ["Duplicate key: each key may appear once."]}) from None
-        except RecursionError:
-            raise exceptions.ParseError(f"JSON is nested more than {MAX_JSON_DEPTH} levels deep.") from None
-        except json.JSONDecodeError as exc:
-            raise exceptions.ParseError(f"The request body is not valid JSON: {exc}") from None
-        except ValueError:
-            # Integers with thousands of digits, numbers beyond float range, NaN/Infinity.
-            raise exceptions.ParseError("The request body contains a number that is out of range.") from None
-        check_json_document(document)
-        return document
+            raise too_large(limit)
+        return parse_json_body(raw)
 
 
 def _declared_length(request) -> int | None:

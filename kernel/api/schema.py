@@ -10,6 +10,8 @@ from __future__ import annotations
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from rest_framework import serializers
 
+from kernel.api.parsers import NOT_ONLY_WHITESPACE
+
 #: status → (codes, when). The single source for the docs and the tests.
 ERROR_CODES: dict[int, tuple[tuple[str, ...], str]] = {
     400: (("invalid",), "The request is malformed or fails validation; `fields` names what is wrong."),
@@ -28,10 +30,6 @@ ERROR_CODES: dict[int, tuple[tuple[str, ...], str]] = {
     429: (("throttled",), "Too many requests for this token; retry after `Retry-After` seconds."),
     500: (("server_error",), "An unexpected failure. The response carries no internals."),
 }
-
-
-#: Some character that ``str.strip()`` keeps (DRF trims with it), spelt so every regex engine reads it alike.
-NOT_ONLY_WHITESPACE = "[^\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
 
 
 class ErrorBodySerializer(serializers.Serializer):
@@ -77,15 +75,7 @@ class AutoSchema(SpectacularAutoSchema):
         error_ref = self.resolve_serializer(ErrorSerializer, "response").ref
         responses = operation.setdefault("responses", {})
         for status in self.error_statuses(operation):
-            codes, when = ERROR_CODES[status]
-            listed = ", ".join(f"`{code}`" for code in codes)
-            responses.setdefault(
-                str(status),
-                {
-                    "description": f"{when} Code: {listed}.",
-                    "content": {"application/json": {"schema": error_ref}},
-                },
-            )
+            responses.setdefault(str(status), error_response(status, error_ref))
         operation["responses"] = dict(sorted(responses.items()))
         return operation
 
@@ -110,20 +100,30 @@ class AutoSchema(SpectacularAutoSchema):
         return result
 
     def error_statuses(self, operation: dict) -> list[int]:
-        locations = {parameter.get("in") for parameter in operation.get("parameters", [])}
-        has_body = "requestBody" in operation
-        statuses = {401, 429, 500}
-        if has_body or locations & {"query", "header"}:
-            statuses.add(400)
-        if has_body:
-            statuses |= {413, 415}
-        if self.method not in ("GET", "HEAD", "OPTIONS"):
-            statuses |= {403, 409}
-        if "path" in locations:
-            statuses.add(404)
         handler = getattr(self.view, getattr(self.view, "action", None) or self.method.lower(), None)
-        statuses |= set(getattr(handler, "chartr_error_statuses", ()))
-        return sorted(statuses)
+        return error_statuses(self.method, operation, getattr(handler, "chartr_error_statuses", ()))
+
+
+def error_statuses(method: str, operation: dict, extra=()) -> list[int]:
+    """The error statuses an operation can answer, from what it takes (for DRF's views and the plain ones)."""
+    locations = {parameter.get("in") for parameter in operation.get("parameters", [])}
+    has_body = "requestBody" in operation
+    statuses = {401, 429, 500}
+    if has_body or locations & {"query", "header"}:
+        statuses.add(400)
+    if has_body:
+        statuses |= {413, 415}
+    if method not in ("GET", "HEAD", "OPTIONS"):
+        statuses |= {403, 409}
+    if "path" in locations:
+        statuses.add(404)
+    return sorted(statuses | set(extra))
+
+
+def error_response(status: int, error_ref) -> dict:
+    codes, when = ERROR_CODES[status]
+    listed = ", ".join(f"`{code}`" for code in codes)
+    return {"description": f"{when} Code: {listed}.", "content": {"application/json": {"schema": error_ref}}}
 
 
 def forbid_unknown_request_fields(result, generator, request, public):

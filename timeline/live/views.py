@@ -3,51 +3,40 @@ same stream for the admin's timeline page (``admin_timeline_stream``, session-au
 
 The stream is a plain async Django view, not a DRF view: DRF's APIView is
 synchronous and would tie a worker thread to every open stream. It applies the
-same bearer-token authentication and permission, and answers errors with the
-same envelope, by running them through the API's own classes and exception
-handler.
+same token checks (tokens/access.py) and answers errors with the same envelope
+(kernel/api/errors.py). Provisional updates are a plain view on the API's lean
+path (kernel/api/plain.py).
 """
 
 from __future__ import annotations
 
 import re
-from types import SimpleNamespace
 
 from django.contrib.admin.utils import unquote
 from django.core.exceptions import ValidationError
 from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import exceptions, serializers, status
-from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from kernel import draining
-from kernel.api.errors import exception_handler
-from kernel.api.serializers import StrictCharField
+from kernel.api.errors import MethodNotAllowed, error_json_response
+from kernel.api.plain import Answer, Operation, json_view
 from kernel.errors import NotFound
 from kernel.event_stream import EventStreamResponse
+from timeline.api_shapes import MAX_SEQ, ProvisionalAccepted, ProvisionalItem
 from timeline.live.hub import get_hub
 from timeline.live.provisional import publish_provisional
 from timeline.live.stream import TimelineStream
 from timeline.selectors import get_agent_for_timeline
-from timeline.serializers import MAX_SEQ, NewItemSerializer
-from tokens.authentication import BearerTokenAuthentication
-from tokens.permissions import HasApiToken
+from tokens.access import authorize
 
 #: What a Last-Event-ID must look like; timeline/schema.py publishes it.
 LAST_EVENT_ID_PATTERN = "^[0-9]+$"
 LAST_EVENT_ID_RE = re.compile(LAST_EVENT_ID_PATTERN)
 
 
-def _error_response(exc: Exception) -> JsonResponse:
-    drf_response = exception_handler(exc, {"view": None})
-    response = JsonResponse(drf_response.data, status=drf_response.status_code)
-    for header in ("WWW-Authenticate", "Retry-After", "Allow"):
-        if drf_response.has_header(header):
-            response[header] = drf_response[header]
-    return response
+def _error_response(exc: Exception) -> HttpResponse:
+    return error_json_response(exc, where="timeline_stream")
 
 
 def _non_negative_int(raw: str, field: str) -> int:
@@ -73,14 +62,8 @@ def _last_event_id(raw: str) -> int:
 
 
 def _authorize_stream(request: HttpRequest, agent_id: str) -> None:
-    """Authenticate like every API view, then check that the agent exists. Blocking (ORM)."""
-    result = BearerTokenAuthentication().authenticate(request)
-    if result is None:
-        raise exceptions.NotAuthenticated("Authentication credentials were not provided.")
-    _client, token = result
-    permission = HasApiToken()
-    if not permission.has_permission(SimpleNamespace(auth=token, method=request.method), None):
-        raise exceptions.PermissionDenied(permission.message)
+    """The API's token checks (a stream is one request, not throttled), then that the agent exists. Blocking (ORM)."""
+    authorize(request, throttle=False)
     get_agent_for_timeline(agent_id=agent_id)
 
 
@@ -101,9 +84,7 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
             status=503,
         )
     if request.method != "GET":
-        response = _error_response(exceptions.MethodNotAllowed(request.method))
-        response["Allow"] = "GET"
-        return response
+        return _error_response(MethodNotAllowed(request.method, ["GET"]))
     if draining.is_draining():
         # A stream here would end within moments: a load balancer retries this on another instance.
         response = JsonResponse(
@@ -132,44 +113,27 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
     return response
 
 
-class ProvisionalItemSerializer(NewItemSerializer):
-    """The same item an append takes (unknown and duplicate keys refused alike), not stored."""
-
-    item_id = StrictCharField(
-        required=False,
-        allow_null=True,
-        max_length=256,
-        trim_whitespace=False,
-        help_text="Optional key matching the committed row that will replace this update.",
-    )
+def _provisional(*, agent_id: str, body: ProvisionalItem) -> Answer:
+    message = publish_provisional(agent_id=agent_id, item=body.item, item_id=body.item_id)
+    return Answer(ProvisionalAccepted(agent_id=message.agent_id, item_id=message.item_id), status=202)
 
 
-class ProvisionalView(APIView):
-    @extend_schema(
+provisional = json_view(
+    Operation(
+        "POST",
+        _provisional,
         operation_id="timeline_provisional",
         summary="Send a provisional (streaming) update to the agent's live subscribers",
         description=(
             "Validated like a committed item but never stored and never given a seq: only clients "
             "subscribed to the agent's stream at that moment receive it, as a `provisional` event."
         ),
-        request=ProvisionalItemSerializer,
-        responses={
-            202: inline_serializer(
-                "ProvisionalAccepted",
-                {"agent_id": serializers.CharField(), "item_id": serializers.CharField(allow_null=True)},
-            ),
-        },
-        tags=["timeline"],
-    )
-    def post(self, request, agent_id: str):
-        serializer = ProvisionalItemSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        message = publish_provisional(
-            agent_id=agent_id,
-            item=serializer.validated_data["item"],
-            item_id=serializer.validated_data.get("item_id"),
-        )
-        return Response({"agent_id": message.agent_id, "item_id": message.item_id}, status=status.HTTP_202_ACCEPTED)
+        body=ProvisionalItem,
+        responses={202: ProvisionalAccepted},
+        tags=("timeline",),
+    ),
+    authorize=authorize,
+)
 
 
 # --- The admin's timeline page: the same stream for a logged-in operator -------

@@ -1,0 +1,202 @@
+"""The timeline API's wire shapes: one msgspec ``Struct`` per shape, in and out.
+
+Requests are validated against them (unknown keys refused: ``forbid_unknown_fields``), answers
+are encoded from them, and the OpenAPI document is generated from them (kernel/api/plain_schema.py).
+Items are checked by the services (timeline/items.py); their schema is ``TimelineItem``
+(timeline/schema.py). No rules live here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import zoneinfo
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+import msgspec
+from django.utils import timezone
+
+from kernel.api.parsers import NOT_ONLY_WHITESPACE
+from timeline.selectors import DEFAULT_READ_LIMIT, MAX_READ_LIMIT
+from timeline.services import MAX_ITEMS_PER_APPEND
+
+MAX_SEQ = 2**63 - 1
+ITEM_REF = {"$ref": "#/components/schemas/TimelineItem"}
+
+Seq = Annotated[int, msgspec.Meta(ge=0, le=MAX_SEQ)]
+Timestamp = Annotated[str, msgspec.Meta(extra_json_schema={"format": "date-time"})]
+ItemId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
+#: An item as sent: a JSON object (services check its type and fields).
+NewItemBody = Annotated[
+    dict[str, Any],
+    msgspec.Meta(
+        description="A JSON object with a string `type`; known types have required fields.",
+        extra_json_schema={"allOf": [ITEM_REF]},
+    ),
+]
+#: An item as answered: the stored JSON text passed through (``msgspec.Raw``), or a merged item.
+StoredItem = Annotated[msgspec.Raw, msgspec.Meta(extra_json_schema=ITEM_REF)]
+
+
+#: The zones in which a UTC time is written ``+00:00``: ``astimezone`` into them changes nothing written.
+UTC_ZONES = frozenset({dt.UTC, zoneinfo.ZoneInfo("UTC")})
+
+
+def timestamp_renderer() -> Callable[[dt.datetime | None], str | None]:
+    """``render_timestamp`` with the current zone looked up once, for the many times of one answer."""
+    zone = timezone.get_current_timezone()
+    utc = zone in UTC_ZONES
+
+    def render(value: dt.datetime | None) -> str | None:
+        if value is None:
+            return None
+        if utc and value.tzinfo in UTC_ZONES:
+            return value.isoformat()  # the usual case: converting would change nothing written
+        if timezone.is_naive(value):
+            value = timezone.make_aware(value, zone)
+        return value.astimezone(zone).isoformat()
+
+    return render
+
+
+def render_timestamp(value: dt.datetime | None) -> str | None:
+    """ISO 8601 with an explicit offset (``+00:00``, never ``Z``) in the current time zone:
+    every timeline timestamp, in pages, appends and on the live stream alike."""
+    return timestamp_renderer()(value)
+
+
+# --- in -----------------------------------------------------------------------
+
+
+class NewItem(msgspec.Struct, forbid_unknown_fields=True):
+    item: NewItemBody
+    item_id: (
+        Annotated[
+            ItemId,
+            msgspec.Meta(
+                description="Optional client key, unique per agent; a retry with the same key is not stored twice."
+            ),
+        ]
+        | None
+    ) = None
+
+
+class AppendRequest(msgspec.Struct, forbid_unknown_fields=True):
+    items: Annotated[list[NewItem], msgspec.Meta(min_length=1, max_length=MAX_ITEMS_PER_APPEND)]
+    expected_head_seq: Seq | None = None
+
+
+class ProvisionalItem(msgspec.Struct, forbid_unknown_fields=True):
+    """The same item an append takes (unknown and duplicate keys refused alike), not stored."""
+
+    item: NewItemBody
+    item_id: (
+        Annotated[
+            ItemId, msgspec.Meta(description="Optional key matching the committed row that will replace this update.")
+        ]
+        | None
+    ) = None
+
+
+class ReadQuery(msgspec.Struct, forbid_unknown_fields=True):
+    direction: Literal["tail", "before", "after"] = "tail"
+    seq: (
+        Annotated[
+            Seq,
+            msgspec.Meta(
+                description="The cursor for `before`/`after` (exclusive). Without it, `after` reads from the start "
+                "and `before` from the head; `tail` ignores it."
+            ),
+        ]
+        | None
+    ) = None
+    limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_READ_LIMIT)] = DEFAULT_READ_LIMIT
+    epoch: Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=NOT_ONLY_WHITESPACE)] | None = None
+    projection: Literal["canonical", "projected"] = "canonical"
+
+
+# --- out ----------------------------------------------------------------------
+
+
+class CommittedRowRef(msgspec.Struct):
+    seq: int
+    committed_at: Timestamp
+    item_id: str | None
+
+
+class AppendResponse(msgspec.Struct):
+    rows: list[CommittedRowRef]
+    head_seq: int
+    epoch: str
+
+
+class ProvisionalAccepted(msgspec.Struct):
+    agent_id: str
+    item_id: str | None
+
+
+class CanonicalRow(msgspec.Struct):
+    """One committed row, as stored (``projection=canonical`` and the stream's ``committed`` events)."""
+
+    seq: Annotated[int, msgspec.Meta(ge=1)]
+    committed_at: Timestamp
+    item_type: str
+    item: StoredItem
+    item_id: str | None
+    turn_id: Annotated[str | None, msgspec.Meta(description="The turn (Paseo's turnId), or null.")]
+
+
+class ProjectedEntry(msgspec.Struct):
+    """One entry of ``projection=projected``: a run of rows merged, or one row, with its seq range."""
+
+    seq_start: Annotated[int, msgspec.Meta(ge=1)]
+    seq_end: Annotated[int, msgspec.Meta(ge=1)]
+    committed_at: Annotated[Timestamp, msgspec.Meta(description="The last merged row's.")]
+    item_type: str
+    item: StoredItem
+    item_ids: list[str | None]
+
+
+class Window(msgspec.Struct):
+    """The bounds of the whole timeline (what is retained), not of the page."""
+
+    min_seq: Annotated[int, msgspec.Meta(description="The first retained seq (head_seq + 1 when none is retained).")]
+    max_seq: Annotated[int, msgspec.Meta(description="The last committed seq: head_seq (0 for an empty history).")]
+    next_seq: Annotated[int, msgspec.Meta(description="The seq the next committed row will get (head_seq + 1).")]
+
+
+#: ``rows`` holds either shape; msgspec documents a union of Structs only when tagged, so the
+#: ``oneOf`` is named here and written by kernel/api/plain_schema.py.
+ROW_OR_ENTRY = ("TimelineRowOrEntry", (CanonicalRow, ProjectedEntry))
+
+
+class TimelinePage(msgspec.Struct):
+    agent_id: str
+    epoch: str
+    direction: str
+    rows: Annotated[
+        list[Any],
+        msgspec.Meta(
+            description="Canonical rows, or projected entries with `projection=projected`.",
+            extra_json_schema={"items": {"$ref": "#/components/schemas/TimelineRowOrEntry"}},
+        ),
+    ]
+    window: Window
+    has_older: bool
+    has_newer: bool
+    reset: Annotated[
+        bool,
+        msgspec.Meta(
+            description="True when your cursor cannot be continued (stale_cursor or gap): drop what you hold."
+        ),
+    ]
+    stale_cursor: Annotated[
+        bool, msgspec.Meta(description="True when the epoch you sent is not the agent's; rows are then a fresh tail.")
+    ]
+    gap: Annotated[
+        bool,
+        msgspec.Meta(
+            description="True when the after cursor lies below window.min_seq - 1: the rows it needs are no longer "
+            "retained; rows then start at window.min_seq."
+        ),
+    ]

@@ -1,0 +1,71 @@
+"""Who may call /api/: the one implementation of the bearer token, its permission and its throttle.
+
+DRF's classes (tokens/authentication.py, permissions.py, throttling.py), the timeline's plain
+views (kernel/api/plain.py) and the live stream (timeline/live/views.py) all call these. A
+refusal is a ``kernel.api.errors`` error, answered with the API's envelope wherever it is raised.
+"""
+
+from __future__ import annotations
+
+from kernel.api.errors import NotAuthenticated, PermissionDenied, Throttled
+from tokens.cache import token_cache
+from tokens.models import ApiToken
+from tokens.services import hash_token, record_api_token_use
+from tokens.throttling import throttle_wait
+
+KEYWORD = "Bearer"
+#: The methods a read-only token may use.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+READ_ONLY_MESSAGE = "This token is read-only."
+NO_CREDENTIALS_MESSAGE = "Authentication credentials were not provided."
+
+
+def authorization_header(request) -> str | bytes:
+    """The ``Authorization`` header, read from ``META`` where the server put it (``request.headers``
+    builds a dict of every header on first use, to look up this one)."""
+    return request.META.get("HTTP_AUTHORIZATION", "")
+
+
+def bearer_token(request) -> ApiToken | None:
+    """The active token the request carries, or None when it sends no ``Authorization`` at all.
+
+    A malformed header, an unknown or a revoked token is ``NotAuthenticated`` (401)."""
+    header = authorization_header(request)
+    if not header:
+        return None
+    try:
+        text = header.decode("ascii") if isinstance(header, bytes) else header.encode("latin-1").decode("ascii")
+    except (UnicodeDecodeError, UnicodeEncodeError):
+        raise NotAuthenticated("The Authorization header is malformed.") from None
+    keyword, _, raw = text.partition(" ")
+    raw = raw.strip()
+    if keyword.lower() != KEYWORD.lower() or not raw or " " in raw:
+        raise NotAuthenticated(f"Use 'Authorization: {KEYWORD} <token>'.")
+    # Keyed by the hash: the raw token is never kept in memory past this request.
+    token = token_cache.active_token(hash_token(raw))
+    if token is None:
+        raise NotAuthenticated("The token is unknown or has been revoked.")
+    record_api_token_use(token=token)
+    return token
+
+
+def token_may(token: ApiToken | None, method: str) -> bool:
+    """Any valid token may read; only a read-write token may write."""
+    if not isinstance(token, ApiToken):
+        return False
+    return method in SAFE_METHODS or not token.read_only
+
+
+def authorize(request, *, throttle: bool = True) -> ApiToken:
+    """The request's token, checked as DRF checks a view's: authentication (401), permission for
+    the method (403), then the token's rate (429, unless ``throttle`` is off)."""
+    token = bearer_token(request)
+    if token is None:
+        raise NotAuthenticated(NO_CREDENTIALS_MESSAGE)
+    if not token_may(token, request.method):
+        raise PermissionDenied(READ_ONLY_MESSAGE)
+    if throttle:
+        wait = throttle_wait(token)
+        if wait is not None:
+            raise Throttled(wait)
+    return token
