@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import logging
 import re
+import weakref
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import quote
 
 from gunicorn.glogging import Logger
-from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 REDACTED = "[redacted]"
 
@@ -118,7 +119,7 @@ class AccessLog:
         if not self.handlers:
             return
         line = redact(
-            f'{get_client_addr(scope)} - "{scope["method"]} {get_path_with_query_string(scope)} '
+            f'{client_address(scope)} - "{scope["method"]} {path_with_query_string(scope)} '
             f'HTTP/{scope["http_version"]}" {status}'
         )
         for handler in self.handlers:
@@ -132,9 +133,39 @@ def is_plain_stream(handler: logging.Handler) -> bool:
         type(handler) in (logging.StreamHandler, logging.FileHandler)
         and handler.level <= logging.INFO
         and handler.formatter is not None
-        and handler.formatter._fmt == "%(message)s"
+        and formats_the_message_alone(handler.formatter)
         and all(isinstance(entry, RedactSecrets) for entry in handler.filters)
     )
+
+
+#: Formatter -> whether it writes a record's message and nothing else, found once per formatter.
+_message_alone: weakref.WeakKeyDictionary[logging.Formatter, bool] = weakref.WeakKeyDictionary()
+
+
+def formats_the_message_alone(formatter: logging.Formatter) -> bool:
+    """Whether ``formatter`` writes a record as its message unchanged (``%(message)s``)."""
+    known = _message_alone.get(formatter)
+    if known is None:
+        probe = logging.LogRecord(
+            "uvicorn.access", logging.INFO, "", 0, '127.0.0.1:1 - "GET / HTTP/1.1" 200', None, None
+        )
+        known = _message_alone[formatter] = formatter.format(probe) == probe.getMessage()
+    return known
+
+
+def client_address(scope: dict[str, Any]) -> str:
+    """The client's ``host:port`` as uvicorn's access log writes it ("" when the server knows none)."""
+    client = scope.get("client")
+    return "%s:%d" % tuple(client) if client else ""  # noqa: UP031 - the port as an integer, as uvicorn writes it
+
+
+def path_with_query_string(scope: dict[str, Any]) -> str:
+    """The request's path and query as sent, as uvicorn's access log writes them (``"`` escaped)."""
+    raw_path = scope.get("raw_path")  # optional in ASGI
+    path = raw_path.decode("latin1") if raw_path is not None else quote(scope["path"])
+    if scope["query_string"]:
+        path = f"{path}?{scope['query_string'].decode('ascii')}"
+    return path.replace('"', "%22")
 
 
 def write_line(handler: logging.StreamHandler, line: str) -> bool:

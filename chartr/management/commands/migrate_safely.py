@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import DEFAULT_DB_ALIAS
@@ -21,5 +23,6 @@ class Command(BaseCommand):
             self.stdout.flush()
 
         with migration_lock(database, on_wait=on_wait):
-            # The raw stream: migrate wraps it in its own OutputWrapper.
-            call_command("migrate", database=database, interactive=False, verbosity=verbosity, stdout=self.stdout._out)
+            # The stream this command was given: migrate wraps it in its own OutputWrapper.
+            stream = options.get("stdout") or sys.stdout
+            call_command("migrate", database=database, interactive=False, verbosity=verbosity, stdout=stream)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 from django.conf import settings
@@ -52,8 +53,10 @@ class Command(BaseCommand):
                 f"Refusing to serve {connection.settings_dict['NAME']}: {problem}. SQLite serves one machine; "
                 "several machines share PostgreSQL (docs/deploy.md, More than one machine)."
             )
-        call_command("migrate_safely", verbosity=verbosity, stdout=self.stdout._out)
-        call_command("ensure_initial_admin", verbosity=verbosity, stdout=self.stdout._out)
+        # The stream this command was given: each command wraps it in its own OutputWrapper.
+        stream = options.get("stdout") or sys.stdout
+        call_command("migrate_safely", verbosity=verbosity, stdout=stream)
+        call_command("ensure_initial_admin", verbosity=verbosity, stdout=stream)
         if collectstatic:
             self.collect_static_if_changed()
 
