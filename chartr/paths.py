@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from kernel.files import ensure_private_dir
@@ -24,7 +25,7 @@ def _home() -> Path:
     return Path(os.path.expanduser("~"))
 
 
-def resolve_data_dir(environ: os._Environ | dict = os.environ) -> Path:
+def resolve_data_dir(environ: Mapping[str, str] = os.environ) -> Path:
     if environ.get("CHARTR_DATA_DIR"):
         return Path(environ["CHARTR_DATA_DIR"]).expanduser()
     if environ.get("XDG_DATA_HOME"):
@@ -32,7 +33,7 @@ def resolve_data_dir(environ: os._Environ | dict = os.environ) -> Path:
     return _home() / ".local" / "share" / "chartr"
 
 
-def resolve_config_dir(environ: os._Environ | dict = os.environ) -> Path:
+def resolve_config_dir(environ: Mapping[str, str] = os.environ) -> Path:
     if environ.get("XDG_CONFIG_HOME"):
         return Path(environ["XDG_CONFIG_HOME"]).expanduser() / "chartr"
     return _home() / ".config" / "chartr"

@@ -32,9 +32,16 @@ _ADMIT_SQL = f"SELECT pg_try_advisory_xact_lock_shared({int(ADVISORY_LOCK_KEY)})
 
 
 class PostgreSQLWriteFence(WriteFence):
+    #: psycopg's cursor on the connection, kept for the next transaction as the append keeps its own.
+    cursor = None
+
     def admits(self) -> bool:
-        with self.connection.wrap_database_errors, self.connection.connection.cursor() as cursor:
-            cursor.execute(_ADMIT_SQL)
+        with self.connection.wrap_database_errors:
+            raw = self.connection.connection
+            cursor = self.cursor
+            if cursor is None or cursor.connection is not raw or cursor.closed:
+                cursor = self.cursor = psycopg.Cursor(raw)
+            cursor.execute(_ADMIT_SQL, prepare=True)
             return bool(cursor.fetchone()[0])
 
     @contextmanager
