@@ -33,7 +33,11 @@ class RawStore:
         else:
             import psycopg
 
-            self.conn = psycopg.connect(environment.env["DATABASE_URL"], autocommit=True)
+            from kernel.postgres import connection_keywords
+
+            # libpq's keywords for Django's database: DATABASE_URL may carry psycopg's own
+            # options (``prepare_threshold``), which libpq refuses in a conninfo.
+            self.conn = psycopg.connect(**connection_keywords(connection.settings_dict), autocommit=True)
             self._lock_suffix = " FOR UPDATE"
             self._begin = "BEGIN"
 

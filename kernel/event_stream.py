@@ -27,6 +27,11 @@ class EventStreamResponse(StreamingHttpResponse):
         #: content (a middleware wrapping it must see every part).
         self.frames: AsyncIterator[bytes] | None = frames
 
-    def _set_streaming_content(self, value) -> None:
+    @property
+    def streaming_content(self):
+        return StreamingHttpResponse.streaming_content.fget(self)
+
+    @streaming_content.setter
+    def streaming_content(self, value) -> None:
         self.frames = None
-        super()._set_streaming_content(value)
+        StreamingHttpResponse.streaming_content.fset(self, value)

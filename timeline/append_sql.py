@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
+import psycopg
 from django.db.backends.base.base import BaseDatabaseWrapper
 from psycopg.types.json import Jsonb
 
-from kernel import bound_statements
 from kernel.engines import for_engine
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineRow
@@ -84,19 +84,23 @@ def _driver_cursor(connection: BaseDatabaseWrapper, cursor_class: Callable[[Any]
 
 
 class PostgreSQLStatement(Statement):
-    """A statement sent straight to libpq where psycopg allows it (``bound_statements``), else on its cursor."""
+    """A statement on psycopg's own cursor (values bound on the server), prepared on the
+    server the first time it runs where the connection prepares statements at all
+    (``prepare_threshold`` in OPTIONS; Django's default, None, prepares nothing, for
+    connection poolers in transaction mode)."""
 
-    __slots__ = ("libpq_sql",)
+    __slots__ = ()
 
     def __init__(self, sql: str):
-        super().__init__(sql, placeholder="%s", cursor_class=postgresql_statement_cursor())
-        self.libpq_sql = bound_statements.numbered(sql)
+        super().__init__(sql, placeholder="%s", cursor_class=psycopg.Cursor)
 
     def _run_on_driver(self, connection: BaseDatabaseWrapper, params: Sequence[Any], fetch: str | None, many: bool):
-        raw = connection.connection
-        if many or not bound_statements.available(raw):
-            return super()._run_on_driver(connection, params, fetch, many)
-        return bound_statements.run(raw, self.libpq_sql, params, fetch)
+        cursor = _driver_cursor(connection, self.cursor_class)
+        if many:
+            cursor.executemany(self.driver_sql, params)
+        else:
+            cursor.execute(self.driver_sql, params, prepare=True)
+        return getattr(cursor, fetch)() if fetch else None
 
 
 class AppendSQL:
@@ -199,21 +203,6 @@ class PostgreSQLAppendSQL(AppendSQL):
         if encoded is None:
             return _item_field.get_db_prep_save(item, db)
         return Jsonb(encoded, dumps=_as_sent)
-
-
-def postgresql_statement_cursor() -> Callable[[Any], Any]:
-    """psycopg's server-side binding cursor, for statements whose text never changes.
-
-    Django's own cursor binds parameters on the client, quoting each value into
-    the text (for the ORM's generated SQL, whose types the server cannot always
-    infer); for these fixed statements sending the values apart costs about a
-    third less CPU per statement. No statement is prepared on the server (Django
-    leaves ``prepare_threshold`` off for connection poolers), so a pooler in
-    transaction mode is served as before.
-    """
-    from django.db.backends.postgresql.base import ServerBindingCursor
-
-    return ServerBindingCursor
 
 
 def row_params(

@@ -15,8 +15,9 @@ Each engine differs in a few small ways, kept in its class:
   aware in SQL, parsed in one C call per row (Django's converter is Python
   code); on PostgreSQL as the column itself in binary, for psycopg's C loader;
 * on PostgreSQL, where a round trip is most of a read, both statements go out
-  in one pipeline when the rows do not depend on the agent's row, and values
-  are bound on the server (the statements' text never changes).
+  in one pipeline when the rows do not depend on the agent's row, values are
+  bound on the server (the statements' text never changes) and rows come back
+  in binary.
 
 When Django records queries (``DEBUG``, a test's ``CaptureQueriesContext``)
 the statements go through Django's cursor instead, so query logging and the
@@ -103,10 +104,14 @@ class PageSql:
     def driver_cursor(self, raw_connection) -> Any:
         return raw_connection.cursor()
 
+    def execute(self, cursor, texts: dict[str, str] | None, sql: str, params: tuple) -> None:
+        """Run ``sql`` on ``cursor``: a driver's (``texts`` holds its text for it) or Django's (``texts`` None)."""
+        cursor.execute(texts[sql] if texts else sql, params)
+
     def agent(self, agent_id: str) -> tuple[int, int, str] | None:
         """``(head_seq, min_seq, timeline_epoch)`` of the agent, or None when there is none."""
         with self._cursors(1) as ((cursor,), texts):
-            cursor.execute(texts[self.agent_sql] if texts else self.agent_sql, (agent_id,))
+            self.execute(cursor, texts, self.agent_sql, (agent_id,))
             return cursor.fetchone()
 
     def agent_and_rows(
@@ -131,7 +136,7 @@ class PageSql:
     ) -> None:
         sql = self.rows_sql[direction]
         params = (agent_id, limit) if direction == "tail" else (agent_id, seq, limit)
-        cursor.execute(texts[sql] if texts else sql, params)
+        self.execute(cursor, texts, sql, params)
 
     def _received_rows(self, cursor, direction: Direction, decode_items: bool) -> list[dict]:
         found = cursor.fetchall()
@@ -216,12 +221,16 @@ class PostgresPageSql(PageSql):
     def driver_cursor(self, raw_connection) -> Any:
         # The statements' text never changes: the values go apart from it, as the
         # append's do (timeline/append_sql.py), instead of being quoted into it.
-        from django.db.backends.postgresql.base import ServerBindingCursor
-        from psycopg import pq
+        import psycopg
 
-        cursor = ServerBindingCursor(raw_connection)
-        cursor.format = pq.Format.BINARY
-        return cursor
+        return psycopg.Cursor(raw_connection)
+
+    def execute(self, cursor, texts: dict[str, str] | None, sql: str, params: tuple) -> None:
+        if texts is None:
+            cursor.execute(sql, params)
+        else:
+            # Rows in binary; prepared at once where the connection prepares statements.
+            cursor.execute(texts[sql], params, binary=True, prepare=True)
 
     def _page_sql(self, bound: str, order: str) -> str:
         # The conversions sit outside the LIMIT, so they run on the page's rows only
@@ -244,7 +253,7 @@ class PostgresPageSql(PageSql):
         if direction != "tail" and seq is None:
             return super().agent_and_rows(agent_id, direction, seq, limit, decode_items=decode_items)
         with self._cursors(2) as ((agents, rows), texts), self.connection.connection.pipeline():
-            agents.execute(texts[self.agent_sql] if texts else self.agent_sql, (agent_id,))
+            self.execute(agents, texts, self.agent_sql, (agent_id,))
             self._send_rows(rows, texts, agent_id, direction, seq, limit)
             return agents.fetchone(), self._received_rows(rows, direction, decode_items)
 

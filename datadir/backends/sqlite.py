@@ -8,12 +8,11 @@ keep writing, and what makes the restore atomic for them.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
-
-from django.db.backends.sqlite3._functions import register as register_django_sqlite_functions
 
 from datadir import store
 from datadir.backends.base import CheckedDump, DatabaseBackend, DumpRejected, quote_name
@@ -109,11 +108,18 @@ class SQLiteBackend(DatabaseBackend):
 
 
 def _open_copy(path: Path) -> sqlite3.Connection:
-    """A raw connection to a snapshot copy, with the SQL functions Django's
-    backend registers: the schema's CHECK constraints call REGEXP."""
+    """A raw connection to a snapshot copy, with REGEXP as Django's backend defines it
+    on its own connections: the schema's CHECK constraints call it."""
     conn = sqlite3.connect(path)
-    register_django_sqlite_functions(conn)
+    conn.create_function("REGEXP", 2, _regexp, deterministic=True)
     return conn
+
+
+def _regexp(pattern: str | None, value: object) -> bool | None:
+    """``value REGEXP pattern`` as Django's SQLite backend answers it (``re.search``; NULL for NULL)."""
+    if pattern is None or value is None:
+        return None
+    return re.search(pattern, value if isinstance(value, str) else str(value)) is not None
 
 
 def _rotate_epochs_in_copy(conn: sqlite3.Connection) -> int:

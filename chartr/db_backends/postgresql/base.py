@@ -33,15 +33,19 @@ class DatabaseWrapper(FencedTransactionsMixin, base.DatabaseWrapper):
             return
         super().close_if_health_check_failed()
 
-    def _set_autocommit(self, autocommit):
+    def set_autocommit(self, autocommit, force_begin_transaction_with_broken_autocommit=False):
+        begin = super().set_autocommit
         if autocommit:
-            super()._set_autocommit(autocommit)
+            begin(True, force_begin_transaction_with_broken_autocommit)
             return
         # Django begins every atomic block by turning autocommit off: the fence's
         # query is then the transaction's first statement.
-        self.begin_fenced(begin=lambda: super(DatabaseWrapper, self)._set_autocommit(False), abandon=self._abandon)
+        self.begin_fenced(
+            begin=lambda: begin(False, force_begin_transaction_with_broken_autocommit),
+            abandon=lambda: self.abandon_transaction(begin),
+        )
 
-    def _abandon(self) -> None:
-        with self.wrap_database_errors:
-            self.connection.rollback()
-            self.connection.autocommit = True
+    def abandon_transaction(self, set_autocommit) -> None:
+        """Roll back the transaction the fence refused and turn autocommit back on."""
+        self.rollback()
+        set_autocommit(True)

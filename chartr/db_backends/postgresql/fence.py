@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import psycopg
-from psycopg import generators, pq
 
 from chartr.db_backends.fence import DRAIN_SECONDS, FenceNotClosed, WriteFence
 from kernel.write_fence import outside_write_fence
@@ -32,48 +31,18 @@ LOCK_NOT_AVAILABLE = "55P03"
 _ADMIT_SQL = f"SELECT pg_try_advisory_xact_lock_shared({int(ADVISORY_LOCK_KEY)})"
 
 
-#: ``_begin_and_admit`` uses two psycopg internals (the connection's own BEGIN text and its
-#: wait loop); a psycopg without them gets the two round trips it always had.
-_BEGIN_WITH_THE_FENCE = hasattr(psycopg.Connection, "_get_tx_start_command") and hasattr(psycopg.Connection, "wait")
-
-
 class PostgreSQLWriteFence(WriteFence):
+    #: psycopg's cursor on the connection, kept for the next transaction as the append keeps its own.
+    cursor = None
+
     def admits(self) -> bool:
         with self.connection.wrap_database_errors:
             raw = self.connection.connection
-            if (
-                _BEGIN_WITH_THE_FENCE
-                and raw.pgconn.transaction_status == pq.TransactionStatus.IDLE
-                and not raw.autocommit
-                and not getattr(raw, "_pipeline", None)
-            ):
-                return self._begin_and_admit(raw)
-            with raw.cursor() as cursor:
-                cursor.execute(_ADMIT_SQL)
-                return bool(cursor.fetchone()[0])
-
-    @staticmethod
-    def _begin_and_admit(raw) -> bool:
-        """Send psycopg's ``BEGIN`` and the fence's query in one round trip.
-
-        psycopg would send its ``BEGIN`` alone before the transaction's first
-        statement, which here is always the fence's: one message with both
-        (simple query protocol, as psycopg sends its ``BEGIN``) saves a round
-        trip on every transaction, about 60 us of CPU. psycopg sees the
-        transaction open and sends no ``BEGIN`` of its own; commit and rollback
-        are psycopg's as before.
-        """
-        begin = raw._get_tx_start_command()
-        with raw.lock:
-            raw.pgconn.send_query(begin + b"; " + _ADMIT_SQL.encode())
-            results = raw.wait(generators.execute(raw.pgconn))
-        for result in results:
-            if result.status == pq.ExecStatus.FATAL_ERROR:
-                raise psycopg.errors.error_from_result(result, encoding=raw.info.encoding)
-        admitted = results[-1]
-        if admitted.status != pq.ExecStatus.TUPLES_OK or admitted.ntuples != 1:
-            raise psycopg.InternalError(f"the write fence's query returned {admitted.status!r}")
-        return admitted.get_value(0, 0) == b"t"
+            cursor = self.cursor
+            if cursor is None or cursor.connection is not raw or cursor.closed:
+                cursor = self.cursor = psycopg.Cursor(raw)
+            cursor.execute(_ADMIT_SQL, prepare=True)
+            return bool(cursor.fetchone()[0])
 
     @contextmanager
     def closed(self, *, drain_seconds: float = DRAIN_SECONDS) -> Iterator[None]:

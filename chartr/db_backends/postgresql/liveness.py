@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import select
 
-from psycopg import pq
-
 #: Anything waiting on the socket: data, an end of stream, an error or a hang-up.
 WAITING = select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP
 
@@ -30,11 +28,11 @@ WAITING = select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP
 def quiet_and_idle(connection) -> bool:
     """Whether the psycopg ``connection`` is good, idle and has nothing from the server to read."""
     try:
-        pgconn = connection.pgconn
-        if pgconn.status != pq.ConnStatus.OK or pgconn.transaction_status != pq.TransactionStatus.IDLE:
+        info = connection.info
+        if info.status.name != "OK" or info.transaction_status.name != "IDLE":
             return False
         poller = select.poll()
-        poller.register(pgconn.socket, WAITING)
+        poller.register(connection.fileno(), WAITING)
         return not poller.poll(0)
     except Exception:  # noqa: BLE001  (a closed or odd connection: let Django's check decide)
         return False
