@@ -25,14 +25,13 @@ from typing import Any
 
 from legacy.problems import RecordError
 from legacy.records import parse_time
-from snapshots.models import AgentSnapshot, agent_id_validator
+from snapshots.models import MAX_EPOCH_LENGTH, agent_id_validator
 from timeline.items import contains_nul
 from timeline.models import TimelineRow
 
 HEADER_TYPE = "chartr.timeline"
 FORMAT_VERSION = 1
 
-_EPOCH_MAX = AgentSnapshot._meta.get_field("timeline_epoch").max_length
 _ITEM_TYPE_MAX = TimelineRow._meta.get_field("item_type").max_length
 _ITEM_ID_MAX = TimelineRow._meta.get_field("item_id").max_length
 
@@ -95,8 +94,8 @@ def parse_header(value: Any) -> Header:
     except Exception:
         raise RecordError(f"header agent_id {agent_id!r} is not a valid agent id") from None
     epoch = value.get("epoch")
-    if not isinstance(epoch, str) or not epoch or len(epoch) > _EPOCH_MAX or "\x00" in epoch:
-        raise RecordError(f"header epoch must be a string of 1 to {_EPOCH_MAX} characters")
+    if not isinstance(epoch, str) or not epoch or len(epoch) > MAX_EPOCH_LENGTH or "\x00" in epoch:
+        raise RecordError(f"header epoch must be a string of 1 to {MAX_EPOCH_LENGTH} characters")
     min_seq = value.get("min_seq", 1)
     if not isinstance(min_seq, int) or isinstance(min_seq, bool) or min_seq < 1:
         raise RecordError(f"header min_seq must be a positive integer, not {min_seq!r}")

@@ -31,7 +31,7 @@ from typing import Any
 
 from legacy.problems import Problem, RecordError
 from legacy.records import load_json, parse_time, problem_for
-from snapshots.models import AGENT_ID_RE, AgentSnapshot
+from snapshots.models import AGENT_ID_RE, MAX_EPOCH_LENGTH
 from timeline.items import contains_nul
 from timeline.models import TimelineRow
 
@@ -42,7 +42,6 @@ TIMELINES_DB_COMPANIONS = ("timelines.db-wal", "timelines.db-shm", "timelines.db
 FILE_PREFIX = "agent-"
 PASEO_VERSION = 1
 
-_EPOCH_MAX = AgentSnapshot._meta.get_field("timeline_epoch").max_length
 _ITEM_TYPE_MAX = TimelineRow._meta.get_field("item_type").max_length
 _TURN_ID_MAX = TimelineRow._meta.get_field("turn_id").max_length
 
@@ -147,8 +146,8 @@ def parse_row(raw: Any, *, index: int) -> PaseoRow:
 
 
 def _check_epoch(epoch: Any) -> str:
-    if not isinstance(epoch, str) or not epoch or len(epoch) > _EPOCH_MAX or "\x00" in epoch:
-        raise RecordError(f"epoch must be a string of 1 to {_EPOCH_MAX} characters")
+    if not isinstance(epoch, str) or not epoch or len(epoch) > MAX_EPOCH_LENGTH or "\x00" in epoch:
+        raise RecordError(f"epoch must be a string of 1 to {MAX_EPOCH_LENGTH} characters")
     return epoch
 
 

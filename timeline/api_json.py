@@ -27,6 +27,7 @@ from django.http import HttpResponse
 from django.utils import timezone
 
 from kernel import fastjson
+from snapshots.models import MAX_EPOCH_LENGTH
 from timeline import serializers
 from timeline.selectors import DEFAULT_READ_LIMIT, MAX_READ_LIMIT, TimelinePage
 from timeline.services import MAX_ITEMS_PER_APPEND, AppendResult, NewTimelineItem
@@ -38,7 +39,6 @@ INTEGER_BOUNDS = {"seq": (0, serializers.MAX_SEQ), "limit": (1, MAX_READ_LIMIT)}
 #: The longest decimal a seq or limit can be spelt with (INT64_MAX has 19 digits).
 MAX_INT_DIGITS = 19
 # Read off the serializers that declare them, so the direct reading never drifts from the declaration.
-EPOCH_MAX_LENGTH = serializers.ReadQuerySerializer().fields["epoch"].max_length
 ITEM_ID_MAX_LENGTH = serializers.NewItemSerializer().fields["item_id"].max_length
 #: The zones in which a UTC time is written ``+00:00``: ``astimezone`` into them changes nothing written.
 UTC_ZONES = frozenset({dt.UTC, zoneinfo.ZoneInfo("UTC")})
@@ -75,7 +75,7 @@ def _plain_read_query(query_params) -> dict | None:
             if not lowest <= int(value) <= highest:
                 return None
             arguments[name] = int(value)
-        elif name == "epoch" and 0 < len(value) <= EPOCH_MAX_LENGTH and value == value.strip() and "\x00" not in value:
+        elif name == "epoch" and 0 < len(value) <= MAX_EPOCH_LENGTH and value == value.strip() and "\x00" not in value:
             arguments[name] = value
         else:
             return None
@@ -145,6 +145,7 @@ def page_document(page: TimelinePage) -> dict:
         "reset": page.reset,
         "stale_cursor": page.stale_cursor,
         "gap": page.gap,
+        "holes": page.holes,
     }
 
 
@@ -169,6 +170,10 @@ def _rows_with_stored_items(rows: list[dict], render, *, utc: bool) -> list[dict
         if not (utc and at.__class__ is datetime_type and at.tzinfo in UTC_ZONES):
             row["committed_at"] = render(at)
         row["item"] = fragment(row["item"])
+        row["extra"] = fragment(row["extra"])
+        token = row["revert_token"]
+        if token is not None:
+            row["revert_token"] = fragment(token)
     return rows
 
 

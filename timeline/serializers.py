@@ -13,6 +13,7 @@ from kernel.api.serializers import (
     StrictInputSerializer,
     StrictIntegerField,
 )
+from snapshots.models import MAX_EPOCH_LENGTH
 from timeline.selectors import DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 from timeline.services import MAX_ITEMS_PER_APPEND
 
@@ -65,7 +66,7 @@ class ReadQuerySerializer(StrictInputSerializer):
         "and `before` from the head; `tail` ignores it.",
     )
     limit = QueryIntegerField(required=False, default=DEFAULT_READ_LIMIT, min_value=1, max_value=MAX_READ_LIMIT)
-    epoch = StrictCharField(required=False, max_length=64)
+    epoch = StrictCharField(required=False, max_length=MAX_EPOCH_LENGTH)
     projection = serializers.ChoiceField(choices=["canonical", "projected"], default="canonical")
 
 
@@ -78,6 +79,14 @@ class CanonicalRowSerializer(serializers.Serializer):
     item = TimelineItemField()
     item_id = serializers.CharField(allow_null=True)
     turn_id = serializers.CharField(allow_null=True, help_text="The turn (Paseo's turnId), or null.")
+    provider_message_id = serializers.CharField(allow_null=True, help_text="Paseo's providerMessageId, or null.")
+    provider_timeline_item_id = serializers.CharField(
+        allow_null=True, help_text="Paseo's providerTimelineItemId, or null."
+    )
+    revert_token = serializers.JSONField(
+        allow_null=True, help_text="Paseo's revertToken (any JSON value), or null when the row has none."
+    )
+    extra = serializers.DictField(help_text="Keys the row came with that chartr does not model (an import's).")
 
 
 class ProjectedEntrySerializer(serializers.Serializer):
@@ -122,6 +131,12 @@ class TimelinePageSerializer(serializers.Serializer):
     gap = serializers.BooleanField(
         help_text="True when the after cursor lies below window.min_seq - 1: the rows it needs are no longer "
         "retained; rows then start at window.min_seq."
+    )
+
+    holes = serializers.ListField(
+        child=serializers.ListField(child=serializers.IntegerField(min_value=1), min_length=2, max_length=2),
+        help_text="The missing seq ranges [first, last] between the cursor and the page's far end: only an "
+        "imported history whose seqs had holes has any, and its rows keep their own seqs.",
     )
 
     # The fields above document the shape; timeline.api_json.page_document writes it, passing

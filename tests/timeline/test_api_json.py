@@ -153,6 +153,7 @@ def drf_page(page) -> bytes:
         "reset": page.reset,
         "stale_cursor": page.stale_cursor,
         "gap": page.gap,
+        "holes": page.holes,
     }
     return JSONRenderer().render(document)
 
