@@ -44,7 +44,7 @@ KNOWN_ITEM_TYPES: dict[str, dict[str, dict[str, Any]]] = {
     "compaction": {"status": {"type": "string"}},
     # An imported item the checks above refuse, kept whole: ``item`` is the original as the
     # legacy store held it, ``problems`` what is wrong with it (legacy.paseo normalises to it).
-    "legacy_item": {"item": {"type": "object"}, "problems": {"type": "array", "items": {"type": "string"}}},
+    "legacy_item": {"item": {"type": "object"}, "problems": {"type": "array", "items": {}}},
 }
 
 _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
