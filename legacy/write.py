@@ -37,6 +37,17 @@ AGENT_UPDATE_FIELDS = [
     "extra",
 ]
 
+WORKSPACE_UPDATE_FIELDS = [
+    "kind",
+    "display_name",
+    "branch",
+    "worktree_root",
+    "extra",
+    "updated_at",
+    "archived_at",
+    "archive_operation",
+]
+
 
 def write_records(plan: Plan, report: ImportReport) -> None:
     """Projects, then workspaces, then agents: each needs the keys of the one before."""
@@ -160,16 +171,7 @@ def _write_workspaces(
     _create_keeping_times(Workspace, new)
     Workspace.objects.bulk_update(
         changed,
-        [
-            "kind",
-            "display_name",
-            "branch",
-            "worktree_root",
-            "extra",
-            "updated_at",
-            "archived_at",
-            "archive_operation",
-        ],
+        WORKSPACE_UPDATE_FIELDS,
         batch_size=RECORD_BATCH,
     )
     counts.created += len(new)
