@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
+from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils import timezone
 
 from kernel.errors import Conflict, NotFound
@@ -34,18 +35,40 @@ def timeline_lines(*, agent_id: str, batch_size: int = EXPORT_BATCH) -> Iterator
     yield jsonl.header_line(agent_id=agent_id, epoch=epoch, exported_at=timezone.now(), min_seq=min_seq)
     last = min_seq - 1
     while last < head:
-        rows = list(
-            TimelineRow.objects.filter(agent_id=agent_id, seq__gt=last, seq__lte=head)
-            .order_by("seq")
-            .values_list("seq", "committed_at", "item_id", "item", "turn_id")[:batch_size]
-        )
+        rows = committed_rows(agent_id, after=last, head=head, limit=batch_size)
         if not rows:
             break
-        for seq, committed_at, item_id, item, turn_id in rows:
-            yield jsonl.row_line(seq=seq, committed_at=committed_at, item_id=item_id, item=item, turn_id=turn_id)
-        last = rows[-1][0]
+        for row in rows:
+            token, present = row.pop("revert_token"), row.pop("has_revert_token")
+            token = token if present else jsonl.NO_TOKEN
+            yield jsonl.row_line(**row, revert_token=token)
+        last = rows[-1]["seq"]
     if AgentSnapshot.objects.filter(pk=agent_id).values_list("timeline_epoch", flat=True).first() != epoch:
         raise Conflict(f"Agent {agent_id}'s history was replaced during the export; export it again.")
+
+
+ROW_KEYS = (
+    "seq",
+    "committed_at",
+    "item_id",
+    "item",
+    "turn_id",
+    "provider_message_id",
+    "provider_timeline_item_id",
+    "revert_token",
+    "extra",
+)
+
+
+def committed_rows(agent_id: str, *, after: int, head: int, limit: int) -> list[dict]:
+    """Up to ``limit`` rows after seq ``after`` (up to ``head``), ascending, with every key;
+    ``has_revert_token`` tells a null token (JSON null) from none (SQL NULL)."""
+    return list(
+        TimelineRow.objects.filter(agent_id=agent_id, seq__gt=after, seq__lte=head)
+        .order_by("seq")
+        .annotate(has_revert_token=ExpressionWrapper(Q(revert_token__isnull=False), output_field=BooleanField()))
+        .values(*ROW_KEYS, "has_revert_token")[:limit]
+    )
 
 
 def write_timeline(*, agent_id: str, out: TextIO) -> int:

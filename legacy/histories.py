@@ -2,7 +2,8 @@
 
 A history is carried over as Paseo had it: its epoch and its seqs, so a Paseo
 client's cursor ``{epoch, seq}`` goes on after the migration without a reset,
-and a history whose older rows Paseo pruned keeps a first retained seq above 1.
+a history whose older rows Paseo pruned keeps a first retained seq above 1, and
+one with holes in its seqs keeps its rows at their own seqs (each hole reported).
 Every row goes through ``timeline.services.bulk_append_timeline_rows``, the
 timeline's one write path (``start_seq``/``epoch`` for a carry-over).
 
@@ -43,7 +44,7 @@ class HistoryPlan:
 
     @property
     def to_append(self) -> int:
-        return max(0, self.history.last_seq - max(self.append_after, self.history.first_seq - 1))
+        return self.history.rows_between(max(self.append_after + 1, self.history.first_seq), self.history.last_seq)
 
 
 def plan_histories(
@@ -74,7 +75,19 @@ def plan_histories(
             plans[agent_id] = _plan(history, agent)
         except RecordError as exc:
             problems.append(Problem(str(history.source), f"agent {agent_id!r}", str(exc)))
+            report.counts["timeline_rows"].skipped += history.row_count
+            continue
+        _report_shape(history, report)
     return plans
+
+
+def _report_shape(history: PaseoHistory, report: ImportReport) -> None:
+    """The holes of a history imported with them, and the items it normalised."""
+    report.holes += [f"{_where(history)}: seqs {first}..{last} missing" for first, last in history.holes]
+    report.normalised_items += [
+        f"{_where(history)}: seq {seq}: stored as a legacy_item: {' '.join(problems)}"
+        for seq, problems in history.normalised
+    ]
 
 
 def _where(history: PaseoHistory) -> str:
@@ -110,10 +123,10 @@ def _plan(history: PaseoHistory, agent: AgentSnapshot | None) -> HistoryPlan:
         )
     if agent.head_seq < history.first_seq - 1:
         raise RecordError(f"starts at seq {history.first_seq}, after a gap from chartr's head {agent.head_seq}")
-    shared = min(agent.head_seq, history.last_seq)
+    shared = history.last_row_at_or_below(min(agent.head_seq, history.last_seq))
     if shared >= max(history.first_seq, agent.min_seq):
         _check_same_row(history, agent, shared)
-    unchanged = max(0, shared - max(history.first_seq, agent.min_seq) + 1)
+    unchanged = history.rows_between(max(history.first_seq, agent.min_seq), shared)
     return HistoryPlan(
         history, chartr_head=agent.head_seq, append_after=agent.head_seq, carry_over=False, unchanged=unchanged
     )
@@ -153,13 +166,14 @@ def write_histories(plans: Iterable[HistoryPlan], report: ImportReport, *, progr
         if plan.to_append or plan.carry_over:
             appended = bulk_append_timeline_rows(
                 agent_id=history.agent_id,
-                rows=_rows_to_append(plan),
+                rows=_rows_to_append(plan, report),
                 expected_head_seq=plan.chartr_head,
                 allow_archived=True,
                 batch_size=ROW_BATCH,
                 on_batch=batch_inserted,
                 start_seq=history.first_seq if plan.carry_over else None,
                 epoch=history.epoch if plan.carry_over else None,
+                keep_seqs=True,
             )
             created = appended.created
             if created != plan.to_append:
@@ -171,14 +185,15 @@ def write_histories(plans: Iterable[HistoryPlan], report: ImportReport, *, progr
         )
 
 
-def _rows_to_append(plan: HistoryPlan) -> Iterable[PaseoRow]:
-    expected = plan.history.first_seq
+def _rows_to_append(plan: HistoryPlan, report: ImportReport) -> Iterable[PaseoRow]:
+    previous = plan.history.first_seq - 1
     try:
         for row in plan.history.rows():
-            if row.seq != expected:
-                raise _changed(plan.history, f"seq {row.seq} where {expected} was expected")
-            expected += 1
+            if row.seq <= previous:
+                raise _changed(plan.history, f"seq {row.seq} after {previous}")
+            previous = row.seq
             if row.seq > plan.append_after:
+                report.count_extra("timeline_rows", row.extra)
                 yield row
     except RecordError as exc:
         raise _changed(plan.history, str(exc)) from None

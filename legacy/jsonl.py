@@ -6,10 +6,13 @@ Line 1 is the header::
 
 and every later line is one committed row::
 
-    {"seq": n, "committed_at": "...", "item_id": "..." | null, "item": {...}, "turn_id": "..."}
+    {"seq": n, "committed_at": "...", "item_id": "..." | null, "item": {...}, "turn_id": "...",
+     "provider_message_id": "...", "provider_timeline_item_id": "...", "revert_token": <any JSON>,
+     "extra": {...}}
 
 Rows must be contiguous from the header's ``min_seq`` (1 when absent: a
-history whose older rows were pruned starts later). ``turn_id`` is optional. A last line without its newline that
+history whose older rows were pruned starts later). ``turn_id`` and the keys after it are
+optional: a row without ``revert_token`` has none (``null`` is a null token). A last line without its newline that
 does not parse is a write cut short by a crash: it is reported as a warning
 and the complete lines before it stand. Blank lines are ignored.
 """
@@ -25,14 +28,13 @@ from typing import Any
 
 from legacy.problems import RecordError
 from legacy.records import parse_time
-from snapshots.models import AgentSnapshot, agent_id_validator
+from snapshots.models import MAX_EPOCH_LENGTH, agent_id_validator
 from timeline.items import contains_nul
 from timeline.models import TimelineRow
 
 HEADER_TYPE = "chartr.timeline"
 FORMAT_VERSION = 1
 
-_EPOCH_MAX = AgentSnapshot._meta.get_field("timeline_epoch").max_length
 _ITEM_TYPE_MAX = TimelineRow._meta.get_field("item_type").max_length
 _ITEM_ID_MAX = TimelineRow._meta.get_field("item_id").max_length
 
@@ -53,6 +55,11 @@ class Row:
     item: dict
     item_type: str
     turn_id: str | None = None
+    provider_message_id: str | None = None
+    provider_timeline_item_id: str | None = None
+    #: the token as JSON text, None when the row has none
+    revert_token_json: str | None = None
+    extra_json: str | None = None
 
 
 @dataclass(frozen=True)
@@ -95,8 +102,8 @@ def parse_header(value: Any) -> Header:
     except Exception:
         raise RecordError(f"header agent_id {agent_id!r} is not a valid agent id") from None
     epoch = value.get("epoch")
-    if not isinstance(epoch, str) or not epoch or len(epoch) > _EPOCH_MAX or "\x00" in epoch:
-        raise RecordError(f"header epoch must be a string of 1 to {_EPOCH_MAX} characters")
+    if not isinstance(epoch, str) or not epoch or len(epoch) > MAX_EPOCH_LENGTH or "\x00" in epoch:
+        raise RecordError(f"header epoch must be a string of 1 to {MAX_EPOCH_LENGTH} characters")
     min_seq = value.get("min_seq", 1)
     if not isinstance(min_seq, int) or isinstance(min_seq, bool) or min_seq < 1:
         raise RecordError(f"header min_seq must be a positive integer, not {min_seq!r}")
@@ -122,12 +129,33 @@ def parse_row(value: Any, *, expected_seq: int) -> Row:
     item_type = item.get("type")
     if not isinstance(item_type, str) or not item_type or len(item_type) > _ITEM_TYPE_MAX:
         raise RecordError(f'item must have a "type" string of 1 to {_ITEM_TYPE_MAX} characters')
-    turn_id = value.get("turn_id")
-    if turn_id is not None and (not isinstance(turn_id, str) or len(turn_id) > _ITEM_ID_MAX):
-        raise RecordError(f"turn_id must be null or a string of at most {_ITEM_ID_MAX} characters")
-    if contains_nul(item) or any(key is not None and "\x00" in key for key in (item_id, turn_id)):
+    keys = {name: _short_string(value, name) for name in SHORT_KEYS}
+    extra = value.get("extra") or {}
+    if not isinstance(extra, dict):
+        raise RecordError("extra must be a JSON object")
+    if contains_nul(value):
         raise RecordError("contains a NUL character (\\u0000), which chartr cannot store")
-    return Row(seq=seq, committed_at=committed_at, item_id=item_id, item=item, item_type=item_type, turn_id=turn_id)
+    return Row(
+        seq=seq,
+        committed_at=committed_at,
+        item_id=item_id,
+        item=item,
+        item_type=item_type,
+        **keys,
+        revert_token_json=_dump(value["revert_token"]) if "revert_token" in value else None,
+        extra_json=_dump(extra) if extra else None,
+    )
+
+
+#: The optional string keys of a row, each at most as long as an item id.
+SHORT_KEYS = ("turn_id", "provider_message_id", "provider_timeline_item_id")
+
+
+def _short_string(row: dict, name: str) -> str | None:
+    value = row.get(name)
+    if value is not None and (not isinstance(value, str) or len(value) > _ITEM_ID_MAX):
+        raise RecordError(f"{name} must be null or a string of at most {_ITEM_ID_MAX} characters")
+    return value
 
 
 # --- writing --------------------------------------------------------------
@@ -153,8 +181,27 @@ def header_line(*, agent_id: str, epoch: str, exported_at: dt.datetime, min_seq:
     )
 
 
-def row_line(*, seq: int, committed_at: dt.datetime, item_id: str | None, item: Any, turn_id: str | None = None) -> str:
+#: Absent from a row: its revert_token key is left out.
+NO_TOKEN = object()
+
+
+def row_line(
+    *,
+    seq: int,
+    committed_at: dt.datetime,
+    item_id: str | None,
+    item: Any,
+    turn_id: str | None = None,
+    provider_message_id: str | None = None,
+    provider_timeline_item_id: str | None = None,
+    revert_token: Any = NO_TOKEN,
+    extra: dict | None = None,
+) -> str:
     row = {"seq": seq, "committed_at": committed_at.astimezone(dt.UTC).isoformat(), "item_id": item_id, "item": item}
-    if turn_id is not None:
-        row["turn_id"] = turn_id
+    keys = zip(SHORT_KEYS, (turn_id, provider_message_id, provider_timeline_item_id), strict=True)
+    row.update((name, value) for name, value in keys if value is not None)
+    if revert_token is not NO_TOKEN:
+        row["revert_token"] = revert_token
+    if extra:
+        row["extra"] = extra
     return _dump(row) + "\n"

@@ -31,8 +31,8 @@ from typing import Any
 
 from legacy.problems import Problem, RecordError
 from legacy.records import load_json, parse_time, problem_for
-from snapshots.models import AGENT_ID_RE, AgentSnapshot
-from timeline.items import contains_nul
+from snapshots.models import AGENT_ID_RE, MAX_EPOCH_LENGTH
+from timeline.items import LEGACY_ITEM_TYPE, contains_nul, item_problems
 from timeline.models import TimelineRow
 
 AGENT_TIMELINES = "agent-timelines"
@@ -42,14 +42,19 @@ TIMELINES_DB_COMPANIONS = ("timelines.db-wal", "timelines.db-shm", "timelines.db
 FILE_PREFIX = "agent-"
 PASEO_VERSION = 1
 
-_EPOCH_MAX = AgentSnapshot._meta.get_field("timeline_epoch").max_length
-_ITEM_TYPE_MAX = TimelineRow._meta.get_field("item_type").max_length
 _TURN_ID_MAX = TimelineRow._meta.get_field("turn_id").max_length
+
+
+#: The row keys chartr models; every other key of a row goes to its ``extra``.
+ROW_KEYS = frozenset(
+    {"seq", "timestamp", "item", "turnId", "providerMessageId", "providerTimelineItemId", "revertToken"}
+)
 
 
 @dataclass(frozen=True)
 class PaseoRow:
-    """One committed Paseo row, as ``timeline.services.bulk_append_timeline_rows`` takes it."""
+    """One committed Paseo row, as ``timeline.services.bulk_append_timeline_rows`` takes it
+    (``keep_seqs``: at its own seq)."""
 
     seq: int
     committed_at: dt.datetime
@@ -57,6 +62,17 @@ class PaseoRow:
     item_type: str
     turn_id: str | None
     item_id: str | None = None
+    provider_message_id: str | None = None
+    provider_timeline_item_id: str | None = None
+    #: ``revertToken`` as JSON text (``"null"`` for a null one), None when the row had none
+    revert_token_json: str | None = None
+    extra: dict = field(default_factory=dict)
+    #: what was wrong with the original item, now wrapped in a ``legacy_item``
+    problems: tuple[str, ...] = ()
+
+    @property
+    def extra_json(self) -> str | None:
+        return json.dumps(self.extra, ensure_ascii=False, separators=(",", ":")) if self.extra else None
 
 
 @dataclass
@@ -69,10 +85,28 @@ class PaseoHistory:
     #: the first retained seq; ``last_seq`` is first_seq - 1 when no row is retained
     first_seq: int
     last_seq: int
+    #: the seq ranges ``(first, last)`` missing between first_seq and last_seq
+    holes: list[tuple[int, int]] = field(default_factory=list)
+    #: ``(seq, problems)`` of each item stored as a ``legacy_item``
+    normalised: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
 
     @property
     def row_count(self) -> int:
-        return self.last_seq - self.first_seq + 1
+        return self.rows_between(self.first_seq, self.last_seq)
+
+    def rows_between(self, low: int, high: int) -> int:
+        """How many of its rows have a seq from ``low`` to ``high``."""
+        if high < low:
+            return 0
+        missing = sum(max(0, min(high, last) - max(low, first) + 1) for first, last in self.holes)
+        return high - low + 1 - missing
+
+    def last_row_at_or_below(self, seq: int) -> int:
+        """The seq of its last row at or below ``seq`` (``first_seq - 1`` when none)."""
+        for first, last in self.holes:
+            if first <= seq <= last:
+                return first - 1
+        return seq
 
     def rows(self) -> Iterator[PaseoRow]:
         """The rows again, from the store, in seq order."""
@@ -117,8 +151,23 @@ def _timestamp(value: Any) -> dt.datetime:
     return parse_time(value, "timestamp", required=True)
 
 
+def _optional_string(raw: dict, key: str, index: int) -> str | None:
+    value = raw.get(key)
+    if value is not None and (not isinstance(value, str) or len(value) > _TURN_ID_MAX or "\x00" in value):
+        raise RecordError(f"rows[{index}].{key} must be null or a string of at most {_TURN_ID_MAX} characters")
+    return value or None
+
+
+def _normalised(item: dict) -> tuple[dict, tuple[str, ...]]:
+    """``item``, or, when the API's own checks refuse it, a ``legacy_item`` wrapping it whole."""
+    problems = tuple(item_problems(item))
+    if not problems:
+        return item, ()
+    return {"type": LEGACY_ITEM_TYPE, "item": item, "problems": list(problems)}, problems
+
+
 def parse_row(raw: Any, *, index: int) -> PaseoRow:
-    """A Paseo row; keys chartr has no place for are ignored."""
+    """A Paseo row: its item checked as the API checks one (``_normalised``), every key kept."""
     if not isinstance(raw, dict):
         raise RecordError(f"rows[{index}] must be a JSON object")
     seq = raw.get("seq")
@@ -127,36 +176,58 @@ def parse_row(raw: Any, *, index: int) -> PaseoRow:
     item = raw.get("item")
     if not isinstance(item, dict):
         raise RecordError(f"rows[{index}].item must be a JSON object")
-    item_type = item.get("type")
-    if not isinstance(item_type, str) or not item_type or len(item_type) > _ITEM_TYPE_MAX:
-        raise RecordError(f'rows[{index}].item must have a "type" string of 1 to {_ITEM_TYPE_MAX} characters')
-    turn_id = raw.get("turnId")
-    if turn_id is not None and (not isinstance(turn_id, str) or len(turn_id) > _TURN_ID_MAX):
-        raise RecordError(f"rows[{index}].turnId must be null or a string of at most {_TURN_ID_MAX} characters")
-    if contains_nul(item) or (turn_id is not None and "\x00" in turn_id):
+    item, problems = _normalised(item)
+    if contains_nul(raw):
         raise RecordError(f"rows[{index}] contains a NUL character (\\u0000), which chartr cannot store")
     try:
         committed_at = _timestamp(raw.get("timestamp"))
     except (RecordError, OverflowError, OSError, ValueError) as exc:
         raise RecordError(f"rows[{index}].{exc}") from None
-    return PaseoRow(seq=seq, committed_at=committed_at, item=item, item_type=item_type, turn_id=turn_id or None)
+    return PaseoRow(
+        seq=seq,
+        committed_at=committed_at,
+        item=item,
+        item_type=item["type"],
+        turn_id=_optional_string(raw, "turnId", index),
+        provider_message_id=_optional_string(raw, "providerMessageId", index),
+        provider_timeline_item_id=_optional_string(raw, "providerTimelineItemId", index),
+        revert_token_json=(
+            json.dumps(raw["revertToken"], ensure_ascii=False, separators=(",", ":")) if "revertToken" in raw else None
+        ),
+        extra={key: value for key, value in raw.items() if key not in ROW_KEYS},
+        problems=problems,
+    )
 
 
 def _check_epoch(epoch: Any) -> str:
-    if not isinstance(epoch, str) or not epoch or len(epoch) > _EPOCH_MAX or "\x00" in epoch:
-        raise RecordError(f"epoch must be a string of 1 to {_EPOCH_MAX} characters")
+    if not isinstance(epoch, str) or not epoch or len(epoch) > MAX_EPOCH_LENGTH or "\x00" in epoch:
+        raise RecordError(f"epoch must be a string of 1 to {MAX_EPOCH_LENGTH} characters")
     return epoch
 
 
-def _check_seqs(rows: Iterator[PaseoRow]) -> tuple[int | None, int | None]:
-    """(first seq, last seq) of rows that must ascend without a hole."""
-    first = last = None
+@dataclass
+class _Seqs:
+    """What reading a history's rows found: its seq range, its holes, its normalised items."""
+
+    first: int | None = None
+    last: int | None = None
+    holes: list[tuple[int, int]] = field(default_factory=list)
+    normalised: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
+
+
+def _check_seqs(rows: Iterator[PaseoRow]) -> _Seqs:
+    """The seqs of rows that must ascend; a hole between two is kept and reported, not refused."""
+    seqs = _Seqs()
     for row in rows:
-        if last is not None and row.seq != last + 1:
-            raise RecordError(f"seq {row.seq} follows {last}: the retained rows must be contiguous")
-        first = row.seq if first is None else first
-        last = row.seq
-    return first, last
+        if seqs.last is not None and row.seq <= seqs.last:
+            raise RecordError(f"seq {row.seq} follows {seqs.last}: the rows' seqs must ascend")
+        if seqs.last is not None and row.seq > seqs.last + 1:
+            seqs.holes.append((seqs.last + 1, row.seq - 1))
+        if row.problems:
+            seqs.normalised.append((row.seq, row.problems))
+        seqs.first = row.seq if seqs.first is None else seqs.first
+        seqs.last = row.seq
+    return seqs
 
 
 # --- agent-timelines/*.json ---------------------------------------------------
@@ -177,8 +248,19 @@ def scan_history_files(directory: Path, stores: PaseoStores) -> None:
             continue
         except RecordError as exc:
             stores.problems.append(problem_for(path, exc))
+            stores.skipped_rows += _row_count(path)
             continue
         stores.histories[agent_id] = history
+
+
+def _row_count(path: Path) -> int:
+    """The rows of a history file refused whole, for the report (0 when it has no readable rows)."""
+    try:
+        document = load_json(path)
+    except RecordError:
+        return 0
+    rows = document.get("rows") if isinstance(document, dict) else None
+    return len(rows) if isinstance(rows, list) else 0
 
 
 class _UnknownVersion(RecordError):
@@ -197,7 +279,8 @@ def _read_history_file(path: Path, agent_id: str) -> PaseoHistory:
     rows = document.get("rows")
     if not isinstance(rows, list):
         raise RecordError("rows must be a JSON array")
-    first, last = _check_seqs(parse_row(raw, index=index) for index, raw in enumerate(rows))
+    seqs = _check_seqs(parse_row(raw, index=index) for index, raw in enumerate(rows))
+    first, last = seqs.first, seqs.last
     next_seq = document.get("nextSeq")
     if next_seq is not None and (not isinstance(next_seq, int) or isinstance(next_seq, bool) or next_seq < 1):
         raise RecordError(f"nextSeq must be a positive integer, not {next_seq!r}")
@@ -207,7 +290,16 @@ def _read_history_file(path: Path, agent_id: str) -> PaseoHistory:
         last = first - 1
     elif next_seq is not None and next_seq != last + 1:
         raise RecordError(f"nextSeq {next_seq} does not follow the last row's seq {last}")
-    return PaseoHistory(agent_id=agent_id, source=path, from_db=False, epoch=epoch, first_seq=first, last_seq=last)
+    return PaseoHistory(
+        agent_id=agent_id,
+        source=path,
+        from_db=False,
+        epoch=epoch,
+        first_seq=first,
+        last_seq=last,
+        holes=seqs.holes,
+        normalised=seqs.normalised,
+    )
 
 
 # --- timelines.db ---------------------------------------------------------------
@@ -269,14 +361,22 @@ def _scan_db_history(
         return
     try:
         epoch = _check_epoch(epoch)
-        first, last = _check_seqs(_db_rows(path, agent_id))
+        seqs = _check_seqs(_db_rows(path, agent_id))
     except RecordError as exc:
         stores.problems.append(Problem(str(path), f"agent {agent_id!r}", str(exc)))
+        stores.skipped_rows += count
         return
-    first = first or 1
-    last = first - 1 if last is None else last
+    first = seqs.first or 1
+    last = first - 1 if seqs.last is None else seqs.last
     stores.histories[agent_id] = PaseoHistory(
-        agent_id=agent_id, source=path, from_db=True, epoch=epoch, first_seq=first, last_seq=last
+        agent_id=agent_id,
+        source=path,
+        from_db=True,
+        epoch=epoch,
+        first_seq=first,
+        last_seq=last,
+        holes=seqs.holes,
+        normalised=seqs.normalised,
     )
 
 

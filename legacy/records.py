@@ -3,7 +3,8 @@
 Nothing here touches the database. Every record becomes either a validated
 dataclass holding chartr's own values (kinds mapped, directories normalized,
 times parsed) or a ``Problem`` naming the file, the array index and the reason.
-Keys chartr does not know are ignored.
+Keys chartr does not model are kept as they were in the record's ``extra``
+(its ids, ``projectId`` and ``workspaceId``, too: chartr matches by directory).
 """
 
 from __future__ import annotations
@@ -31,6 +32,39 @@ WORKSPACE_KINDS = {
     "worktree": WorkspaceKind.WORKTREE,
 }
 TMP_AGENT_PREFIX = ".agent.tmp-"
+#: The keys of each record chartr models; every other key goes to ``extra``.
+PROJECT_KEYS = frozenset({"rootPath", "kind", "displayName", "gitRemote", "createdAt", "updatedAt", "archivedAt"})
+WORKSPACE_KEYS = frozenset(
+    {"cwd", "kind", "displayName", "branch", "worktreeRoot", "createdAt", "updatedAt", "archivedAt"}
+)
+AGENT_KEYS = frozenset(
+    {
+        "id",
+        "cwd",
+        "provider",
+        "title",
+        "labels",
+        "lastStatus",
+        "lastModeId",
+        "config",
+        "runtimeInfo",
+        "persistence",
+        "requiresAttention",
+        "attentionReason",
+        "attentionTimestamp",
+        "internal",
+        "createdAt",
+        "updatedAt",
+        "archivedAt",
+        "lastActivityAt",
+        "lastUserMessageAt",
+    }
+)
+
+
+def extra_keys(record: dict, modelled: frozenset[str]) -> dict:
+    """The keys of ``record`` chartr does not model, as they were."""
+    return {key: value for key, value in record.items() if key not in modelled}
 
 
 # --- field helpers --------------------------------------------------------
@@ -119,6 +153,7 @@ class LegacyProject:
     updated_at: dt.datetime
     archived_at: dt.datetime | None
     git_remote: str = ""
+    extra: dict = field(default_factory=dict)
     source_file: str = ""
     location: str = ""
 
@@ -139,6 +174,7 @@ class LegacyWorkspace:
     updated_at: dt.datetime
     archived_at: dt.datetime | None
     worktree_root: str = ""
+    extra: dict = field(default_factory=dict)
     source_file: str = ""
     location: str = ""
     project_directory: str = ""
@@ -163,6 +199,10 @@ class LegacyAgent:
     def origin(self) -> str:
         return self.source_file
 
+    @property
+    def extra(self) -> dict:
+        return self.fields["extra"]
+
 
 def parse_project(record: Any) -> LegacyProject:
     if not isinstance(record, dict):
@@ -181,10 +221,15 @@ def parse_project(record: Any) -> LegacyProject:
         updated_at=parse_time(record.get("updatedAt"), "updatedAt", required=True),
         archived_at=parse_time(record.get("archivedAt"), "archivedAt"),
         git_remote=_string(record, "gitRemote"),
+        extra=extra_keys(record, PROJECT_KEYS),
     )
     _check_model(
         Project(
-            directory=directory, kind=project.kind, display_name=project.display_name, git_remote=project.git_remote
+            directory=directory,
+            kind=project.kind,
+            display_name=project.display_name,
+            git_remote=project.git_remote,
+            extra=project.extra,
         ),
         exclude=["created_at", "updated_at"],
     )
@@ -211,9 +256,11 @@ def parse_workspace(record: Any) -> LegacyWorkspace:
         updated_at=parse_time(record.get("updatedAt"), "updatedAt", required=True),
         archived_at=parse_time(record.get("archivedAt"), "archivedAt"),
         worktree_root=_directory(record, "worktreeRoot") if record.get("worktreeRoot") else "",
+        extra=extra_keys(record, WORKSPACE_KEYS),
     )
     _check_model(
         Workspace(
+            extra=workspace.extra,
             directory=directory,
             kind=workspace.kind,
             display_name=workspace.display_name,
@@ -263,6 +310,7 @@ def parse_agent(record: Any) -> LegacyAgent:
         "internal": _boolean(record, "internal"),
         "last_activity_at": parse_time(record.get("lastActivityAt"), "lastActivityAt"),
         "last_user_message_at": parse_time(record.get("lastUserMessageAt"), "lastUserMessageAt"),
+        "extra": extra_keys(record, AGENT_KEYS),
     }
     agent = LegacyAgent(
         agent_id=agent_id,

@@ -40,10 +40,25 @@ class ImportReport:
     skipped_files: list[str] = field(default_factory=list)
     #: agent id -> what became of its history's rows
     rows_by_agent: dict[str, str] = field(default_factory=dict)
+    #: kind -> key -> how many records (or rows) the import wrote with that key in ``extra``
+    extra_keys: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: "file: seq n: problems" for every imported item stored as a ``legacy_item``
+    normalised_items: list[str] = field(default_factory=list)
+    #: "file: seqs a..b" for every hole in an imported history's seqs
+    holes: list[str] = field(default_factory=list)
+    #: live agents the import archived with their archived workspace
+    archived_with_workspace: list[str] = field(default_factory=list)
     backup_path: str = ""
     #: The pre-import data snapshot (restoring it undoes the import), or None.
     snapshot: str | None = None
     import_run_id: int | None = None
+
+    def count_extra(self, kind: str, extra: dict | None) -> None:
+        """Count the keys of a record (or row) written with ``extra``."""
+        if extra:
+            counts = self.extra_keys.setdefault(kind, {})
+            for key in extra:
+                counts[key] = counts.get(key, 0) + 1
 
     def total(self, column: str) -> int:
         return sum(getattr(counts, column) for counts in self.counts.values())

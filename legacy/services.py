@@ -123,5 +123,15 @@ def _record_run(report: ImportReport, *, started_at: dt.datetime) -> ImportRun:
         finished_at=timezone.now(),
         counts=report.counts_dict(),
         skipped=[*report.skipped, *report.skipped_files],
-        warnings=[*report.warnings, *(f"{entry}: not read" for entry in report.unread)],
+        warnings=[
+            *report.warnings,
+            *report.holes,
+            *report.normalised_items,
+            *(
+                f"{kind}: key {key!r} kept in extra on {n}"
+                for kind, keys in report.extra_keys.items()
+                for key, n in keys.items()
+            ),
+            *(f"{entry}: not read" for entry in report.unread),
+        ],
     )

@@ -34,6 +34,18 @@ AGENT_UPDATE_FIELDS = [
     "archive_operation",
     "updated_at",
     "version",
+    "extra",
+]
+
+WORKSPACE_UPDATE_FIELDS = [
+    "kind",
+    "display_name",
+    "branch",
+    "worktree_root",
+    "extra",
+    "updated_at",
+    "archived_at",
+    "archive_operation",
 ]
 
 
@@ -83,15 +95,19 @@ def _write_projects(projects: list[LegacyProject], report: ImportReport) -> dict
                 kind=legacy.kind,
                 display_name=legacy.display_name,
                 git_remote=legacy.git_remote,
+                extra=legacy.extra,
                 created_at=legacy.created_at,
                 updated_at=legacy.updated_at,
             )
             _carry_archive(project, legacy.archived_at)
             new.append(project)
+            report.count_extra("projects", legacy.extra)
         elif legacy.updated_at > project.updated_at:
             project.kind = legacy.kind
             project.display_name = legacy.display_name
             project.git_remote = legacy.git_remote
+            project.extra = legacy.extra
+            report.count_extra("projects", legacy.extra)
             project.updated_at = legacy.updated_at
             _carry_archive(project, legacy.archived_at)
             changed.append(project)
@@ -100,7 +116,7 @@ def _write_projects(projects: list[LegacyProject], report: ImportReport) -> dict
     _create_keeping_times(Project, new)
     Project.objects.bulk_update(
         changed,
-        ["kind", "display_name", "git_remote", "updated_at", "archived_at", "archive_operation"],
+        ["kind", "display_name", "git_remote", "extra", "updated_at", "archived_at", "archive_operation"],
         batch_size=RECORD_BATCH,
     )
     counts.created += len(new)
@@ -128,11 +144,13 @@ def _write_workspaces(
                 display_name=legacy.display_name,
                 branch=legacy.branch,
                 worktree_root=legacy.worktree_root,
+                extra=legacy.extra,
                 created_at=legacy.created_at,
                 updated_at=legacy.updated_at,
             )
             _carry_archive(workspace, legacy.archived_at)
             new.append(workspace)
+            report.count_extra("workspaces", legacy.extra)
             continue
         if workspace.project_id != project_pk:
             report.warnings.append(
@@ -143,7 +161,9 @@ def _write_workspaces(
             workspace.display_name = legacy.display_name
             workspace.branch = legacy.branch
             workspace.worktree_root = legacy.worktree_root
+            workspace.extra = legacy.extra
             workspace.updated_at = legacy.updated_at
+            report.count_extra("workspaces", legacy.extra)
             _carry_archive(workspace, legacy.archived_at)
             changed.append(workspace)
         else:
@@ -151,7 +171,7 @@ def _write_workspaces(
     _create_keeping_times(Workspace, new)
     Workspace.objects.bulk_update(
         changed,
-        ["kind", "display_name", "branch", "worktree_root", "updated_at", "archived_at", "archive_operation"],
+        WORKSPACE_UPDATE_FIELDS,
         batch_size=RECORD_BATCH,
     )
     counts.created += len(new)
@@ -266,6 +286,7 @@ def _write_agents(
             )
             _carry_archive(agent, legacy.archived_at)
             new.append(agent)
+            report.count_extra("agents", legacy.extra)
         elif legacy.updated_at > agent.updated_at:
             for name, value in legacy.fields.items():
                 setattr(agent, name, value)
@@ -273,6 +294,7 @@ def _write_agents(
             agent.version += 1
             _carry_archive(agent, legacy.archived_at)
             changed.append(agent)
+            report.count_extra("agents", legacy.extra)
             current_dir = workspace_dir_by_pk.get(agent.workspace_id)
             if current_dir is not None and current_dir != legacy.cwd and current_dir not in _ancestors(legacy.cwd):
                 report.warnings.append(
@@ -281,9 +303,35 @@ def _write_agents(
                 )
         else:
             counts.unchanged += 1
+    _archive_with_workspaces([*new, *changed], {a.agent_id: a for a in plan.agents}, report)
     _create_keeping_times(AgentSnapshot, new)
     AgentSnapshot.objects.bulk_update(changed, AGENT_UPDATE_FIELDS, batch_size=RECORD_BATCH)
     counts.created += len(new)
     counts.updated += len(changed)
     notify_agents_changed([agent.agent_id for agent in new], "created")
     notify_agents_changed([agent.agent_id for agent in changed], "updated")
+
+
+def _archive_with_workspaces(agents: list[AgentSnapshot], legacy_by_id: dict[str, LegacyAgent], report) -> None:
+    """A live agent inside an archived workspace is a state the API refuses to create:
+    the import archives it with its workspace (the workspace's archive operation, so
+    unarchiving the workspace restores it too), closed as every archived agent is."""
+    live = [agent for agent in agents if agent.archived_at is None]
+    archived = {}
+    for chunk in chunks(sorted({agent.workspace_id for agent in live})):
+        archived.update(
+            (pk, (at, operation))
+            for pk, at, operation in Workspace.objects.filter(pk__in=chunk, archived_at__isnull=False).values_list(
+                "pk", "archived_at", "archive_operation"
+            )
+        )
+    for agent in live:
+        if agent.workspace_id not in archived:
+            continue
+        agent.archived_at, agent.archive_operation = archived[agent.workspace_id]
+        agent.lifecycle = AgentSnapshot.Lifecycle.CLOSED
+        report.archived_with_workspace.append(agent.agent_id)
+        report.warnings.append(
+            f"{legacy_by_id[agent.agent_id].origin}: agent {agent.agent_id} is live but its workspace is archived; "
+            "archived with it"
+        )

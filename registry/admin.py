@@ -65,8 +65,18 @@ class ProjectAdmin(ArchivableAdmin):
     fieldsets = [
         (None, {"fields": ["directory", "kind", "display_name", "git_remote"]}),
         ("Status", {"fields": ["live_workspaces", "live_agents", "created_at", "updated_at", "archived_at"]}),
+        ("Imported keys", {"fields": ["extra"], "classes": ["collapse"]}),
     ]
-    readonly_fields = ["directory", "kind", "live_workspaces", "live_agents", "created_at", "updated_at", "archived_at"]
+    readonly_fields = [
+        "directory",
+        "kind",
+        "live_workspaces",
+        "live_agents",
+        "created_at",
+        "updated_at",
+        "archived_at",
+        "extra",
+    ]
     list_display = [
         "display_name",
         "directory",
@@ -158,8 +168,10 @@ class WorkspaceAdmin(ArchivableAdmin):
     fieldsets = [
         (None, {"fields": ["project", "directory", "kind", "display_name", "branch", "worktree_root"]}),
         ("Status", {"fields": ["live_agents", "created_at", "updated_at", "archived_at"]}),
+        ("Imported keys", {"fields": ["extra"], "classes": ["collapse"]}),
     ]
     readonly_fields = [
+        "extra",
         "project",
         "directory",
         "kind",

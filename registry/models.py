@@ -82,6 +82,13 @@ def directory_hash_constraints(prefix: str) -> list:
     ]
 
 
+#: What ``extra`` holds on a project, a workspace, an agent and a timeline row: the keys a
+#: record or row came with (Paseo's, by its own names) that chartr does not model, kept as
+#: they were so that an export writes them back. Written by the legacy import only; the
+#: API returns it read-only.
+EXTRA_HELP = "Keys the record came with that chartr does not model (from an import), as they were. Read-only."
+
+
 class ProjectKind(models.TextChoices):
     GIT = "git", "git"
     DIRECTORY = "directory", "directory"
@@ -101,6 +108,7 @@ class Project(models.Model):
     display_name = models.CharField(max_length=255)
     kind = models.CharField(max_length=16, choices=ProjectKind.choices)
     git_remote = models.CharField(max_length=2048, blank=True, default="")
+    extra = models.JSONField(default=dict, blank=True, editable=False, help_text=EXTRA_HELP)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     archived_at = models.DateTimeField(null=True, blank=True)
@@ -146,6 +154,7 @@ class Workspace(models.Model):
     # Paseo's worktreeRoot: the root of the git worktree this workspace is in
     # (empty when unknown). Kept as Paseo had it; chartr derives nothing from it.
     worktree_root = models.CharField(max_length=MAX_DIRECTORY_LENGTH, blank=True, default="")
+    extra = models.JSONField(default=dict, blank=True, editable=False, help_text=EXTRA_HELP)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     archived_at = models.DateTimeField(null=True, blank=True)

@@ -190,8 +190,10 @@ class AgentSnapshotAdmin(ArchivableAdmin):
             },
         ),
         ("Data", {"fields": ["labels", "config", "runtime_info", "persistence"], "classes": ["collapse"]}),
+        ("Imported keys", {"fields": ["extra"], "classes": ["collapse"]}),
     ]
     readonly_fields = [
+        "extra",
         "agent_id",
         "workspace",
         "cwd",

@@ -9,7 +9,7 @@ from django.db import models
 
 from kernel.constraints import choices_check
 from registry.directories import MAX_DIRECTORY_LENGTH
-from registry.models import ArchivableQuerySet, Workspace
+from registry.models import EXTRA_HELP, ArchivableQuerySet, Workspace
 
 # \A and \Z, not ^ and $: "$" would also accept a trailing newline (in Python and SQLite).
 AGENT_ID_PATTERN = r"\A[A-Za-z0-9._:-]{1,128}\Z"
@@ -29,6 +29,11 @@ DOT_SEGMENT_MESSAGE = "An agent id cannot be '.' or '..': no URL can reach such 
 def validate_not_dot_segment(value: str) -> None:
     if value in DOT_SEGMENT_IDS:
         raise ValidationError(DOT_SEGMENT_MESSAGE, code="invalid")
+
+
+#: The longest timeline epoch: any non-empty string up to this many characters. chartr mints
+#: 16 hex digits; Paseo mints ``randomUUID()`` (36), and an imported history keeps its own.
+MAX_EPOCH_LENGTH = 128
 
 
 def new_timeline_epoch() -> str:
@@ -76,6 +81,7 @@ class AgentSnapshot(models.Model):
     attention_reason = models.CharField(max_length=16, choices=AttentionReason.choices, null=True, blank=True)
     attention_at = models.DateTimeField(null=True, blank=True)
     internal = models.BooleanField(default=False)
+    extra = models.JSONField(default=dict, blank=True, editable=False, help_text=EXTRA_HELP)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     last_activity_at = models.DateTimeField(null=True, blank=True)
@@ -94,7 +100,7 @@ class AgentSnapshot(models.Model):
     # (min_seq = head_seq + 1 when none are retained). Above 1 when older rows
     # were pruned (a Paseo history imported as it was, or a trim).
     min_seq = models.PositiveBigIntegerField(default=1)
-    timeline_epoch = models.CharField(max_length=32, default=new_timeline_epoch)
+    timeline_epoch = models.CharField(max_length=MAX_EPOCH_LENGTH, default=new_timeline_epoch)
     # Growth counters, moved by the timeline's services in the same transaction
     # as the rows (append, import, trim); `manage.py check_counters` verifies
     # them. Bytes are the items' compact UTF-8 JSON (timeline.items.item_bytes).

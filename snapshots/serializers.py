@@ -98,6 +98,7 @@ class AgentSerializer(ApiModelSerializer):
             "attention_reason",
             "attention_at",
             "internal",
+            "extra",
             "created_at",
             "updated_at",
             "last_activity_at",

@@ -142,7 +142,19 @@ def count_rows_deleted_with(scope: DeletionScope) -> int:
 class TimelineRowAdmin(admin.ModelAdmin):
     list_display = ["agent_id", "seq", "item_type", "item_id", "committed_at"]
     search_fields = ["=agent__agent_id", "=item_id"]
-    fields = ["agent", "seq", "committed_at", "item_type", "item_id", "item"]
+    fields = [
+        "agent",
+        "seq",
+        "committed_at",
+        "item_type",
+        "item_id",
+        "item",
+        "turn_id",
+        "provider_message_id",
+        "provider_timeline_item_id",
+        "revert_token",
+        "extra",
+    ]
     readonly_fields = fields
     # Counting a long history twice per page buys nothing.
     show_full_result_count = False

@@ -17,6 +17,7 @@ import msgspec
 from django.utils import timezone
 
 from kernel.api.parsers import NOT_ONLY_WHITESPACE
+from snapshots.models import MAX_EPOCH_LENGTH
 from timeline.selectors import DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 from timeline.services import MAX_ITEMS_PER_APPEND
 
@@ -111,7 +112,9 @@ class ReadQuery(msgspec.Struct, forbid_unknown_fields=True):
         | None
     ) = None
     limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_READ_LIMIT)] = DEFAULT_READ_LIMIT
-    epoch: Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=NOT_ONLY_WHITESPACE)] | None = None
+    epoch: (
+        Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_EPOCH_LENGTH, pattern=NOT_ONLY_WHITESPACE)] | None
+    ) = None
     projection: Literal["canonical", "projected"] = "canonical"
 
 
@@ -144,6 +147,21 @@ class CanonicalRow(msgspec.Struct):
     item: StoredItem
     item_id: str | None
     turn_id: Annotated[str | None, msgspec.Meta(description="The turn (Paseo's turnId), or null.")]
+    provider_message_id: Annotated[str | None, msgspec.Meta(description="Paseo's providerMessageId, or null.")]
+    provider_timeline_item_id: Annotated[
+        str | None, msgspec.Meta(description="Paseo's providerTimelineItemId, or null.")
+    ]
+    revert_token: Annotated[
+        msgspec.Raw | None,
+        msgspec.Meta(description="Paseo's revertToken (any JSON value), or null when the row has none."),
+    ]
+    extra: Annotated[
+        msgspec.Raw,
+        msgspec.Meta(
+            description="Keys the row came with that chartr does not model (an import's).",
+            extra_json_schema={"type": "object", "additionalProperties": True},
+        ),
+    ]
 
 
 class ProjectedEntry(msgspec.Struct):
@@ -198,5 +216,12 @@ class TimelinePage(msgspec.Struct):
         msgspec.Meta(
             description="True when the after cursor lies below window.min_seq - 1: the rows it needs are no longer "
             "retained; rows then start at window.min_seq."
+        ),
+    ]
+    holes: Annotated[
+        list[Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=2, max_length=2)]],
+        msgspec.Meta(
+            description="The missing seq ranges [first, last] between the cursor and the page's far end: only an "
+            "imported history whose seqs had holes has any, and its rows keep their own seqs."
         ),
     ]

@@ -30,7 +30,19 @@ HEAD_COLUMNS = ("head_seq", "min_seq", "timeline_epoch", "last_activity_at", "la
 #: The growth counters an append adds to (``AgentHead.added_rows`` and ``added_bytes``).
 COUNTER_COLUMNS = ("committed_rows", "committed_bytes")
 #: The columns of an inserted timeline row, in the order ``AppendSQL.insert_row`` takes them.
-ROW_COLUMNS = ("agent", "seq", "committed_at", "item_type", "item", "item_id", "turn_id")
+ROW_COLUMNS = (
+    "agent",
+    "seq",
+    "committed_at",
+    "item_type",
+    "item",
+    "item_id",
+    "turn_id",
+    "provider_message_id",
+    "provider_timeline_item_id",
+    "revert_token",
+    "extra",
+)
 
 
 class Statement:
@@ -163,6 +175,12 @@ class AppendSQL:
         and the API passes it through)."""
         return _item_field.get_db_prep_save(item, db)
 
+    @staticmethod
+    def json_text_param(db: BaseDatabaseWrapper, text: str | None) -> Any:
+        """A JSON column's parameter from its JSON text (None: SQL NULL), so that a JSON
+        ``null`` is stored as one (the JSON field's own would make it SQL NULL)."""
+        return text
+
     @cache  # noqa: B019 - one instance per engine, kept for the process's life anyway
     def committed_item_ids(self, count: int) -> Statement:
         """Which of ``count`` item ids (after the agent id) the agent has committed."""
@@ -204,6 +222,10 @@ class PostgreSQLAppendSQL(AppendSQL):
             return _item_field.get_db_prep_save(item, db)
         return Jsonb(encoded, dumps=_as_sent)
 
+    @staticmethod
+    def json_text_param(db: BaseDatabaseWrapper, text: str | None) -> Any:
+        return None if text is None else Jsonb(text, dumps=_as_sent)
+
 
 def row_params(
     db: BaseDatabaseWrapper,
@@ -217,7 +239,8 @@ def row_params(
     first_seq+1, ..., adapted by the same field and backend methods the ORM uses
     (``adapt_datetime``: the backend's, or one that remembers what it adapted)."""
     adapt_datetime = adapt_datetime or db.ops.adapt_datetimefield_value
-    item_param = append_sql(db).item_param
+    statements = append_sql(db)
+    item_param, json_text_param = statements.item_param, statements.json_text_param
     return [
         (
             agent_id,
@@ -226,8 +249,12 @@ def row_params(
             row.item_type,
             item_param(db, row.item, getattr(row, "item_json", None)),
             row.item_id,
-            # Only carried-over histories know their turns.
+            # Only carried-over histories know their turns and Paseo's other row keys.
             getattr(row, "turn_id", None),
+            getattr(row, "provider_message_id", None),
+            getattr(row, "provider_timeline_item_id", None),
+            json_text_param(db, getattr(row, "revert_token_json", None)),
+            json_text_param(db, getattr(row, "extra_json", None)),
         )
         for seq, row in enumerate(rows, first_seq)
     ]

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from registry.models import EXTRA_HELP
 from snapshots.models import AgentSnapshot
 
 
@@ -19,6 +20,15 @@ class TimelineRow(models.Model):
     item_id = models.CharField(max_length=256, null=True, blank=True)
     # The turn the row belongs to, as Paseo records it (``turnId``); null when unknown.
     turn_id = models.CharField(max_length=256, null=True, blank=True)
+    # Paseo's row keys beside the item (``providerMessageId``, ``providerTimelineItemId``,
+    # ``revertToken``), null when the row had none. ``revert_token`` is any JSON value:
+    # SQL NULL when the row had no token, JSON ``null`` when it had a null one.
+    provider_message_id = models.CharField(max_length=256, null=True, blank=True)
+    provider_timeline_item_id = models.CharField(max_length=256, null=True, blank=True)
+    revert_token = models.JSONField(null=True, blank=True)
+    # NULL when the row has none (every row the API appends): adding the column then
+    # rewrote no table, and the API renders it as {}.
+    extra = models.JSONField(null=True, blank=True, help_text=EXTRA_HELP)
 
     class Meta:
         ordering = ["agent", "seq"]

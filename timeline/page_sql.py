@@ -43,7 +43,20 @@ from timeline.models import TimelineRow
 Direction = Literal["tail", "before", "after"]
 
 #: What a page row carries, in the order the API renders it.
-ROW_FIELDS = ("seq", "committed_at", "item_type", "item", "item_id", "turn_id")
+ROW_FIELDS = (
+    "seq",
+    "committed_at",
+    "item_type",
+    "item",
+    "item_id",
+    "turn_id",
+    "provider_message_id",
+    "provider_timeline_item_id",
+    "revert_token",
+    "extra",
+)
+#: The columns after the item that come back as they are.
+PLAIN_COLUMNS = "item_id, turn_id, provider_message_id, provider_timeline_item_id"
 
 
 class PageSql:
@@ -52,13 +65,15 @@ class PageSql:
     #: The select-list expressions giving the commit time and the item as JSON text.
     committed_at_column: ClassVar[str] = "committed_at"
     item_column: ClassVar[str] = "item"
+    #: The same for the two other JSON columns.
+    json_columns: ClassVar[str] = "revert_token, COALESCE(extra, '{}')"
     #: The driver's paramstyle, for the statements sent on its own cursors.
     placeholder: ClassVar[str] = "%s"
 
     def __init__(self, connection: BaseDatabaseWrapper):
         self.connection = connection
         agents = AgentSnapshot._meta.db_table
-        self.agent_sql = f"SELECT head_seq, min_seq, timeline_epoch FROM {agents} WHERE agent_id = %s"
+        self.agent_sql = f"SELECT head_seq, min_seq, timeline_epoch, committed_rows FROM {agents} WHERE agent_id = %s"
         self.rows_sql: dict[Direction, str] = {
             "tail": self._page_sql("", "seq DESC"),
             "before": self._page_sql(" AND seq < %s", "seq DESC"),
@@ -69,8 +84,11 @@ class PageSql:
         }
         self._kept_cursors: list[Any] = []
 
+    def columns(self) -> str:
+        return f"seq, {self.committed_at_column}, item_type, {self.item_column}, {PLAIN_COLUMNS}, {self.json_columns}"
+
     def _page_sql(self, bound: str, order: str) -> str:
-        columns = f"seq, {self.committed_at_column}, item_type, {self.item_column}, item_id, turn_id"
+        columns = self.columns()
         return (
             f"SELECT {columns} FROM {TimelineRow._meta.db_table} WHERE agent_id = %s{bound} ORDER BY {order} LIMIT %s"
         )
@@ -108,15 +126,15 @@ class PageSql:
         """Run ``sql`` on ``cursor``: a driver's (``texts`` holds its text for it) or Django's (``texts`` None)."""
         cursor.execute(texts[sql] if texts else sql, params)
 
-    def agent(self, agent_id: str) -> tuple[int, int, str] | None:
-        """``(head_seq, min_seq, timeline_epoch)`` of the agent, or None when there is none."""
+    def agent(self, agent_id: str) -> tuple[int, int, str, int] | None:
+        """``(head_seq, min_seq, timeline_epoch, committed_rows)`` of the agent, or None when there is none."""
         with self._cursors(1) as ((cursor,), texts):
             self.execute(cursor, texts, self.agent_sql, (agent_id,))
             return cursor.fetchone()
 
     def agent_and_rows(
         self, agent_id: str, direction: Direction, seq: int | None, limit: int, *, decode_items: bool
-    ) -> tuple[tuple[int, int, str] | None, list[dict] | None]:
+    ) -> tuple[tuple[int, int, str, int] | None, list[dict] | None]:
         """The agent's row and, where the engine gains by reading them in the same trip, the
         page's rows for ``direction``/``seq`` (None otherwise): the caller uses them only if
         the agent's row leaves the cursor as it was asked."""
@@ -147,19 +165,28 @@ class PageSql:
     def page_rows(self, found: list[tuple], *, decode_items: bool) -> list[dict]:
         """Rows of ROW_FIELDS as dicts: no model instance is built for a row the API only renders."""
         items = [row[3] for row in found]
+        tokens = [row[8] for row in found]
+        extras = [row[9] for row in found]
         if decode_items:
             items = fastjson.loads_many(items)
+            # A row without a revert token holds SQL NULL; one with a null token, JSON null.
+            tokens = [None if token is None else fastjson.loads(token) for token in tokens]
+            extras = fastjson.loads_many(extras)
         times = self.aware_times([row[1] for row in found])
         return [
             {
-                "seq": seq,
+                "seq": row[0],
                 "committed_at": at,
-                "item_type": item_type,
+                "item_type": row[2],
                 "item": item,
-                "item_id": item_id,
-                "turn_id": turn_id,
+                "item_id": row[4],
+                "turn_id": row[5],
+                "provider_message_id": row[6],
+                "provider_timeline_item_id": row[7],
+                "revert_token": token,
+                "extra": extra,
             }
-            for (seq, _, item_type, _, item_id, turn_id), item, at in zip(found, items, times, strict=True)
+            for row, item, token, extra, at in zip(found, items, tokens, extras, times, strict=True)
         ]
 
     def aware_times(self, values: list) -> list[dt.datetime]:
@@ -217,6 +244,7 @@ class PostgresPageSql(PageSql):
     committed_at_column = "committed_at"
     # As text in either format: what the API writes out as it is.
     item_column = "item::text"
+    json_columns = "revert_token::text, COALESCE(extra::text, '{}')"
 
     def driver_cursor(self, raw_connection) -> Any:
         # The statements' text never changes: the values go apart from it, as the
@@ -237,16 +265,17 @@ class PostgresPageSql(PageSql):
         # whatever plan the planner picks: without statistics (a freshly loaded table)
         # it may sort the whole history, and would convert every row of it first.
         # (On SQLite the same shape costs a temporary B-tree, and conversions are cheap.)
-        columns = f"seq, {self.committed_at_column}, item_type, {self.item_column}, item_id, turn_id"
+        columns = self.columns()
         page = (
-            f"SELECT seq, committed_at, item_type, item, item_id, turn_id FROM {TimelineRow._meta.db_table} "
+            f"SELECT seq, committed_at, item_type, item, {PLAIN_COLUMNS}, revert_token, extra "
+            f"FROM {TimelineRow._meta.db_table} "
             f"WHERE agent_id = %s{bound} ORDER BY {order} LIMIT %s"
         )
         return f"SELECT {columns} FROM ({page}) AS page ORDER BY {order}"
 
     def agent_and_rows(
         self, agent_id: str, direction: Direction, seq: int | None, limit: int, *, decode_items: bool
-    ) -> tuple[tuple[int, int, str] | None, list[dict] | None]:
+    ) -> tuple[tuple[int, int, str, int] | None, list[dict] | None]:
         # A round trip is most of a page read's time here: when the rows do not
         # depend on the agent's row (a tail, or an explicit cursor), both
         # statements go out in one pipeline.

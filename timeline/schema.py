@@ -34,7 +34,7 @@ across any number of reconnects.
 Resume point: the `Last-Event-ID` header, else `after_seq`, else the current head (only new events).
 
 Events:
-- `committed`: `id:` is the seq; `data` is the row `{seq, committed_at, item_type, item, item_id, turn_id}`.
+- `committed`: `id:` is the seq; `data` is the row `{seq, committed_at, item_type, item, item_id, turn_id, provider_message_id, provider_timeline_item_id, revert_token, extra}`.
 - `provisional`: no `id`; `data` is `{item, item_id}`. Never stored.
 - `agent`: a change of lifecycle, attention or archive (`data` carries the agent's state, incl. `archived_at`).
 - `reset`: the epoch changed (or the resume point is beyond the head): re-read the tail; or, with reason

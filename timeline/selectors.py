@@ -2,17 +2,17 @@
 
 Every read is a range scan of the (agent, seq) unique index bounded by
 ``limit``, so its cost does not grow with the length of the history. The
-retained rows are contiguous from ``min_seq`` to ``head_seq`` (``RetainedRange``,
-the one place that knows what a timeline still holds), which lets
-``has_older``/``has_newer`` be answered from the page itself without counting
-anything.
+retained rows lie between ``min_seq`` and ``head_seq`` (``RetainedRange``, the
+one place that knows what a timeline still holds), contiguous unless an imported
+history had holes, which lets ``has_older``/``has_newer`` be answered from the
+page itself without counting anything; a page spanning a hole lists it in ``holes``.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from django.core.exceptions import ValidationError
@@ -44,6 +44,28 @@ class RetainedRange:
 
     min_seq: int
     head_seq: int
+    #: The rows it holds (the agent's ``committed_rows``), when the reader knows it.
+    committed_rows: int | None = None
+
+    @property
+    def has_holes(self) -> bool:
+        """Whether seqs are missing between ``min_seq`` and ``head_seq``: an imported
+        history that had holes (legacy.paseo) keeps its rows at their own seqs."""
+        return self.committed_rows is not None and self.committed_rows < self.head_seq - self.min_seq + 1
+
+    def holes_in(self, seqs: list[int], *, low: int, high: int) -> list[list[int]]:
+        """The missing seq ranges ``[first, last]`` between ``low`` and ``high`` (both
+        within the retained range) for the ascending ``seqs`` read there."""
+        if not self.has_holes:
+            return []
+        holes, expected = [], max(low, self.min_seq)
+        for seq in seqs:
+            if seq > expected:
+                holes.append([expected, seq - 1])
+            expected = seq + 1
+        if expected <= min(high, self.head_seq):
+            holes.append([expected, min(high, self.head_seq)])
+        return holes
 
     @property
     def next_seq(self) -> int:
@@ -83,6 +105,8 @@ class TimelinePage:
     gap: bool = False
     #: each row's ``item`` is the stored JSON text, not decoded (``read_timeline(items_as_json=True)``)
     items_as_json: bool = False
+    #: the missing seq ranges ``[first, last]`` the page spans (only an imported history has any)
+    holes: list[list[int]] = field(default_factory=list)
 
     @property
     def head_seq(self) -> int:
@@ -147,14 +171,15 @@ def read_timeline(
     found, rows = statements.agent_and_rows(agent_id, direction, seq, limit, decode_items=not keep_json)
     if found is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
-    head_seq, min_seq, agent_epoch = found
-    retained = RetainedRange(min_seq=min_seq, head_seq=head_seq)
+    head_seq, min_seq, agent_epoch, committed_rows = found
+    retained = RetainedRange(min_seq=min_seq, head_seq=head_seq, committed_rows=committed_rows)
     stale_cursor = epoch is not None and epoch != agent_epoch
     direction, seq, gap = _cursor_to_read(retained, direction, seq, stale_cursor=stale_cursor)
 
     if rows is None or (direction, seq) != asked:
         rows = statements.rows(agent_id, direction, seq, limit, decode_items=not keep_json)
     has_older, has_newer = _page_neighbours(rows, retained, direction, seq)
+    holes = _page_holes(rows, retained, direction, seq)
     entries = rows
     if projection == "projected":
         entries = project_rows(entries)
@@ -170,7 +195,18 @@ def read_timeline(
         stale_cursor=stale_cursor,
         gap=gap,
         items_as_json=keep_json,
+        holes=holes,
     )
+
+
+def _page_holes(rows: list[dict], retained: RetainedRange, direction: Direction, seq: int | None) -> list[list[int]]:
+    """The holes between the cursor and the page's far end (none when the history has none)."""
+    if not rows or not retained.has_holes:
+        return []
+    seqs = [row["seq"] for row in rows]
+    low = seq + 1 if direction == "after" and seq is not None else seqs[0]
+    high = seq - 1 if direction == "before" and seq is not None else seqs[-1]
+    return retained.holes_in(seqs, low=low, high=high)
 
 
 def _cursor_to_read(

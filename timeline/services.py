@@ -96,14 +96,12 @@ class AppendResult:
 
 @dataclass(frozen=True)
 class BulkAppendResult:
-    #: the seq of the first appended row (head_seq + 1 when nothing was appended)
+    #: the seq after the head the call found (head_seq + 1 when nothing was appended)
     first_seq: int
     head_seq: int
     epoch: str
-
-    @property
-    def created(self) -> int:
-        return self.head_seq - self.first_seq + 1
+    #: the rows inserted (fewer than head_seq - first_seq + 1 when ``keep_seqs`` left holes)
+    created: int
 
 
 def append_timeline_items(
@@ -176,6 +174,7 @@ def bulk_append_timeline_rows(
     on_batch: Callable[[int], None] | None = None,
     start_seq: int | None = None,
     epoch: str | None = None,
+    keep_seqs: bool = False,
 ) -> BulkAppendResult:
     """Append already-checked ``rows`` (any iterable, consumed in batches of
     ``batch_size``) to the agent's timeline as seq head+1, head+2, ...
@@ -199,6 +198,10 @@ def bulk_append_timeline_rows(
     history whose older rows were pruned keeps its seqs and its epoch, so its
     clients' cursors stay valid): only into a timeline that retains nothing,
     whose retained range then starts at ``start_seq``.
+
+    ``keep_seqs``: each row goes in at its own ``seq`` (ascending, above the
+    head) instead of head+1: an imported history with holes in its seqs keeps
+    them, and ``committed_rows`` then says how many rows the range holds.
     """
     with transaction.atomic():
         agent = lock_agent(agent_id, allow_archived=allow_archived)
@@ -207,11 +210,17 @@ def bulk_append_timeline_rows(
         if restarted:
             _restart_history(agent, start_seq=start_seq, epoch=epoch)
         first_seq = agent.head_seq + 1
-        _append_locked(agent, rows, batch_size=batch_size, on_batch=on_batch, check_item_ids=True)
+        added_before = agent.added_rows
+        _append_locked(agent, rows, batch_size=batch_size, on_batch=on_batch, check_item_ids=True, keep_seqs=keep_seqs)
         if restarted and agent.head_seq == first_seq - 1:
             # A history that retains no row still goes on at start_seq, in its epoch.
             save_head(agent)
-    return BulkAppendResult(first_seq=first_seq, head_seq=agent.head_seq, epoch=agent.timeline_epoch)
+    return BulkAppendResult(
+        first_seq=first_seq,
+        head_seq=agent.head_seq,
+        epoch=agent.timeline_epoch,
+        created=agent.added_rows - added_before,
+    )
 
 
 # --- the core ---------------------------------------------------------------
@@ -254,6 +263,7 @@ def _append_locked(
     batch_size: int,
     on_batch: Callable[[int], None] | None = None,
     check_item_ids: bool = False,
+    keep_seqs: bool = False,
 ) -> None:
     """Insert ``rows`` after the head of ``agent``, whose row the caller has
     locked in the current transaction, then move the head and announce it.
@@ -263,9 +273,11 @@ def _append_locked(
     if on_batch is None and not check_item_ids and _append_in_one_statement(agent, rows, batch_size=batch_size):
         return
     start_head = agent.head_seq
-    for batch in _batches(rows, batch_size):
+    for batch in _batches(rows, batch_size, keep_seqs=keep_seqs):
         if check_item_ids:
             refuse_committed_item_ids(agent.agent_id, batch)
+        if keep_seqs:
+            _skip_to(agent, batch[0].seq)
         first_seq = agent.head_seq + 1
         _insert_batch(agent_id=agent.agent_id, first_seq=first_seq, rows=batch)
         batch_bytes = _count_batch(agent, batch)
@@ -328,10 +340,26 @@ def _announce(agent: AgentHead, *, notified: bool = False) -> None:
     )
 
 
-def _batches(rows: Iterable[CheckedRow], size: int) -> Iterator[list[CheckedRow]]:
+def _batches(rows: Iterable[CheckedRow], size: int, *, keep_seqs: bool = False) -> Iterator[list[CheckedRow]]:
+    """``rows`` in batches of ``size``; with ``keep_seqs`` each batch is also cut where
+    the rows' own seqs jump, so every batch is contiguous."""
     iterator = iter(rows)
     while batch := list(islice(iterator, size)):
-        yield batch
+        if not keep_seqs:
+            yield batch
+            continue
+        start = 0
+        for end in range(1, len(batch) + 1):
+            if end == len(batch) or batch[end].seq != batch[end - 1].seq + 1:
+                yield batch[start:end]
+                start = end
+
+
+def _skip_to(agent: AgentHead, seq: int) -> None:
+    """Let the next row go in at its own ``seq``, leaving a hole after the head if it is further on."""
+    if seq <= agent.head_seq:
+        raise Conflict(f"Row seq {seq} is not above agent {agent.agent_id}'s head {agent.head_seq}.")
+    agent.head_seq = seq - 1
 
 
 def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) -> None:

@@ -66,6 +66,10 @@ def page_document(page: Page, *, projected: bool) -> TimelinePage:
                 item=raw(row["item"]),
                 item_id=row["item_id"],
                 turn_id=row["turn_id"],
+                provider_message_id=row["provider_message_id"],
+                provider_timeline_item_id=row["provider_timeline_item_id"],
+                revert_token=None if row["revert_token"] is None else raw(row["revert_token"]),
+                extra=raw(row["extra"]),
             )
             for row in page.rows
         ]
@@ -81,6 +85,7 @@ def page_document(page: Page, *, projected: bool) -> TimelinePage:
         reset=page.reset,
         stale_cursor=page.stale_cursor,
         gap=page.gap,
+        holes=page.holes,
     )
 
 

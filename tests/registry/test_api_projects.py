@@ -18,6 +18,7 @@ PROJECT_FIELDS = {
     "display_name",
     "kind",
     "git_remote",
+    "extra",
     "created_at",
     "updated_at",
     "archived_at",

@@ -17,6 +17,7 @@ WORKSPACE_FIELDS = {
     "kind",
     "branch",
     "worktree_root",
+    "extra",
     "created_at",
     "updated_at",
     "archived_at",

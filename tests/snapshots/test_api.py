@@ -28,6 +28,7 @@ AGENT_FIELDS = {
     "attention_reason",
     "attention_at",
     "internal",
+    "extra",
     "created_at",
     "updated_at",
     "last_activity_at",

@@ -52,7 +52,12 @@ def test_append_then_read(api):
         "item": {"type": "user_message", "text": "a"},
         "item_id": "k1",
         "turn_id": None,
+        "provider_message_id": None,
+        "provider_timeline_item_id": None,
+        "revert_token": None,
+        "extra": {},
     }
+    assert page["holes"] == []
     assert page["window"] == {"min_seq": 1, "max_seq": 2, "next_seq": 3}
     assert (page["has_older"], page["has_newer"], page["reset"]) == (False, False, False)
     assert page["agent_id"] == agent.pk and page["direction"] == "after"

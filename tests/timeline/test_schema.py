@@ -45,7 +45,18 @@ def test_the_append_body_names_every_known_item_type_and_its_required_fields(doc
 
 def test_reads_carry_typed_items_and_separate_row_shapes(document):
     canonical = schema_for(document, "CanonicalRow")
-    assert set(canonical["required"]) == {"seq", "committed_at", "item_type", "item", "item_id", "turn_id"}
+    assert set(canonical["required"]) == {
+        "seq",
+        "committed_at",
+        "item_type",
+        "item",
+        "item_id",
+        "turn_id",
+        "provider_message_id",
+        "provider_timeline_item_id",
+        "revert_token",
+        "extra",
+    }
     projected = schema_for(document, "ProjectedEntry")
     assert set(projected["required"]) == {"seq_start", "seq_end", "committed_at", "item_type", "item", "item_ids"}
     for shape in (canonical, projected):

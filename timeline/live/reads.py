@@ -35,6 +35,8 @@ AGENT_STATE_FIELDS = (
     "head_seq",
     "min_seq",
     "timeline_epoch",
+    # Not sent: whether the history has holes (``RetainedRange.has_holes``).
+    "committed_rows",
 )
 
 #: Agents per ``IN`` list when polling heads, so the list stays bounded.
@@ -55,7 +57,10 @@ class LiveBatch:
     def retained(self) -> RetainedRange:
         """The rows the agent held when read (a shared read's subscribers all ask; one answer)."""
         assert self.agent is not None
-        return RetainedRange(min_seq=self.agent["min_seq"], head_seq=self.agent["head_seq"])
+        agent = self.agent
+        return RetainedRange(
+            min_seq=agent["min_seq"], head_seq=agent["head_seq"], committed_rows=agent["committed_rows"]
+        )
 
 
 def read_agent_state(agent_id: str) -> dict | None:

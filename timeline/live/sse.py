@@ -48,6 +48,10 @@ def encode_committed_row(row) -> bytes:
             "item": row.item,
             "item_id": row.item_id,
             "turn_id": row.turn_id,
+            "provider_message_id": row.provider_message_id,
+            "provider_timeline_item_id": row.provider_timeline_item_id,
+            "revert_token": row.revert_token,
+            "extra": row.extra or {},
         },
         event_id=row.seq,
     )

@@ -159,10 +159,12 @@ class TimelineStream:
         return frames, self.last_seq == before or self.last_seq >= state["head_seq"]
 
     def _send_rows(self, batch: LiveBatch):
+        holes = batch.agent is not None and batch.retained.has_holes
         for seq, frame in batch.rows:
-            if seq != self.last_seq + 1:
-                # Reads are "seq > last" in order and seqs are contiguous, so this
-                # only happens if the history changed under us; the next read decides.
+            if seq != self.last_seq + 1 and not (holes and seq > self.last_seq):
+                # Reads are "seq > last" in order and seqs are contiguous but for an imported
+                # history's holes, so this only happens if the history changed under us; the
+                # next read decides.
                 break
             self.last_seq = seq
             yield frame

@@ -1,4 +1,5 @@
-"""manage.py export_timeline: write committed timelines as chartr timeline JSONL."""
+"""manage.py export_timeline: write committed timelines as chartr timeline JSONL, or (``--home``)
+everything as a legacy home that ``import_legacy_json`` reads back."""
 
 from __future__ import annotations
 
@@ -6,12 +7,15 @@ from django.core.management.base import BaseCommand, CommandError
 
 from kernel.errors import ChartrError
 from legacy.export import write_all_timelines, write_timeline, write_timeline_file
+from legacy.export_home import write_home
 
 
 class Command(BaseCommand):
     help = (
         "Export an agent's committed timeline (AGENT_ID [--out FILE], stdout by default), or every "
-        "agent's with --all --out-dir DIR (one <agent_id>.jsonl each). Import them with import_legacy_json."
+        "agent's with --all --out-dir DIR (one <agent_id>.jsonl each), or everything with --home DIR "
+        "(projects, workspaces and agents under Paseo's key names, extra included, and every timeline). "
+        "Import them with import_legacy_json."
     )
 
     def add_arguments(self, parser):
@@ -19,8 +23,15 @@ class Command(BaseCommand):
         parser.add_argument("--out", help="write to this file instead of stdout")
         parser.add_argument("--all", dest="export_all", action="store_true", help="export every agent; needs --out-dir")
         parser.add_argument("--out-dir", help="directory for --all")
+        parser.add_argument("--home", help="write every record and timeline as a legacy home in this directory")
 
-    def handle(self, *args, agent_id, out, export_all, out_dir, **options):
+    def handle(self, *args, agent_id, out, export_all, out_dir, home, **options):
+        if home:
+            if agent_id or out or export_all or out_dir:
+                raise CommandError("--home DIR goes alone.")
+            counts = write_home(out_dir=home)
+            self.stderr.write("Exported " + ", ".join(f"{n} {kind}" for kind, n in counts.items()) + f" to {home}")
+            return
         if export_all:
             if agent_id or out:
                 raise CommandError("--all takes --out-dir DIR, not an agent id or --out.")

@@ -84,6 +84,13 @@ class Command(BaseCommand):
                 out.write(f"  {line}")
         self._section("History files skipped", report.skipped_files)
         self._section("Timeline rows by agent", [f"{agent}: {line}" for agent, line in report.rows_by_agent.items()])
+        self._section("Holes in imported histories (rows keep their own seqs)", report.holes)
+        self._section("Items stored as legacy_item", report.normalised_items)
+        self._section(
+            "Keys kept in extra (records or rows with each)",
+            [f"{kind}: {key} {count}" for kind, keys in report.extra_keys.items() for key, count in keys.items()],
+        )
+        self._section("Live agents archived with their archived workspace", report.archived_with_workspace)
         self._section("Entries of the home not read", report.unread)
         self._section("Warnings", report.warnings)
         if report.dry_run:
