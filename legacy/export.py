@@ -19,7 +19,7 @@ from django.utils import timezone
 from kernel.errors import Conflict, NotFound
 from legacy import jsonl
 from snapshots.models import AgentSnapshot
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
 EXPORT_BATCH = 5000
 
@@ -27,10 +27,10 @@ EXPORT_BATCH = 5000
 def timeline_lines(*, agent_id: str, batch_size: int = EXPORT_BATCH) -> Iterator[str]:
     """The header, then one line per committed row; raises Conflict if the
     agent's history was replaced while it was being read."""
-    state = AgentSnapshot.objects.filter(pk=agent_id).values("timeline_epoch", "head_seq", "min_seq").first()
+    state = TimelineHead.objects.filter(pk=agent_id).values("epoch", "head_seq", "min_seq").first()
     if state is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
-    epoch, head, min_seq = state["timeline_epoch"], state["head_seq"], state["min_seq"]
+    epoch, head, min_seq = state["epoch"], state["head_seq"], state["min_seq"]
     yield jsonl.header_line(agent_id=agent_id, epoch=epoch, exported_at=timezone.now(), min_seq=min_seq)
     last = min_seq - 1
     while last < head:
@@ -44,7 +44,7 @@ def timeline_lines(*, agent_id: str, batch_size: int = EXPORT_BATCH) -> Iterator
         for seq, committed_at, item_id, item, turn_id in rows:
             yield jsonl.row_line(seq=seq, committed_at=committed_at, item_id=item_id, item=item, turn_id=turn_id)
         last = rows[-1][0]
-    if AgentSnapshot.objects.filter(pk=agent_id).values_list("timeline_epoch", flat=True).first() != epoch:
+    if TimelineHead.objects.filter(pk=agent_id).values_list("epoch", flat=True).first() != epoch:
         raise Conflict(f"Agent {agent_id}'s history was replaced during the export; export it again.")
 
 

@@ -25,14 +25,14 @@ from typing import Any
 
 from legacy.problems import RecordError
 from legacy.records import parse_time
-from snapshots.models import AgentSnapshot, agent_id_validator
+from snapshots.models import agent_id_validator
 from timeline.items import contains_nul
-from timeline.models import TimelineRow
+from timeline.models import EPOCH_MAX_LENGTH, TimelineRow
 
 HEADER_TYPE = "chartr.timeline"
 FORMAT_VERSION = 1
 
-_EPOCH_MAX = AgentSnapshot._meta.get_field("timeline_epoch").max_length
+_EPOCH_MAX = EPOCH_MAX_LENGTH
 _ITEM_TYPE_MAX = TimelineRow._meta.get_field("item_type").max_length
 _ITEM_ID_MAX = TimelineRow._meta.get_field("item_id").max_length
 

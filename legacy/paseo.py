@@ -31,9 +31,9 @@ from typing import Any
 
 from legacy.problems import Problem, RecordError
 from legacy.records import load_json, parse_time, problem_for
-from snapshots.models import AGENT_ID_RE, AgentSnapshot
+from snapshots.models import AGENT_ID_RE
 from timeline.items import contains_nul
-from timeline.models import TimelineRow
+from timeline.models import EPOCH_MAX_LENGTH, TimelineRow
 
 AGENT_TIMELINES = "agent-timelines"
 TIMELINES_DB = "timelines.db"
@@ -42,7 +42,7 @@ TIMELINES_DB_COMPANIONS = ("timelines.db-wal", "timelines.db-shm", "timelines.db
 FILE_PREFIX = "agent-"
 PASEO_VERSION = 1
 
-_EPOCH_MAX = AgentSnapshot._meta.get_field("timeline_epoch").max_length
+_EPOCH_MAX = EPOCH_MAX_LENGTH
 _ITEM_TYPE_MAX = TimelineRow._meta.get_field("item_type").max_length
 _TURN_ID_MAX = TimelineRow._meta.get_field("turn_id").max_length
 

@@ -35,8 +35,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.dateparse import parse_datetime
 
 from kernel import fastjson
-from snapshots.models import AgentSnapshot
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
 Direction = Literal["tail", "before", "after"]
 
@@ -55,8 +54,9 @@ class PageSql:
 
     def __init__(self, connection: BaseDatabaseWrapper):
         self.connection = connection
-        agents = AgentSnapshot._meta.db_table
-        self.agent_sql = f"SELECT head_seq, min_seq, timeline_epoch FROM {agents} WHERE agent_id = %s"
+        # Every agent has its head (``TimelineHead``): no head, no agent.
+        heads = TimelineHead._meta.db_table
+        self.agent_sql = f"SELECT head_seq, min_seq, epoch FROM {heads} WHERE agent_id = %s"
         self.rows_sql: dict[Direction, str] = {
             "tail": self._page_sql("", "seq DESC"),
             "before": self._page_sql(" AND seq < %s", "seq DESC"),
@@ -103,7 +103,7 @@ class PageSql:
         return raw_connection.cursor()
 
     def agent(self, agent_id: str) -> tuple[int, int, str] | None:
-        """``(head_seq, min_seq, timeline_epoch)`` of the agent, or None when there is none."""
+        """``(head_seq, min_seq, epoch)`` of the agent's timeline head, or None when there is no agent."""
         with self._cursors(1) as ((cursor,), texts):
             cursor.execute(texts[self.agent_sql] if texts else self.agent_sql, (agent_id,))
             return cursor.fetchone()

@@ -227,7 +227,7 @@ def test_append_answers_hold_what_drf_wrote(api):
         {
             "rows": [{"seq": r["seq"], "committed_at": r["committed_at"], "item_id": r["item_id"]} for r in rows],
             "head_seq": 2,
-            "epoch": agent.timeline_epoch,
+            "epoch": agent.timeline_head.epoch,
         }
     ).data
     assert first.json() == json.loads(JSONRenderer().render(expected))

@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, connections
+from django.db.models import F
 
 from snapshots.models import AgentSnapshot
 from timeline.live.sse import encode_committed_row
@@ -22,7 +23,7 @@ from timeline.selectors import RetainedRange, rows_after
 
 T = TypeVar("T")
 
-#: The snapshot fields an ``agent`` event carries.
+#: The fields an ``agent`` event carries: the snapshot's, then its timeline head's (one query).
 AGENT_STATE_FIELDS = (
     "agent_id",
     "lifecycle",
@@ -32,10 +33,13 @@ AGENT_STATE_FIELDS = (
     "archived_at",
     "updated_at",
     "version",
-    "head_seq",
-    "min_seq",
-    "timeline_epoch",
 )
+#: The head's, by the names the event gives them.
+HEAD_STATE_FIELDS = {
+    "head_seq": F("timeline_head__head_seq"),
+    "min_seq": F("timeline_head__min_seq"),
+    "timeline_epoch": F("timeline_head__epoch"),
+}
 
 #: Agents per ``IN`` list when polling heads, so the list stays bounded.
 HEADS_PER_QUERY = 500
@@ -60,7 +64,7 @@ class LiveBatch:
 
 def read_agent_state(agent_id: str) -> dict | None:
     """The snapshot fields an ``agent`` event carries, or None if the agent is gone."""
-    return AgentSnapshot.objects.filter(pk=agent_id).values(*AGENT_STATE_FIELDS).first()
+    return AgentSnapshot.objects.filter(pk=agent_id).values(*AGENT_STATE_FIELDS, **HEAD_STATE_FIELDS).first()
 
 
 def read_batch(agent_id: str, after_seq: int, limit: int) -> LiveBatch:
@@ -77,7 +81,7 @@ def read_heads(agent_ids: list[str]) -> dict[str, tuple[int, str, int]]:
     heads: dict[str, tuple[int, str, int]] = {}
     for start in range(0, len(agent_ids), HEADS_PER_QUERY):
         rows = AgentSnapshot.objects.filter(pk__in=agent_ids[start : start + HEADS_PER_QUERY]).values_list(
-            "agent_id", "head_seq", "timeline_epoch", "version"
+            "agent_id", "timeline_head__head_seq", "timeline_head__epoch", "version"
         )
         heads.update((agent_id, (head, epoch, version)) for agent_id, head, epoch, version in rows)
     return heads
