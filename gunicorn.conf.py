@@ -11,17 +11,20 @@ them with every other variable (docs/deploy.md explains the server ones). As
 in the Django settings, ``<config dir>/chartr.env`` is read too and the real
 environment wins over it.
 
-One worker is the SQLite default because, without PostgreSQL or Redis, live
-updates fan out through an in-memory broker that only its own process sees.
+Every variable is parsed by chartr.config, as for the Django settings: a
+wrong value ends the start with a message naming it and exit status 2. One
+worker is the default with the local live transport (SQLite without Redis),
+whose updates only their own process sees; more is refused.
 """
 
 from __future__ import annotations
 
 import math
-import os
+import sys
 
 import environ
 
+from chartr.config import ConfigError, load, serves_asgi
 from chartr.logs import GunicornLogger
 from chartr.paths import ENV_FILENAME, resolve_config_dir
 
@@ -29,46 +32,33 @@ _env_file = resolve_config_dir() / ENV_FILENAME
 if _env_file.is_file():
     environ.Env.read_env(str(_env_file), overwrite=False)
 
+try:
+    # Every variable, the Django settings' too: a wrong one stops the master before any worker starts.
+    _env = load()
+except ConfigError as error:
+    # gunicorn would print a traceback for any other exception; a SystemExit ends it with this message only.
+    sys.stderr.write(f"{error}\n")
+    raise SystemExit(2) from None
 
-def _env(name: str, default: str) -> str:
-    return os.environ.get(name) or default
+worker_class = _env["CHARTR_WORKER_CLASS"]
+wsgi_app = "chartr.asgi:application" if serves_asgi(worker_class) else "chartr.wsgi:application"
 
-
-def _flag(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    return value.strip().lower() in ("1", "true", "yes", "on")
-
-
-def _default_workers() -> int:
-    database_url = os.environ.get("DATABASE_URL", "")
-    shared_fanout = database_url.startswith(("postgres", "pgsql", "psql")) or os.environ.get("CHARTR_REDIS_URL")
-    if not shared_fanout:
-        return 1
-    return min(2 * (os.cpu_count() or 1), 8)
-
-
-worker_class = _env("CHARTR_WORKER_CLASS", "chartr.workers.DrainingUvicornWorker")
-_asgi = "uvicorn" in worker_class.lower() or worker_class == "asgi"
-wsgi_app = "chartr.asgi:application" if _asgi else "chartr.wsgi:application"
-
-bind = [address.strip() for address in _env("CHARTR_BIND", "127.0.0.1:8000").split(",") if address.strip()]
-workers = int(_env("CHARTR_WORKERS", str(_default_workers())))
-threads = int(_env("CHARTR_THREADS", "1"))
-timeout = int(_env("CHARTR_TIMEOUT", "30"))
+bind = _env["CHARTR_BIND"]
+# 1 with the local live transport (only its own process hears it; more is refused), else 2 per CPU, at most 8.
+workers = _env["CHARTR_WORKERS"]
+threads = _env["CHARTR_THREADS"]
+timeout = _env["CHARTR_TIMEOUT"]
 # On SIGTERM the worker drains for CHARTR_DRAIN_SECONDS (chartr/workers.py) before it stops
 # accepting; that comes out of the grace period, so the grace period keeps 5 s beyond it.
-_drain_seconds = float(_env("CHARTR_DRAIN_SECONDS", "0"))
-graceful_timeout = max(int(_env("CHARTR_GRACEFUL_TIMEOUT", "30")), math.ceil(_drain_seconds) + 5)
-keepalive = int(_env("CHARTR_KEEPALIVE", "5"))
-loglevel = _env("CHARTR_LOG_LEVEL", "info").lower()
+graceful_timeout = max(_env["CHARTR_GRACEFUL_TIMEOUT"], math.ceil(_env["CHARTR_DRAIN_SECONDS"]) + 5)
+keepalive = _env["CHARTR_KEEPALIVE"]
+loglevel = _env["CHARTR_LOG_LEVEL"]
 errorlog = "-"
 # Redacts tokens and secret query parameters from every line, the access log's included (chartr/logs.py).
 logger_class = GunicornLogger
-accesslog = "-" if _flag("CHARTR_ACCESS_LOG", True) else None
-forwarded_allow_ips = _env("CHARTR_FORWARDED_ALLOW_IPS", "127.0.0.1,::1")
-worker_tmp_dir = os.environ.get("CHARTR_WORKER_TMP_DIR") or None
+accesslog = "-" if _env["CHARTR_ACCESS_LOG"] else None
+forwarded_allow_ips = _env["CHARTR_FORWARDED_ALLOW_IPS"]
+worker_tmp_dir = _env["CHARTR_WORKER_TMP_DIR"]
 # gunicorn >= 25.1 opens a control socket under $HOME by default; chartr
 # writes nowhere but its data, config and temp dirs.
 control_socket_disable = True

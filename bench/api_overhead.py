@@ -37,8 +37,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
+from bench.common import create_agents, new_item, prepare_environment, setup_django  # noqa: E402
 from bench.concurrency import group_cpu_seconds  # noqa: E402
-from bench.timeline_bench import create_agents, new_item, prepare_environment, setup_django  # noqa: E402
 from tests.support.processes import Server  # noqa: E402
 
 
@@ -54,6 +54,46 @@ def local_cpu_ms(call: Callable[[int], None], calls: int) -> float:
     for n in range(calls):
         call(n)
     return (time.process_time() - before) * 1000 / calls
+
+
+def build_cases(http) -> list[tuple[str, Callable[[int], None], Callable[[int], None]]]:
+    """(case, the API call, the service call doing the same work in-process)."""
+    from timeline.selectors import read_timeline
+    from timeline.services import NewTimelineItem, append_timeline_items
+
+    def api_append(n: int) -> None:
+        response = http.post("/api/v1/agents/api-append/timeline", json={"items": [{"item": new_item(n)}]})
+        assert response.status_code == 201, response.text[:300]
+
+    def service_append(n: int) -> None:
+        append_timeline_items(agent_id="service-append", items=[NewTimelineItem(item=new_item(n))])
+
+    def api_read(n: int) -> None:
+        response = http.get("/api/v1/agents/reads/timeline", params={"limit": 100})
+        assert response.status_code == 200, response.text[:300]
+
+    def service_read(n: int) -> None:
+        read_timeline(agent_id="reads", limit=100)
+
+    return [("append 1 item", api_append, service_append), ("read 100 rows", api_read, service_read)]
+
+
+def measure(server: Server, cases, repetitions: int, chunk: int) -> None:
+    for _, api_call, service_call in cases:  # warm both sides
+        server_cpu_ms(server, api_call, 20)
+        local_cpu_ms(service_call, 20)
+    for case, api_call, service_call in cases:
+        api_ms, service_ms = [], []
+        for _ in range(repetitions):
+            api_ms.append(server_cpu_ms(server, api_call, chunk))
+            service_ms.append(local_cpu_ms(service_call, chunk))
+        ratios = [a / s for a, s in zip(api_ms, service_ms, strict=True)]
+        print(
+            f"{case:<15} server CPU/request {statistics.median(api_ms):6.2f} ms   "
+            f"service CPU/call {statistics.median(service_ms):6.2f} ms   "
+            f"cost x{statistics.median(ratios):.2f} (spread x{min(ratios):.2f}-x{max(ratios):.2f})",
+            flush=True,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -73,7 +113,6 @@ def main(argv: list[str] | None = None) -> int:
         import httpx
         from django.db import connections
 
-        from timeline.selectors import read_timeline
         from timeline.services import NewTimelineItem, append_timeline_items
         from tokens.services import create_api_token
 
@@ -87,40 +126,9 @@ def main(argv: list[str] | None = None) -> int:
             f"load={os.getloadavg()[0]:.2f}",
             flush=True,
         )
-        http = httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
-
-        def api_append(n: int) -> None:
-            response = http.post("/api/v1/agents/api-append/timeline", json={"items": [{"item": new_item(n)}]})
-            assert response.status_code == 201, response.text[:300]
-
-        def service_append(n: int) -> None:
-            append_timeline_items(agent_id="service-append", items=[NewTimelineItem(item=new_item(n))])
-
-        def api_read(n: int) -> None:
-            response = http.get("/api/v1/agents/reads/timeline", params={"limit": 100})
-            assert response.status_code == 200, response.text[:300]
-
-        def service_read(n: int) -> None:
-            read_timeline(agent_id="reads", limit=100)
-
-        cases = [("append 1 item", api_append, service_append), ("read 100 rows", api_read, service_read)]
-        for _, api_call, service_call in cases:  # warm both sides
-            server_cpu_ms(server, api_call, 20)
-            local_cpu_ms(service_call, 20)
-        for case, api_call, service_call in cases:
-            api_ms, service_ms = [], []
-            for _ in range(args.repetitions):
-                api_ms.append(server_cpu_ms(server, api_call, args.chunk))
-                service_ms.append(local_cpu_ms(service_call, args.chunk))
-            ratios = [a / s for a, s in zip(api_ms, service_ms, strict=True)]
-            print(
-                f"{case:<15} server CPU/request {statistics.median(api_ms):6.2f} ms   "
-                f"service CPU/call {statistics.median(service_ms):6.2f} ms   "
-                f"cost x{statistics.median(ratios):.2f} (spread x{min(ratios):.2f}-x{max(ratios):.2f})",
-                flush=True,
-            )
+        with httpx.Client(base_url=server.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+            measure(server, build_cases(http), args.repetitions, args.chunk)
         print(f"done, load={os.getloadavg()[0]:.2f}")
-        http.close()
     finally:
         if server is not None:
             server.stop()

@@ -39,8 +39,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
+from bench.common import create_agents, new_item, percentile, prepare_environment, setup_django  # noqa: E402
 from bench.lean_http import CLIENT_KINDS, http_client  # noqa: E402
-from bench.timeline_bench import create_agents, new_item, percentile, prepare_environment, setup_django  # noqa: E402
 from tests.support.processes import GUNICORN, Server  # noqa: E402
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -109,6 +109,28 @@ def run_case(server: Server, token: str, agents: list[str], seconds: float, clie
     }
 
 
+def run_cases(server: Server, token: str, client_counts: list[int], seconds: float, client: str) -> list[dict]:
+    """Each client count on separate agents, then on one shared agent; each line next to the first case."""
+    baseline = None
+    results: list[dict] = []
+    for clients in client_counts:
+        for mode in ("separate", "shared"):
+            agents = [f"conc-{i}" for i in range(clients)] if mode == "separate" else ["conc-shared"] * clients
+            result = run_case(server, token, agents, seconds, client)
+            baseline = baseline or result
+            results.append({"clients": clients, "mode": mode, **result})
+            print(
+                f"{clients:>3} clients {mode:<8}  {result['rows_per_s']:8.1f} rows/s  "
+                f"p50 {result['p50']:8.1f} ms  p99 {result['p99']:8.1f} ms  "
+                f"server CPU {result['cpu_ms']:6.2f} ms/request ({result['server_cores']:.2f} cores)  "
+                f"client CPU {result['client_cpu_ms']:5.2f} ms/request ({result['client_cores']:.2f} cores)  "
+                f"(x{result['rows_per_s'] / baseline['rows_per_s']:.2f} the 1-client rate, "
+                f"p99 x{result['p99'] / baseline['p50']:.1f} its p50)",
+                flush=True,
+            )
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16, 64])
@@ -145,24 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         run_case(server, token, ["conc-shared"], min(args.seconds, 1.0), args.client)  # warm the pools and connections
-        baseline = None
-        results: list[dict] = []
-        for clients in args.clients:
-            for mode in ("separate", "shared"):
-                agents = [f"conc-{i}" for i in range(clients)] if mode == "separate" else ["conc-shared"] * clients
-                result = run_case(server, token, agents, args.seconds, args.client)
-                if baseline is None:
-                    baseline = result
-                results.append({"clients": clients, "mode": mode, **result})
-                print(
-                    f"{clients:>3} clients {mode:<8}  {result['rows_per_s']:8.1f} rows/s  "
-                    f"p50 {result['p50']:8.1f} ms  p99 {result['p99']:8.1f} ms  "
-                    f"server CPU {result['cpu_ms']:6.2f} ms/request ({result['server_cores']:.2f} cores)  "
-                    f"client CPU {result['client_cpu_ms']:5.2f} ms/request ({result['client_cores']:.2f} cores)  "
-                    f"(x{result['rows_per_s'] / baseline['rows_per_s']:.2f} the 1-client rate, "
-                    f"p99 x{result['p99'] / baseline['p50']:.1f} its p50)",
-                    flush=True,
-                )
+        results = run_cases(server, token, args.clients, args.seconds, args.client)
         print(f"done, load={os.getloadavg()[0]:.2f}", flush=True)
         if args.json:
             args.json.write_text(json.dumps({"backend": environment.backend, "cases": results}, indent=1))

@@ -29,26 +29,34 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ITEM_TEXT = "Reading the repository layout and running the failing test to see the assertion. " * 2
 
+BASE = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
+STAMP = BASE.isoformat().replace("+00:00", "Z")
+
 
 def generate(source: Path, *, agents: int, rows: int, workspaces_per_project: int = 10) -> None:
     """A legacy home: one project per ``workspaces_per_project`` workspaces,
     one workspace per 10 agents, agent files in both layouts, and ``rows``
     timeline rows spread evenly over the agents."""
-    base = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
-    stamp = base.isoformat().replace("+00:00", "Z")
     workspace_count = max(1, agents // 10)
-    project_count = max(1, workspace_count // workspaces_per_project)
-    (source / "projects").mkdir(parents=True)
+    workspaces = write_registry(source, workspace_count, max(1, workspace_count // workspaces_per_project))
+    (source / "agents").mkdir()
+    (source / "timelines").mkdir()
+    per_agent, extra = divmod(rows, agents)
+    for a in range(agents):
+        cwd = workspaces[a % workspace_count]["cwd"]
+        agent_id = f"agent-{a:06d}"
+        folder = source / "agents" / cwd.strip("/").replace("/", "-") if a % 2 else source / "agents"
+        folder.mkdir(exist_ok=True)
+        (folder / f"{agent_id}.json").write_text(json.dumps(agent_record(agent_id, a, cwd)))
+        write_timeline(source / "timelines" / f"{agent_id}.jsonl", agent_id, a, per_agent + (1 if a < extra else 0))
+
+
+def write_registry(source: Path, workspace_count: int, project_count: int) -> list[dict]:
+    """projects.json and workspaces.json; returns the workspaces."""
+    common = {"createdAt": STAMP, "updatedAt": STAMP, "archivedAt": None}
     projects = [
-        {
-            "projectId": f"p{p}",
-            "rootPath": f"/srv/code/project-{p}",
-            "kind": "git",
-            "displayName": f"project {p}",
-            "createdAt": stamp,
-            "updatedAt": stamp,
-            "archivedAt": None,
-        }
+        {"projectId": f"p{p}", "rootPath": f"/srv/code/project-{p}", "kind": "git", "displayName": f"project {p}"}
+        | common
         for p in range(project_count)
     ]
     workspaces = [
@@ -58,72 +66,51 @@ def generate(source: Path, *, agents: int, rows: int, workspaces_per_project: in
             "cwd": f"/srv/code/project-{w % project_count}/ws-{w}",
             "kind": "worktree",
             "displayName": f"ws {w}",
-            "createdAt": stamp,
-            "updatedAt": stamp,
-            "archivedAt": None,
             "branch": f"feature-{w}",
         }
+        | common
         for w in range(workspace_count)
     ]
+    (source / "projects").mkdir(parents=True)
     (source / "projects" / "projects.json").write_text(json.dumps(projects))
     (source / "projects" / "workspaces.json").write_text(json.dumps(workspaces))
-    (source / "agents").mkdir()
-    (source / "timelines").mkdir()
-    per_agent, extra = divmod(rows, agents)
-    for a in range(agents):
-        cwd = workspaces[a % workspace_count]["cwd"]
-        agent_id = f"agent-{a:06d}"
-        folder = source / "agents" / cwd.strip("/").replace("/", "-") if a % 2 else source / "agents"
-        folder.mkdir(exist_ok=True)
-        (folder / f"{agent_id}.json").write_text(
-            json.dumps(
-                {
-                    "id": agent_id,
-                    "provider": "claude",
-                    "cwd": cwd,
-                    "createdAt": stamp,
-                    "updatedAt": stamp,
-                    "title": f"agent {a}",
-                    "labels": {"bench": "1"},
-                    "lastStatus": "idle",
-                    "config": {"model": "x"},
-                    "runtimeInfo": {},
-                    "persistence": {"provider": "claude", "sessionId": f"s-{a}"},
-                    "requiresAttention": False,
-                    "attentionReason": None,
-                    "attentionTimestamp": None,
-                    "internal": False,
-                    "archivedAt": None,
-                }
-            )
-        )
-        count = per_agent + (1 if a < extra else 0)
-        with open(source / "timelines" / f"{agent_id}.jsonl", "w", encoding="utf-8") as out:
-            out.write(
-                json.dumps(
-                    {
-                        "type": "chartr.timeline",
-                        "version": 1,
-                        "agent_id": agent_id,
-                        "epoch": f"e{a:06d}",
-                        "exported_at": stamp,
-                    }
-                )
-                + "\n"
-            )
-            for seq in range(1, count + 1):
-                committed = (base + dt.timedelta(seconds=seq)).isoformat()
-                out.write(
-                    json.dumps(
-                        {
-                            "seq": seq,
-                            "committed_at": committed,
-                            "item_id": f"i-{seq}",
-                            "item": {"type": "assistant_message", "text": ITEM_TEXT, "n": seq},
-                        }
-                    )
-                    + "\n"
-                )
+    return workspaces
+
+
+def agent_record(agent_id: str, a: int, cwd: str) -> dict:
+    return {
+        "id": agent_id,
+        "provider": "claude",
+        "cwd": cwd,
+        "createdAt": STAMP,
+        "updatedAt": STAMP,
+        "title": f"agent {a}",
+        "labels": {"bench": "1"},
+        "lastStatus": "idle",
+        "config": {"model": "x"},
+        "runtimeInfo": {},
+        "persistence": {"provider": "claude", "sessionId": f"s-{a}"},
+        "requiresAttention": False,
+        "attentionReason": None,
+        "attentionTimestamp": None,
+        "internal": False,
+        "archivedAt": None,
+    }
+
+
+def write_timeline(path: Path, agent_id: str, a: int, count: int) -> None:
+    """A chartr timeline export: its header line, then ``count`` rows."""
+    header = {"type": "chartr.timeline", "version": 1, "agent_id": agent_id, "epoch": f"e{a:06d}", "exported_at": STAMP}
+    with open(path, "w", encoding="utf-8") as out:
+        out.write(json.dumps(header) + "\n")
+        for seq in range(1, count + 1):
+            row = {
+                "seq": seq,
+                "committed_at": (BASE + dt.timedelta(seconds=seq)).isoformat(),
+                "item_id": f"i-{seq}",
+                "item": {"type": "assistant_message", "text": ITEM_TEXT, "n": seq},
+            }
+            out.write(json.dumps(row) + "\n")
 
 
 def raw_sqlite_baseline(source: Path, django_db: Path, target: Path) -> tuple[int, float]:

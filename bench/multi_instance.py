@@ -6,7 +6,7 @@
 
 Needs PostgreSQL (a scratch database on the server of DATABASE_URL, or
 127.0.0.1:5432, created and dropped), Debian's nginx, and Redis for the Redis
-transport. Each round starts N gunicorn instances (one worker each, the
+transport. Each fleet starts N gunicorn instances (one worker each, the
 production worker class) on loopback ports, the same database, and nginx in
 front of them serving deploy/nginx/chartr.conf (tests/support/balancer.py),
 then measures, every request through nginx:
@@ -182,13 +182,13 @@ def setup(root: Path, database: ScratchDatabase, agents: list[str]) -> str:
     return json.loads(line.split(" ", 1)[1])["token"]
 
 
-def round_agents(count: int, profile: dict) -> tuple[str, list[str]]:
+def fleet_agents(count: int, profile: dict) -> tuple[str, list[str]]:
     return f"live-{count}", [f"w{count}-{i}" for i in range(profile["writers"])]
 
 
-def run_round(count: int, root: Path, database: ScratchDatabase, transport: str, profile: dict, token: str) -> dict:
-    live_agent, writer_agents = round_agents(count, profile)
-    servers = start_instances(count, root / f"round{count}", database, transport)
+def run_fleet(count: int, root: Path, database: ScratchDatabase, transport: str, profile: dict, token: str) -> dict:
+    live_agent, writer_agents = fleet_agents(count, profile)
+    servers = start_instances(count, root / f"fleet{count}", database, transport)
     balancer = Nginx(root / f"nginx{count}", [int(s.env["CHARTR_BIND"].rsplit(":", 1)[1]) for s in servers])
     (root / f"nginx{count}").mkdir()
     try:
@@ -224,29 +224,29 @@ def main(argv: list[str] | None = None) -> int:
     try:
         database.create().migrate()
         agents = [
-            agent for count in (1, 2) for live, writers in [round_agents(count, profile)] for agent in [live, *writers]
+            agent for count in (1, 2) for live, writers in [fleet_agents(count, profile)] for agent in [live, *writers]
         ]
         token = setup(root, database, agents)
-        rounds = [run_round(count, root, database, args.transport, profile, token) for count in (1, 2)]
+        fleets = [run_fleet(count, root, database, args.transport, profile, token) for count in (1, 2)]
     finally:
         database.drop()
         shutil.rmtree(root, ignore_errors=True)
 
     print(f"transport {args.transport}, {os.cpu_count()} CPUs, every request through nginx")
-    for r in rounds:
+    for r in fleets:
         print(
             f"instances {r['instances']}: appends {r['appends_per_s']:8.1f} rows/s ({r['append_errors']} errors)   "
             f"delivery to {profile['subscribers']} subscribers: each p50 {r['each_p50_ms']:6.1f} ms "
             f"p99 {r['each_p99_ms']:6.1f} ms, last p50 {r['last_p50_ms']:6.1f} ms p99 {r['last_p99_ms']:6.1f} ms"
         )
-    one, two = rounds
+    one, two = fleets
     ratios = {
         key: two[key] / one[key] if one[key] else float("nan")
         for key in ("appends_per_s", "each_p50_ms", "each_p99_ms", "last_p50_ms", "last_p99_ms")
     }
     print("2 instances / 1: " + ", ".join(f"{key} x{value:.2f}" for key, value in ratios.items()))
     if args.json:
-        args.json.write_text(json.dumps({"transport": args.transport, "rounds": rounds, "ratios": ratios}, indent=2))
+        args.json.write_text(json.dumps({"transport": args.transport, "fleets": fleets, "ratios": ratios}, indent=2))
     return 0
 
 

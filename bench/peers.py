@@ -13,8 +13,7 @@ Cases, each at every history length, the two sides alternating in chunks:
   ``append_timeline_items``; eventsourcing: ``SQLiteAggregateRecorder.insert_events``
   of one ``StoredEvent`` (JSON state) at the next version. Both in WAL mode
   at chartr's ``synchronous=NORMAL`` (``--eventsourcing-synchronous full``
-  gives eventsourcing SQLite's default, as the runs before 2026-12-01's
-  second round did: it costs fsync time).
+  gives eventsourcing SQLite's default, which costs fsync time).
   On PostgreSQL both write to the same scratch database at the server's
   ``synchronous_commit`` (on).
 - ``read newest 100``: p50 wall time, and the CPU per read (this process's, plus on
@@ -56,7 +55,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
-from bench.timeline_bench import create_agents, new_item, prepare_environment, setup_django  # noqa: E402
+from bench.common import create_agents, new_item, prepare_environment, setup_django  # noqa: E402
 
 
 def cost_line(case: str, ratios: list[float], chartr: float, peer_name: str, peer: float, unit: str) -> str:

@@ -41,7 +41,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
-from bench.timeline_bench import create_agents, percentile, prepare_environment, setup_django  # noqa: E402
+from bench.common import create_agents, percentile, prepare_environment, setup_django  # noqa: E402
 from tests.support.processes import GUNICORN, Server  # noqa: E402
 
 AGENT = "bench-streams"

@@ -1,30 +1,27 @@
 """The ASGI application gunicorn's uvicorn worker serves.
 
-Two handlers share the process:
+Each request goes to one of two Django handlers, chosen by the view its path
+resolves to in the URL configuration (``django.urls.resolve``):
 
-- the live timeline stream (a long-lived async view), and the same stream for
-  the admin's timeline page, run on Django's ASGI handler without a
-  per-request thread-sensitive context (``chartr.serving.SharedThreadAsgiHandler``),
-  so thousands of open streams cost no thread each: their database reads go
-  to the live pool (``CHARTR_LIVE_DB_THREADS``) and the rest is asyncio;
-- every other request (the REST API, the admin, health probes, static files)
-  runs on Django's WSGI handler in a small fixed pool of threads; a call to
-  the API without a cookie on one whose middleware leaves out what only a
-  browser needs (``chartr.api_handler``).
-
-Django's ASGI handler runs each *sync* request on a brand-new thread, hopping
-between it and the event loop several times and opening a fresh database
-connection every time, since connections are per thread. Through the pool the
-same requests hop once and keep their connections (``CHARTR_CONN_MAX_AGE``),
-which halves the latency of an API call (docs/benchmarks.md).
+- a coroutine view (the live timeline stream, and the same stream for the
+  admin's timeline page) runs on Django's ASGI handler without a per-request
+  thread-sensitive context (``chartr.serving.SharedThreadAsgiHandler``), so
+  thousands of open streams cost no thread each: their database reads go to
+  the live pool (``CHARTR_LIVE_DB_THREADS``) and the rest is asyncio;
+- every other request (the REST API, the admin, health probes, static files,
+  a 404) runs on Django's WSGI handler in a fixed pool of
+  ``CHARTR_SYNC_THREADS`` threads through a2wsgi's ``WSGIMiddleware``. Each
+  thread keeps its database connection between requests
+  (``CHARTR_CONN_MAX_AGE``); Django's ASGI handler would run every sync
+  request on a brand-new thread with a fresh connection.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from concurrent.futures import ThreadPoolExecutor
 
+from a2wsgi import WSGIMiddleware
+from asgiref.sync import iscoroutinefunction
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chartr.settings")
@@ -32,11 +29,10 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "chartr.settings")
 wsgi_application = get_wsgi_application()  # also runs django.setup()
 
 from django.conf import settings  # noqa: E402  (after setup)
+from django.urls import Resolver404, resolve  # noqa: E402
 
-from chartr.api_handler import ApiWsgiHandler, session_api_paths, takes_api_middleware  # noqa: E402
 from chartr.logs import access_log  # noqa: E402
-from chartr.pooled_wsgi import BufferedWsgiInstance  # noqa: E402
-from chartr.serving import RequestGuard, SharedThreadAsgiHandler, is_api_path  # noqa: E402
+from chartr.serving import RequestGuard, Scope, SharedThreadAsgiHandler, is_api_path  # noqa: E402
 from timeline.live.hub import get_hub  # noqa: E402
 
 
@@ -45,51 +41,24 @@ def _stream_done() -> None:
 
 
 native_application = SharedThreadAsgiHandler(when_done=_stream_done)
-
-#: Paths served by Django's async handler; everything else goes to the pool.
-ASYNC_PATHS = re.compile(
-    r"^/api/v1/agents/[^/]+/timeline/stream/?$|^/admin/snapshots/agentsnapshot/[^/]+/timeline/stream/$"
-)
-
-_sync_pool = ThreadPoolExecutor(max_workers=settings.CHARTR_SYNC_THREADS, thread_name_prefix="chartr-sync")
+pooled_application = WSGIMiddleware(wsgi_application, workers=settings.CHARTR_SYNC_THREADS)
 
 
-api_application = ApiWsgiHandler()
-_session_api_paths = session_api_paths()
-
-
-def closing(application):
-    """A Django WSGI app, closing its response however the iteration ends.
-
-    Closing the response sends ``request_finished``, which is where Django
-    recycles database connections; asgiref's adapter never calls ``close()``.
-    """
-
-    def app_with_close(environ, start_response):
-        response = application(environ, start_response)
-        try:
-            yield from response
-        finally:
-            response.close()
-
-    return app_with_close
-
-
-_wsgi_with_close = closing(wsgi_application)
-_api_with_close = closing(api_application)
-
-
-class _PooledWsgiInstance(BufferedWsgiInstance):
-    """asgiref's WSGI adapter (request body spooled to disk past 64 KiB), run on the pool,
-    answering with one hop back to the event loop (chartr/pooled_wsgi.py)."""
-
-    executor = _sync_pool
+def has_coroutine_view(scope: Scope) -> bool:
+    """Whether the request's path resolves to a coroutine view (one the async handler must serve)."""
+    path = scope["path"]
+    root_path = scope.get("root_path", "")
+    if root_path and path.startswith(root_path):
+        path = path[len(root_path) :]
+    try:
+        return iscoroutinefunction(resolve(path).func)
+    except Resolver404:
+        return False
 
 
 async def route(scope, receive, send):
-    if scope["type"] == "http" and not ASYNC_PATHS.match(scope["path"]):
-        app = _api_with_close if takes_api_middleware(scope, _session_api_paths) else _wsgi_with_close
-        await _PooledWsgiInstance(app)(scope, receive, send)
+    if scope["type"] == "http" and not has_coroutine_view(scope):
+        await pooled_application(scope, receive, send)
     else:
         await native_application(scope, receive, send)
 

@@ -25,6 +25,7 @@ from django.views.decorators.cache import never_cache
 
 from chartr.middleware import BothModesMiddleware
 from kernel import draining
+from kernel.readiness import first_problem as dependency_problem
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,8 @@ def readiness(connection: BaseDatabaseWrapper | None = None) -> str | None:
         return "database_unreachable"
     if pending:
         return "migrations_pending"
-    return None
+    # What the apps depend on beside the database: the live transport's Redis or LISTEN connection.
+    return dependency_problem()
 
 
 @never_cache

@@ -1,18 +1,19 @@
 """``python -m chartr.healthcheck [PATH]``: exit 0 if the local server answers 200, else 1.
 
 The Docker HEALTHCHECK runs this, since the slim image has no curl. It imports
-nothing from Django, so it costs a fraction of a second, and it asks the
-address gunicorn listens on (the first one in ``CHARTR_BIND``).
+nothing from Django but chartr.config's exception, so it costs a fraction of a
+second, and it asks the address gunicorn listens on (the first one in
+``CHARTR_BIND``).
 """
 
 from __future__ import annotations
 
 import http.client
-import os
 import socket
 import sys
 
-DEFAULT_BIND = "127.0.0.1:8000"
+from chartr import config
+
 TIMEOUT_SECONDS = 5.0
 
 
@@ -42,7 +43,7 @@ def connection_for(bind: str, timeout: float = TIMEOUT_SECONDS) -> http.client.H
 
 
 def probe(path: str = "/healthz", bind: str | None = None) -> int:
-    connection = connection_for(bind or os.environ.get("CHARTR_BIND") or DEFAULT_BIND)
+    connection = connection_for(bind or ",".join(config.value("CHARTR_BIND")))
     try:
         connection.request("GET", path)
         status = connection.getresponse().status

@@ -18,13 +18,13 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Sequence
 from typing import Any
 
 from gunicorn.glogging import Logger
-from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 REDACTED = "[redacted]"
 
@@ -118,7 +118,7 @@ class AccessLog:
         if not self.handlers:
             return
         line = redact(
-            f'{get_client_addr(scope)} - "{scope["method"]} {get_path_with_query_string(scope)} '
+            f'{client_address(scope)} - "{scope["method"]} {request_target(scope)} '
             f'HTTP/{scope["http_version"]}" {status}'
         )
         for handler in self.handlers:
@@ -132,9 +132,31 @@ def is_plain_stream(handler: logging.Handler) -> bool:
         type(handler) in (logging.StreamHandler, logging.FileHandler)
         and handler.level <= logging.INFO
         and handler.formatter is not None
-        and handler.formatter._fmt == "%(message)s"
+        and formats_message_only(handler.formatter)
         and all(isinstance(entry, RedactSecrets) for entry in handler.filters)
     )
+
+
+def client_address(scope: dict[str, Any]) -> str:
+    """``host:port`` of the client, as uvicorn's access log writes it; empty when unknown."""
+    client = scope.get("client")
+    return f"{client[0]}:{client[1]}" if client else ""
+
+
+def request_target(scope: dict[str, Any]) -> str:
+    """The path as the client sent it, with its query string; a ``"`` escaped, as uvicorn does."""
+    raw_path = scope.get("raw_path") or scope["path"].encode()
+    target = raw_path.decode("latin1")
+    if scope["query_string"]:
+        target = f"{target}?{scope['query_string'].decode('ascii')}"
+    return target.replace('"', "%22")
+
+
+@functools.lru_cache(maxsize=16)
+def formats_message_only(formatter: logging.Formatter) -> bool:
+    """Whether ``formatter`` renders a record as its bare message (gunicorn's access format ``%(message)s``)."""
+    probe = logging.LogRecord("chartr.probe", logging.INFO, "", 0, "probe", None, None)
+    return formatter.format(probe) == probe.getMessage()
 
 
 def write_line(handler: logging.StreamHandler, line: str) -> bool:

@@ -24,6 +24,8 @@ from pathlib import Path
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from kernel.engines import for_engine
+
 #: A fixed 32-bit key, derived from a name so other tools are unlikely to reuse it.
 ADVISORY_LOCK_KEY = zlib.crc32(b"chartr.migrate")
 LOCK_DIRNAME = ".locks"
@@ -35,8 +37,13 @@ def sqlite_lock_path(database_name: str | os.PathLike) -> Path:
 
 
 @contextmanager
-def _sqlite_lock(database_name: str, on_wait: Callable[[], None]) -> Iterator[None]:
-    path = sqlite_lock_path(database_name)
+def _sqlite_lock(alias: str, on_wait: Callable[[], None]) -> Iterator[None]:
+    connection = connections[alias]
+    if connection.is_in_memory_db():
+        # Nobody else can reach an in-memory database.
+        yield
+        return
+    path = sqlite_lock_path(connection.settings_dict["NAME"])
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -73,15 +80,8 @@ def _postgres_lock(alias: str, on_wait: Callable[[], None]) -> Iterator[None]:
 def migration_lock(alias: str = DEFAULT_DB_ALIAS, *, on_wait: Callable[[], None] = lambda: None) -> Iterator[None]:
     """Hold the migration lock for ``alias``; call ``on_wait`` once if another process has it."""
     connection = connections[alias]
-    if connection.vendor == "sqlite":
-        if connection.is_in_memory_db():
-            # Nobody else can reach an in-memory database.
-            yield
-            return
-        with _sqlite_lock(connection.settings_dict["NAME"], on_wait):
-            yield
-    elif connection.vendor == "postgresql":
-        with _postgres_lock(alias, on_wait):
-            yield
-    else:
-        raise NotImplementedError(f"No migration lock for the {connection.vendor} backend.")
+    lock = for_engine(
+        connection, {"sqlite": _sqlite_lock, "postgresql": _postgres_lock}, unsupported="The migration lock supports"
+    )
+    with lock(alias, on_wait):
+        yield

@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import secrets
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
+from chartr import config
 from kernel.files import ensure_private_dir
 
 __all__ = ["ensure_private_dir", "resolve_config_dir", "resolve_data_dir", "load_or_create_secret_key"]
@@ -24,15 +26,16 @@ def _home() -> Path:
     return Path(os.path.expanduser("~"))
 
 
-def resolve_data_dir(environ: os._Environ | dict = os.environ) -> Path:
-    if environ.get("CHARTR_DATA_DIR"):
-        return Path(environ["CHARTR_DATA_DIR"]).expanduser()
+def resolve_data_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    explicit = config.value("CHARTR_DATA_DIR", environ)
+    if explicit:
+        return Path(explicit).expanduser()
     if environ.get("XDG_DATA_HOME"):
         return Path(environ["XDG_DATA_HOME"]).expanduser() / "chartr"
     return _home() / ".local" / "share" / "chartr"
 
 
-def resolve_config_dir(environ: os._Environ | dict = os.environ) -> Path:
+def resolve_config_dir(environ: Mapping[str, str] = os.environ) -> Path:
     if environ.get("XDG_CONFIG_HOME"):
         return Path(environ["XDG_CONFIG_HOME"]).expanduser() / "chartr"
     return _home() / ".config" / "chartr"

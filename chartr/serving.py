@@ -11,8 +11,8 @@ question before Django sees a request:
   quit or is broken".
 - ``limit_for``: whether the body may be read at all. A declared
   ``Content-Length`` over the limit is refused before a byte is read, and a
-  chunked body is cut off at the limit, so nothing larger than the limit is
-  ever buffered in memory or spooled to disk, whoever sends it.
+  chunked body is read on the event loop and cut off at the limit, so nothing
+  larger than the limit is ever buffered in memory, whoever sends it.
 - ``SharedThreadAsgiHandler``: which thread a stream's synchronous steps
   (request signals, middleware, closing the response) run on. Django's own
   handler gives every request a ``ThreadSensitiveContext``, and asgiref gives
@@ -172,10 +172,6 @@ def body_send(send: Send) -> Send:
     return send
 
 
-class _BodyTooLarge(Exception):
-    pass
-
-
 def declared_length(scope: Scope) -> int | None:
     for name, value in scope.get("headers", ()):
         if name == b"content-length":
@@ -220,7 +216,7 @@ class RequestGuard:
       start each request's task in an empty context, chartr/workers.py);
     - ``limit_for``: a body over ``limit_for(path)`` bytes is refused with 413,
       a declared ``Content-Length`` before a byte is read, a chunked body once it
-      passes the limit, so nothing larger is ever buffered or spooled;
+      passes the limit (read on the event loop), so nothing larger is ever buffered;
     - ``json_errors``: a failure before a response started is answered with the
       500 envelope (JSON under /api/), never the server's plain-text one;
     - ``close_when_draining``: ``Connection: close`` on every response that starts
@@ -266,14 +262,14 @@ class RequestGuard:
                 return
             if declared is None:
                 # With a declared length the server's parser delivers no more than that;
-                # without one (chunked), the body is counted as it comes.
-                receive = counting_receive(receive, limit)
+                # without one (chunked), the body is read here, on the event loop, up to the
+                # limit, whichever thread the handler later reads it from.
+                receive = await read_within(receive, limit)
+                if receive is None:
+                    await self._refuse(response_send, scope, limit)
+                    return
         try:
             await self.app(scope, receive, response_send)
-        except _BodyTooLarge:
-            if response_send.started:
-                raise
-            await self._refuse(response_send, scope, limit)
         except Exception:
             if response_send.started or not self.json_errors:
                 raise
@@ -289,17 +285,27 @@ class RequestGuard:
         )
 
 
-def counting_receive(receive: Receive, limit: int) -> Receive:
-    """``receive``, raising ``_BodyTooLarge`` once the body passed ``limit`` bytes."""
+async def read_within(receive: Receive, limit: int) -> Receive | None:
+    """A ``receive`` handing on the whole body, read now, in one message; None once it passed ``limit`` bytes.
+
+    Later calls (the wait for a disconnect) go to ``receive`` itself.
+    """
+    chunks: list[bytes] = []
     received = 0
-
-    async def receive_counted() -> Message:
-        nonlocal received
+    while True:
         message = await receive()
-        if message["type"] == "http.request":
-            received += len(message.get("body", b""))
-            if received > limit:
-                raise _BodyTooLarge
-        return message
+        if message["type"] != "http.request":
+            pending = [message]  # the client went away before the body was complete
+            break
+        chunks.append(message.get("body", b""))
+        received += len(chunks[-1])
+        if received > limit:
+            return None
+        if not message.get("more_body"):
+            pending = [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+            break
 
-    return receive_counted
+    async def receive_read() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return receive_read

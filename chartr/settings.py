@@ -1,14 +1,18 @@
-"""chartr settings: the one module, fed by the environment through django-environ.
+"""chartr settings: the one module, fed by the environment through chartr.config.
 
-Precedence: real environment variables, then ``<config dir>/chartr.env``,
-then the defaults below. Nothing secret lives in this file.
+Precedence: real environment variables, then ``<config dir>/chartr.env``
+(read by django-environ), then the defaults declared in
+chartr/config/variables.py. Every variable is parsed there, by its declared
+kind: a wrong value, or a ``CHARTR_*`` name chartr does not know, makes this
+import raise ``chartr.config.ConfigError`` (an ImproperlyConfigured) naming
+it, so no ``manage.py`` command and no server starts. Nothing secret lives in
+this file.
 
 One section per concern, each setting defined once, in this order: paths and
 secrets; apps, middleware and templates; accounts and locale; database;
 static files; limits; API; live timeline stream; data snapshots; deployment
-and security; logging. Every environment variable read here (and by
-gunicorn.conf.py and bin/chartr-entrypoint) is listed in docs/configuration.md;
-a test keeps that table complete.
+and security; logging. docs/configuration.md's table of the variables is
+generated from their declarations; a test keeps it so.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from pathlib import Path
 import environ
 from whitenoise.compress import Compressor
 
+from chartr import config
 from chartr.paths import (
     ENV_FILENAME,
     ensure_private_dir,
@@ -30,16 +35,17 @@ from chartr.paths import (
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 CONFIG_DIR = ensure_private_dir(resolve_config_dir())
-env = environ.Env()
 # read_env never overrides variables that are already set, so the real
 # environment wins over the file.
 if (CONFIG_DIR / ENV_FILENAME).is_file():
     environ.Env.read_env(str(CONFIG_DIR / ENV_FILENAME), overwrite=False)
+# Every variable, parsed and checked together; the only read of the environment below.
+_env = config.load()
 
 # The data dir may come from chartr.env too, so resolve it after reading it.
 DATA_DIR = ensure_private_dir(resolve_data_dir())
 
-SECRET_KEY = env.str("CHARTR_SECRET_KEY", default="") or load_or_create_secret_key(CONFIG_DIR)
+SECRET_KEY = _env["CHARTR_SECRET_KEY"] or load_or_create_secret_key(CONFIG_DIR)
 
 # --- Apps, middleware & templates -------------------------------------------
 INSTALLED_APPS = [
@@ -83,21 +89,6 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "chartr.middleware.TryAgainLaterMiddleware",
 ]
-# What a call to the API that carries no cookie runs through instead (chartr/api_handler.py):
-# MIDDLEWARE less the entries that, for such a call, only cost. Health probes and static files
-# live outside /api/; the session, CSRF, the user and messages work from cookies, and no API
-# view but the schema and the docs page (which keep the full list) authenticates by session.
-BROWSER_ONLY_MIDDLEWARE = frozenset(
-    {
-        "chartr.health.HealthProbeMiddleware",
-        "chartr.middleware.StaticFilesMiddleware",
-        "django.contrib.sessions.middleware.SessionMiddleware",
-        "django.middleware.csrf.CsrfViewMiddleware",
-        "django.contrib.auth.middleware.AuthenticationMiddleware",
-        "django.contrib.messages.middleware.MessageMiddleware",
-    }
-)
-API_MIDDLEWARE = [path for path in MIDDLEWARE if path not in BROWSER_ONLY_MIDDLEWARE]
 
 ROOT_URLCONF = "chartr.urls"
 WSGI_APPLICATION = "chartr.wsgi.application"
@@ -106,7 +97,8 @@ ASGI_APPLICATION = "chartr.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        # First, before the apps: chartr/templates/admin overrides the admin's own pages.
+        "DIRS": [BASE_DIR / "chartr" / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -129,13 +121,13 @@ AUTH_PASSWORD_VALIDATORS = [
 LANGUAGE_CODE = "en-us"
 # Seconds and the zone on every admin date-time (chartr/formats/en/formats.py).
 FORMAT_MODULE_PATH = ["chartr.formats"]
-TIME_ZONE = env.str("CHARTR_TIME_ZONE", default="UTC")
+TIME_ZONE = _env["CHARTR_TIME_ZONE"]
 USE_I18N = True
 USE_TZ = True
 
 # --- Database ---------------------------------------------------------------
 SQLITE_PATH = DATA_DIR / "chartr.sqlite3"
-DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{SQLITE_PATH}")}
+DATABASES = {"default": _env["DATABASE_URL"] or environ.Env.db_url_config(f"sqlite:///{SQLITE_PATH}")}
 # Django's backends plus database-held ON DELETE CASCADE (see chartr/db_backends).
 _CHARTR_BACKENDS = {
     "django.db.backends.sqlite3": "chartr.db_backends.sqlite3",
@@ -150,7 +142,7 @@ if DATABASE_VENDOR == "sqlite":
     # are enabled by Django itself on every connection.
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
-        "timeout": env.int("CHARTR_SQLITE_TIMEOUT", default=20),
+        "timeout": _env["CHARTR_SQLITE_TIMEOUT"],
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     # A file, not Django's shared-cache in-memory default: concurrency tests
@@ -158,21 +150,23 @@ if DATABASE_VENDOR == "sqlite":
     DATABASES["default"]["TEST"] = {"NAME": str(DATA_DIR / "test_chartr.sqlite3")}
 # Persistent connections: the server runs sync requests on a fixed pool of
 # threads (chartr/asgi.py), each keeping its connection between requests.
-DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CHARTR_CONN_MAX_AGE", default=60))
+DATABASES["default"].setdefault("CONN_MAX_AGE", _env["CHARTR_CONN_MAX_AGE"])
 DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 # Threads (and so database connections) per server process for everything but
 # the live stream; the stream's reads have their own, CHARTR_LIVE_DB_THREADS.
-CHARTR_SYNC_THREADS = env.int("CHARTR_SYNC_THREADS", default=8)
+CHARTR_SYNC_THREADS = _env["CHARTR_SYNC_THREADS"]
 # Concurrent timeline appends of one process commit together, one transaction
 # per batch, each append in a savepoint of its own (timeline/group_commit.py).
-CHARTR_GROUP_COMMIT = env.bool("CHARTR_GROUP_COMMIT", default=True)
+CHARTR_GROUP_COMMIT = _env["CHARTR_GROUP_COMMIT"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Static files -----------------------------------------------------------
 STATIC_URL = "static/"
-# chartr's own stylesheets (the admin pages' and the API docs'): no page has inline styles (see SECURE_CSP).
-STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = env.path("CHARTR_STATIC_ROOT", default=str(BASE_DIR / "staticfiles"))
+# chartr's own stylesheets (the admin pages' and the API docs') are the chartr app's, in chartr/static:
+# no page has inline styles (see SECURE_CSP).
+# Whether `manage.py prepare_server` (bin/chartr-entrypoint) collects them when they changed.
+CHARTR_COLLECTSTATIC = _env["CHARTR_COLLECTSTATIC"]
+STATIC_ROOT = Path(_env["CHARTR_STATIC_ROOT"] or BASE_DIR / "staticfiles").expanduser()
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # Hashed, compressed static files once collectstatic has run; plain names
@@ -185,22 +179,22 @@ WHITENOISE_SKIP_COMPRESS_EXTENSIONS = [*Compressor.SKIP_COMPRESS_EXTENSIONS, "ma
 
 # --- Limits -----------------------------------------------------------------
 # Request bodies above this get 413 payload_too_large.
-CHARTR_MAX_BODY_BYTES = env.int("CHARTR_MAX_BODY_BYTES", default=1024 * 1024)
+CHARTR_MAX_BODY_BYTES = _env["CHARTR_MAX_BODY_BYTES"]
 # A single timeline item above this gets 413 payload_too_large.
-CHARTR_MAX_ITEM_BYTES = env.int("CHARTR_MAX_ITEM_BYTES", default=1024 * 1024)
+CHARTR_MAX_ITEM_BYTES = _env["CHARTR_MAX_ITEM_BYTES"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(CHARTR_MAX_BODY_BYTES, 2_621_440)
 
 # --- API tokens (tokens/cache.py) -------------------------------------------
 # Seconds a process keeps an active token it looked up; a token revoked by
 # another process is refused here at most this long after; 0 turns it off.
-CHARTR_TOKEN_CACHE_SECONDS = env.float("CHARTR_TOKEN_CACHE_SECONDS", default=5.0)
+CHARTR_TOKEN_CACHE_SECONDS = _env["CHARTR_TOKEN_CACHE_SECONDS"]
 
 # --- Agents -----------------------------------------------------------------
 # A running or initializing agent with no append, update or heartbeat for this
 # long is stale: its daemon is presumably gone (docs/snapshots-api in README).
-CHARTR_STALE_AFTER_SECONDS = env.int("CHARTR_STALE_AFTER_SECONDS", default=300)
+CHARTR_STALE_AFTER_SECONDS = _env["CHARTR_STALE_AFTER_SECONDS"]
 # purge_archived's default --older-than, in days; unset: purge only when told how old.
-CHARTR_RETENTION_ARCHIVED_DAYS = env.int("CHARTR_RETENTION_ARCHIVED_DAYS", default=None)
+CHARTR_RETENTION_ARCHIVED_DAYS = _env["CHARTR_RETENTION_ARCHIVED_DAYS"]
 
 # --- API --------------------------------------------------------------------
 REST_FRAMEWORK = {
@@ -218,7 +212,7 @@ REST_FRAMEWORK = {
     "DATETIME_FORMAT": "iso-8601",
 }
 # Requests per token, e.g. "600/m" or "50/s"; empty (the default) means no limit.
-CHARTR_API_THROTTLE_RATE = env.str("CHARTR_API_THROTTLE_RATE", default="")
+CHARTR_API_THROTTLE_RATE = _env["CHARTR_API_THROTTLE_RATE"]
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "chartr API",
@@ -254,21 +248,21 @@ SPECTACULAR_SETTINGS = {
 
 # --- Live timeline stream (timeline/live/, docs/timeline.md) ----------------
 # Cross-process fan-out through Redis pub/sub when set.
-CHARTR_REDIS_URL = env.str("CHARTR_REDIS_URL", default="")
+CHARTR_REDIS_URL = _env["CHARTR_REDIS_URL"]
 # auto: redis when CHARTR_REDIS_URL is set, else postgres on PostgreSQL, else local.
-CHARTR_LIVE_TRANSPORT = env.str("CHARTR_LIVE_TRANSPORT", default="auto")
+CHARTR_LIVE_TRANSPORT = _env["CHARTR_LIVE_TRANSPORT"]
 # Pub/sub channel; empty = derived from the database, so deployments sharing one Redis stay apart.
-CHARTR_LIVE_CHANNEL = env.str("CHARTR_LIVE_CHANNEL", default="")
+CHARTR_LIVE_CHANNEL = _env["CHARTR_LIVE_CHANNEL"]
 # Threads (and so database connections) per process serving the streams' reads.
-CHARTR_LIVE_DB_THREADS = env.int("CHARTR_LIVE_DB_THREADS", default=4)
+CHARTR_LIVE_DB_THREADS = _env["CHARTR_LIVE_DB_THREADS"]
 # Seconds after streams close before the worker hands free heap pages back to the
 # OS (glibc's malloc_trim, timeline/live/heap.py); at most one trim per period. 0: never.
-CHARTR_HEAP_TRIM_SECONDS = env.float("CHARTR_HEAP_TRIM_SECONDS", default=10.0)
+CHARTR_HEAP_TRIM_SECONDS = _env["CHARTR_HEAP_TRIM_SECONDS"]
 # Safety net: how often each process re-reads head_seq/version of its subscribed
 # agents. An environment variable so the real-process tests can slow or speed it.
-CHARTR_LIVE_POLL_SECONDS = env.float("CHARTR_LIVE_POLL_SECONDS", default=1.0)
+CHARTR_LIVE_POLL_SECONDS = _env["CHARTR_LIVE_POLL_SECONDS"]
 # Seconds between keep-alive comments on an idle stream (the real-process tests set 1).
-CHARTR_SSE_KEEPALIVE_SECONDS = env.float("CHARTR_SSE_KEEPALIVE_SECONDS", default=15.0)
+CHARTR_SSE_KEEPALIVE_SECONDS = _env["CHARTR_SSE_KEEPALIVE_SECONDS"]
 # Fixed: no deployment needs to tune these (tests use override_settings).
 # Buffered news per subscriber before it falls back to catch-up from the database.
 CHARTR_SSE_BUFFER_SIZE = 256
@@ -279,29 +273,29 @@ CHARTR_SSE_RETRY_MS = 1000
 
 # --- Data snapshots (datadir/, docs/snapshots.md) ---------------------------
 # How many data snapshots <data dir>/snapshots keeps; 0 disables them.
-CHARTR_SNAPSHOTS_KEEP = env.int("CHARTR_SNAPSHOTS_KEEP", default=14)
+CHARTR_SNAPSHOTS_KEEP = _env["CHARTR_SNAPSHOTS_KEEP"]
 # Seconds a transaction waits while a restore holds the write fence before it
 # fails with 503 `maintenance` (chartr/db_backends/fence.py).
-CHARTR_MAINTENANCE_WAIT = env.int("CHARTR_MAINTENANCE_WAIT", default=20)
+CHARTR_MAINTENANCE_WAIT = _env["CHARTR_MAINTENANCE_WAIT"]
 
 # --- Deployment & security (docs/deploy.md) ---------------------------------
-DEBUG = env.bool("CHARTR_DEBUG", default=False)
-ALLOWED_HOSTS = env.list("CHARTR_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
-CSRF_TRUSTED_ORIGINS = env.list("CHARTR_CSRF_TRUSTED_ORIGINS", default=[])
+DEBUG = _env["CHARTR_DEBUG"]
+ALLOWED_HOSTS = _env["CHARTR_ALLOWED_HOSTS"]
+CSRF_TRUSTED_ORIGINS = _env["CHARTR_CSRF_TRUSTED_ORIGINS"]
 # The defaults serve plain http on 127.0.0.1. Behind a TLS-terminating proxy,
 # set the production environment from docs/deploy.md; with it,
 # `manage.py check --deploy` reports no issue. Health probes answer before
 # host validation and the HTTPS redirect; see chartr/health.py for why.
-CHARTR_SECURE_COOKIES = env.bool("CHARTR_SECURE_COOKIES", default=False)
+CHARTR_SECURE_COOKIES = _env["CHARTR_SECURE_COOKIES"]
 SESSION_COOKIE_SECURE = CHARTR_SECURE_COOKIES
 CSRF_COOKIE_SECURE = CHARTR_SECURE_COOKIES
-SECURE_SSL_REDIRECT = env.bool("CHARTR_SSL_REDIRECT", default=False)
-SECURE_HSTS_SECONDS = env.int("CHARTR_HSTS_SECONDS", default=0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("CHARTR_HSTS_INCLUDE_SUBDOMAINS", default=False)
-SECURE_HSTS_PRELOAD = env.bool("CHARTR_HSTS_PRELOAD", default=False)
+SECURE_SSL_REDIRECT = _env["CHARTR_SSL_REDIRECT"]
+SECURE_HSTS_SECONDS = _env["CHARTR_HSTS_SECONDS"]
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env["CHARTR_HSTS_INCLUDE_SUBDOMAINS"]
+SECURE_HSTS_PRELOAD = _env["CHARTR_HSTS_PRELOAD"]
 # Only behind a proxy that overwrites X-Forwarded-Proto on every request;
 # otherwise a client could claim https.
-if env.bool("CHARTR_TRUST_X_FORWARDED_PROTO", default=False):
+if _env["CHARTR_TRUST_X_FORWARDED_PROTO"]:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 # The Content-Security-Policy of every response (chartr.middleware). Every
 # page, the admin's and the Swagger UI's, loads its scripts, styles, images
@@ -355,5 +349,5 @@ LOGGING = {
         "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
     },
     # CHARTR_LOG_LEVEL is shared with gunicorn.conf.py, which takes any case.
-    "root": {"handlers": ["console"], "level": env.str("CHARTR_LOG_LEVEL", default="INFO").upper()},
+    "root": {"handlers": ["console"], "level": _env["CHARTR_LOG_LEVEL"].upper()},
 }

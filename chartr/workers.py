@@ -21,7 +21,7 @@ also ends the streams and fails readiness, without waiting).
 
 from __future__ import annotations
 
-import os
+import asyncio
 import signal
 import sys
 import time
@@ -31,14 +31,14 @@ from gunicorn.arbiter import Arbiter
 from uvicorn.server import Server
 from uvicorn_worker import UvicornWorker
 
-from chartr.http_protocol import OneWriteHttpToolsProtocol
+from chartr import config
 from chartr.logs import access_log
 from kernel import draining
 
 
 def drain_seconds() -> float:
     """``CHARTR_DRAIN_SECONDS`` (gunicorn.conf.py has put ``chartr.env`` in the environment already)."""
-    return float(os.environ.get("CHARTR_DRAIN_SECONDS") or 0)
+    return config.value("CHARTR_DRAIN_SECONDS")
 
 
 class DrainingServer(Server):
@@ -65,13 +65,11 @@ class DrainingServer(Server):
 
 
 class DrainingUvicornWorker(UvicornWorker):
-    # A response's head and body in one write (chartr/http_protocol.py); uvicorn
-    # starts each request's task in an empty context, so chartr's wrapper needs no
-    # task of its own for that (chartr/serving.py), and leaves the access log to
-    # chartr/logs.py, which writes the same line to the same handlers.
+    # uvicorn starts each request's task in an empty context, so chartr's wrapper
+    # needs no task of its own for that (chartr/serving.py), and leaves the access
+    # log to chartr/logs.py, which writes the same line to the same handlers.
     CONFIG_KWARGS = {
         **UvicornWorker.CONFIG_KWARGS,
-        "http": OneWriteHttpToolsProtocol,
         "reset_contextvars": True,
         "access_log": False,
     }
@@ -80,11 +78,16 @@ class DrainingUvicornWorker(UvicornWorker):
         super().__init__(*args, **kwargs)
         access_log.write_to(self.log.access_log.handlers)
 
-    async def _serve(self) -> None:
-        # UvicornWorker._serve, with DrainingServer in place of uvicorn's Server.
+    def run(self) -> None:
+        # UvicornWorker.run, serving through DrainingServer in place of uvicorn's Server.
+        with asyncio.Runner(loop_factory=self.config.get_loop_factory()) as runner:
+            runner.run(self.serve_draining())
+
+    async def serve_draining(self) -> None:
         self.config.app = self.wsgi
         server = DrainingServer(self.config, drain_seconds=drain_seconds())
-        self._install_sigquit_handler()
+        # As UvicornWorker does: gunicorn's SIGQUIT (a quick stop) reaches the worker's own handler.
+        asyncio.get_running_loop().add_signal_handler(signal.SIGQUIT, self.handle_exit, signal.SIGQUIT, None)
         await server.serve(sockets=self.sockets)
         if not server.started:
             sys.exit(Arbiter.WORKER_BOOT_ERROR)

@@ -1,4 +1,4 @@
-"""The admin site's own wording; the dashboard itself is templates/admin/index.html."""
+"""The admin site's own wording; the dashboard itself is chartr/templates/admin/index.html."""
 
 from django.contrib import admin
 

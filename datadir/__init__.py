@@ -1,4 +1,4 @@
-"""Data-dir snapshots: rotating copies of chartr's whole state inside its data dir.
+"""Data snapshots: rotating copies of chartr's whole state inside its data dir.
 
 Not to be confused with the ``snapshots`` app, which holds *agent* snapshots.
 A data snapshot guards against bad runs (a buggy client, a bad import), not

@@ -8,8 +8,8 @@ class DataDirConfig(AppConfig):
 
     def ready(self) -> None:
         # Destructive writes elsewhere (purge, trim, import, admin delete) snapshot
-        # first through kernel.checkpoints, without importing datadir.
-        from datadir.services import take_checkpoint_snapshot
-        from kernel.checkpoints import register_checkpoint_taker
+        # first through kernel.data_snapshots, without importing datadir.
+        from datadir.services import take_snapshot_before_write
+        from kernel.data_snapshots import register_data_snapshot_taker
 
-        register_checkpoint_taker(take_checkpoint_snapshot)
+        register_data_snapshot_taker(take_snapshot_before_write)

@@ -38,10 +38,6 @@ class ArchivedConflict(Conflict):
     code = "archived"
 
 
-class DuplicateDirectory(Conflict):
-    code = "duplicate_directory"
-
-
 class VersionMismatch(ChartrError):
     code = "version_mismatch"
     status = 412
@@ -52,12 +48,6 @@ class PayloadTooLarge(ChartrError):
     status = 413
 
 
-class SeqConflict(Conflict):
-    """An append's expected_head_seq no longer matches; ``extra`` carries the current head."""
-
-    code = "seq_conflict"
-
-
 class UnderMaintenance(ChartrError):
     """A data restore is replacing the database: the write was not made, and can be retried."""
 
@@ -66,21 +56,12 @@ class UnderMaintenance(ChartrError):
     retry_after = 5
 
 
-class ItemConflict(Conflict):
-    """An ``item_id`` already committed with other content; ``extra`` carries its ``item_id`` and ``seq``."""
-
-    code = "item_conflict"
-
-
 __all__ = [
     "ArchivedConflict",
     "ChartrError",
     "Conflict",
-    "DuplicateDirectory",
-    "ItemConflict",
     "NotFound",
     "PayloadTooLarge",
-    "SeqConflict",
     "UnderMaintenance",
     "ValidationError",
     "VersionMismatch",

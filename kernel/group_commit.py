@@ -21,7 +21,7 @@ caller's.
 
 Lanes say which calls may share a transaction. Where the database locks rows, a
 batch holding locks on several rows could deadlock with another process locking
-them in another order, so a lane is the row (one agent); where one write lock
+them in another order, so a lane is the row; where one write lock
 covers the whole database (SQLite), one lane serves everything.
 
 The work runs on the leader's thread and database connection: it must not rely

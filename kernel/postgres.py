@@ -1,7 +1,7 @@
 """PostgreSQL connection parameters, mapped from a Django settings dict in one place.
 
 Two consumers need them outside Django's own connection: the live stream's
-``LISTEN`` connection (psycopg keyword arguments) and the data-dir snapshot
+``LISTEN`` connection (psycopg keyword arguments) and the data snapshot
 tools ``pg_dump``/``pg_restore``/``psql`` (libpq environment variables, so a
 password never appears on a command line).
 """

@@ -1,8 +1,7 @@
-"""Helpers every app's services share: UNSET, row locks, field validation, archive results."""
+"""Helpers every app's services share: UNSET, row locks, field validation, batched deletes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
@@ -47,23 +46,6 @@ def require_json_object(value: Any, field: str) -> dict:
     if not isinstance(value, dict):
         raise ValidationError({field: ["Must be a JSON object."]}, code="invalid")
     return value
-
-
-@dataclass(frozen=True)
-class ArchiveResult:
-    """What an archive took. (What it would take is a selector's answer: ``*_archive_preview``.)"""
-
-    workspaces: int = 0
-    agents: int = 0
-    running_agents: int = 0
-    changed: bool = False
-
-
-@dataclass(frozen=True)
-class UnarchiveResult:
-    workspaces: int = 0
-    agents: int = 0
-    changed: bool = False
 
 
 def delete_in_batches(queryset: models.QuerySet, *, batch_size: int) -> int:

@@ -110,10 +110,6 @@ def agent_id_from_file_name(name: str) -> str | None:
     return agent_id if AGENT_ID_RE.fullmatch(agent_id) else None
 
 
-def file_name_for(agent_id: str) -> str:
-    return f"{FILE_PREFIX}{base64.urlsafe_b64encode(agent_id.encode()).decode().rstrip('=')}.json"
-
-
 def _timestamp(value: Any) -> dt.datetime:
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         # The SQLite cache may hold epoch milliseconds.

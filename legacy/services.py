@@ -38,7 +38,7 @@ from pathlib import Path
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from kernel.checkpoints import take_checkpoint
+from kernel.data_snapshots import take_data_snapshot
 from kernel.errors import Conflict
 from legacy.backup import back_up_source, discard_backup
 from legacy.histories import write_histories
@@ -108,7 +108,7 @@ def _snapshot_first(source: Path, report: ImportReport) -> None:
     if connection.in_atomic_block:
         report.warnings.append("No data snapshot was taken before the import: it ran inside a transaction.")
         return
-    report.snapshot = take_checkpoint(
+    report.snapshot = take_data_snapshot(
         reason="pre-import", note=f"before importing {source}", reuse_unchanged=True, required=False
     )
     if report.snapshot is None:

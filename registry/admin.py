@@ -7,6 +7,7 @@ from django.contrib import admin
 
 from kernel.admin import ArchivableAdmin, ArchivedListFilter, ServiceForm
 from registry import selectors, services
+from registry.cascade import ARCHIVE_TAKES_ALONG
 from registry.directories import MAX_DIRECTORY_LENGTH
 from registry.models import Project, Workspace
 
@@ -82,6 +83,8 @@ class ProjectAdmin(ArchivableAdmin):
 
     service_arg = "project"
     cascade_key = "projects"
+    archive_takes_along = ARCHIVE_TAKES_ALONG["projects"]
+    running_kind = "agents"
     archive_service = staticmethod(services.archive_project)
     unarchive_service = staticmethod(services.unarchive_project)
     archive_preview = staticmethod(selectors.project_archive_preview)
@@ -183,6 +186,8 @@ class WorkspaceAdmin(ArchivableAdmin):
 
     service_arg = "workspace"
     cascade_key = "workspaces"
+    archive_takes_along = ARCHIVE_TAKES_ALONG["workspaces"]
+    running_kind = "agents"
     archive_service = staticmethod(services.archive_workspace)
     unarchive_service = staticmethod(services.unarchive_workspace)
     archive_preview = staticmethod(selectors.workspace_archive_preview)

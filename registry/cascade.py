@@ -80,6 +80,31 @@ class RecordsUnderWorkspaces(Protocol):
         ...
 
 
+#: What an archive of each kind of record takes with it, in the order the admin's sentences name them.
+ARCHIVE_TAKES_ALONG: dict[str, tuple[str, ...]] = {
+    "projects": ("workspaces", "agents"),
+    "workspaces": ("agents",),
+    "agents": (),
+}
+
+
+@dataclass(frozen=True)
+class ArchiveResult:
+    """What an archive took. (What it would take is a selector's answer: ``*_archive_preview``.)"""
+
+    workspaces: int = 0
+    agents: int = 0
+    running_agents: int = 0
+    changed: bool = False
+
+
+@dataclass(frozen=True)
+class UnarchiveResult:
+    workspaces: int = 0
+    agents: int = 0
+    changed: bool = False
+
+
 @dataclass(frozen=True)
 class DeletionScope:
     """The records a hard delete starts from: all of one kind, by primary key."""

@@ -12,14 +12,19 @@ from __future__ import annotations
 import hashlib
 
 from django.core.exceptions import ValidationError
+from django.db.models import CheckConstraint, Q
+from django.db.models.functions import Length
+from django.db.models.lookups import LessThanOrEqual
 
 MAX_DIRECTORY_LENGTH = 4096
+#: A file name's limit (NAME_MAX is 255 on Linux and macOS): no real directory has a longer segment.
+MAX_SEGMENT_LENGTH = 255
 #: Length of ``directory_hash``: a sha256 in hex.
 DIRECTORY_HASH_LENGTH = 64
 
-# A segment that is neither "." nor "..".
-_SEGMENT = r"(?:[^/.][^/]*|\.[^/.][^/]*|\.\.[^/]+)"
-#: What ``normalize_directory`` accepts (NUL and the length aside), for the OpenAPI schema.
+# A segment of at most MAX_SEGMENT_LENGTH characters that is neither "." nor "..".
+_SEGMENT = rf"(?=[^/]{{1,{MAX_SEGMENT_LENGTH}}}(?:/|$))(?:[^/.][^/]*|\.[^/.][^/]*|\.\.[^/]+)"
+#: What ``normalize_directory`` accepts (NUL and the whole length aside), for the OpenAPI schema.
 DIRECTORY_PATTERN = rf"^/+(?:{_SEGMENT}/+)*(?:{_SEGMENT})?$"
 
 
@@ -35,7 +40,17 @@ def normalize_directory(raw: object) -> str:
     segments = [segment for segment in raw.split("/") if segment]
     if any(segment in (".", "..") for segment in segments):
         raise ValidationError("Directory must not contain '.' or '..' segments.", code="invalid")
+    if any(len(segment) > MAX_SEGMENT_LENGTH for segment in segments):
+        raise ValidationError(
+            f"Each segment of a directory must be at most {MAX_SEGMENT_LENGTH} characters (a file name's limit).",
+            code="invalid",
+        )
     return "/" + "/".join(segments)
+
+
+def is_within(path: str, directory: str) -> bool:
+    """``path`` is ``directory`` or below it; both normalized."""
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
 def last_segment(directory: str) -> str:
@@ -51,3 +66,26 @@ def directory_hash(directory: str) -> str:
     indexes 64 hex characters.
     """
     return hashlib.sha256(directory.encode("utf-8")).hexdigest()
+
+
+def normalized_directory_check(field: str, name: str, *, max_length: int):
+    """A CheckConstraint holding the shape of a normalized absolute path (as
+    ``normalize_directory`` produces it) of at most ``max_length``.
+
+    NUL bytes are not in it: PostgreSQL cannot store them in text at all and
+    SQLite parameters reject them in DDL; the service refuses them first.
+    """
+    is_root = Q(**{field: "/"})
+    shaped = (
+        Q(**{f"{field}__startswith": "/"})
+        & ~Q(**{f"{field}__endswith": "/"})
+        & ~Q(**{f"{field}__contains": "//"})
+        & ~Q(**{f"{field}__contains": "/./"})
+        & ~Q(**{f"{field}__contains": "/../"})
+        & ~Q(**{f"{field}__endswith": "/."})
+        & ~Q(**{f"{field}__endswith": "/.."})
+    )
+    return CheckConstraint(
+        condition=(is_root | shaped) & LessThanOrEqual(Length(field), max_length),
+        name=name,
+    )

@@ -4,8 +4,13 @@ from django.db import models
 from django.db.models.functions import Length
 from django.db.models.lookups import Exact
 
-from kernel.constraints import choices_check, normalized_directory_check
-from registry.directories import DIRECTORY_HASH_LENGTH, MAX_DIRECTORY_LENGTH, directory_hash
+from kernel.constraints import choices_check
+from registry.directories import (
+    DIRECTORY_HASH_LENGTH,
+    MAX_DIRECTORY_LENGTH,
+    directory_hash,
+    normalized_directory_check,
+)
 
 
 class ArchivableQuerySet(models.QuerySet):

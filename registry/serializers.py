@@ -5,9 +5,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from kernel.api.serializers import (
-    AgentCountsSerializer,
     ApiModelSerializer,
-    ArchivedCountsSerializer,
     StrictCharField,
     StrictChoiceField,
     StrictInputSerializer,
@@ -15,6 +13,17 @@ from kernel.api.serializers import (
 )
 from registry.directories import DIRECTORY_PATTERN, MAX_DIRECTORY_LENGTH, normalize_directory
 from registry.models import Project, ProjectKind, Workspace, WorkspaceKind
+
+
+class ArchivedCountsSerializer(serializers.Serializer):
+    workspaces = serializers.IntegerField(min_value=0)
+    agents = serializers.IntegerField(min_value=0)
+
+
+class AgentCountsSerializer(serializers.Serializer):
+    """How many agents an archive took or an unarchive restored."""
+
+    agents = serializers.IntegerField(min_value=0)
 
 
 @extend_schema_field({"type": "string", "pattern": DIRECTORY_PATTERN, "maxLength": MAX_DIRECTORY_LENGTH})

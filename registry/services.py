@@ -12,10 +12,11 @@ import uuid
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from kernel.errors import ArchivedConflict, DuplicateDirectory
-from kernel.services import UNSET, ArchiveResult, UnarchiveResult, lock_for_update, validate_fields
-from registry.cascade import records_under_workspaces
+from kernel.errors import ArchivedConflict
+from kernel.services import UNSET, lock_for_update, validate_fields
+from registry.cascade import ArchiveResult, UnarchiveResult, records_under_workspaces
 from registry.directories import last_segment, normalize_directory
+from registry.errors import DuplicateDirectory
 from registry.models import Project, Workspace
 
 

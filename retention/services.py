@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from django.utils import timezone
 
-from kernel.checkpoints import take_checkpoint
+from kernel.data_snapshots import take_data_snapshot
 from kernel.errors import NotFound
 from registry.services import delete_archived_registry
 from retention.selectors import PurgeCounts
@@ -38,7 +38,7 @@ def purge_archived(*, archived_before: dt.datetime) -> PurgeResult:
     than one batch; each batch checks the archive time again, so a record
     unarchived meanwhile is left alone.
     """
-    snapshot = take_checkpoint(reason="pre-purge", note=f"before purging what was archived before {archived_before}")
+    snapshot = take_data_snapshot(reason="pre-purge", note=f"before purging what was archived before {archived_before}")
     timeline_rows = delete_rows_of_archived_agents(archived_before=archived_before)
     agents = delete_archived_agents(archived_before=archived_before)
     workspaces, projects = delete_archived_registry(archived_before=archived_before)
@@ -74,6 +74,6 @@ def trim_timelines(*, agent_ids: list[str] | None, policy: TrimPolicy) -> TrimRe
     plan = trim_plan(agent_ids=agent_ids, policy=policy)
     if not plan:
         return TrimReport(trimmed=[], snapshot=None)
-    snapshot = take_checkpoint(reason="pre-trim", note=f"before trimming {len(plan)} agent(s)")
+    snapshot = take_data_snapshot(reason="pre-trim", note=f"before trimming {len(plan)} agent(s)")
     trimmed = [trim_timeline(agent_id=agent_id, policy=policy) for agent_id in plan]
     return TrimReport(trimmed=[result for result in trimmed if result.rows], snapshot=snapshot)

@@ -19,6 +19,7 @@ from django.http import QueryDict
 from django.urls import URLPattern
 
 from kernel.admin import ArchivableAdmin, ArchivedListFilter, ServiceForm
+from registry.cascade import ARCHIVE_TAKES_ALONG
 from registry.models import Workspace
 from registry.selectors import deletion_cascade
 from snapshots import selectors, services
@@ -245,6 +246,8 @@ class AgentSnapshotAdmin(ArchivableAdmin):
 
     service_arg = "agent"
     cascade_key = "agents"
+    archive_takes_along = ARCHIVE_TAKES_ALONG["agents"]
+    running_kind = "agents"
     archive_service = staticmethod(services.archive_agent)
     unarchive_service = staticmethod(services.unarchive_agent)
     archive_preview = staticmethod(selectors.agent_archive_preview)

@@ -127,7 +127,7 @@ class AgentSnapshot(models.Model):
             # The stale reads (the dashboard, the admin's filter, mark_stale_agents) look only at
             # live agents claiming to run, a set as small as the running fleet. Keyed by lifecycle,
             # not by last_seen_at: every append and heartbeat moves last_seen_at, and an index on
-            # it cost each append a page of its own (docs/benchmarks.md, fifth round).
+            # it cost each append a page of its own (docs/benchmarks.md).
             models.Index(
                 fields=["lifecycle"],
                 condition=models.Q(lifecycle__in=ACTIVE_LIFECYCLES, archived_at__isnull=True),

@@ -4,7 +4,6 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from kernel.api.serializers import (
-    AgentCountsSerializer,
     ApiModelSerializer,
     OffsetDateTimeField,
     StrictBooleanField,
@@ -14,6 +13,7 @@ from kernel.api.serializers import (
     id_field,
 )
 from registry.directories import DIRECTORY_PATTERN, MAX_DIRECTORY_LENGTH
+from registry.serializers import AgentCountsSerializer
 from snapshots.models import (
     AGENT_ID_RE,
     DOT_SEGMENT_IDS,

@@ -14,14 +14,13 @@ from django.utils import timezone
 from kernel.errors import ArchivedConflict, Conflict, NotFound, VersionMismatch
 from kernel.services import (
     UNSET,
-    ArchiveResult,
-    UnarchiveResult,
     delete_in_batches,
     lock_for_update,
     require_json_object,
     validate_fields,
 )
-from registry.directories import normalize_directory
+from registry.cascade import ArchiveResult, UnarchiveResult
+from registry.directories import is_within, normalize_directory
 from registry.models import Workspace
 from snapshots.models import AgentSnapshot
 from snapshots.selectors import stale_condition
@@ -115,6 +114,17 @@ def restore_archived_agents(operation: uuid.UUID) -> tuple[int, list[str]]:
     return restored, agent_ids
 
 
+def _check_workspace_takes(workspace: Workspace, agent: AgentSnapshot) -> None:
+    """A new agent goes only into a live workspace, with its cwd at or below the workspace's directory."""
+    if workspace.is_archived:
+        raise ArchivedConflict(f"Workspace {workspace.pk} is archived; agents cannot be added to it.")
+    if agent.cwd and not is_within(agent.cwd, workspace.directory):
+        raise ValidationError(
+            {"cwd": [f"An agent's cwd must be its workspace's directory {workspace.directory!r} or below it."]},
+            code="invalid",
+        )
+
+
 def create_agent(
     *,
     workspace: Workspace,
@@ -154,8 +164,7 @@ def create_agent(
     _validate_agent(agent)
     with transaction.atomic():
         workspace = lock_for_update(Workspace, workspace.pk)
-        if workspace.is_archived:
-            raise ArchivedConflict(f"Workspace {workspace.pk} is archived; agents cannot be added to it.")
+        _check_workspace_takes(workspace, agent)
         agent.workspace = workspace
         if AgentSnapshot.objects.filter(pk=agent.agent_id).exists():
             raise Conflict(f"An agent with id {agent.agent_id!r} already exists.")
@@ -191,7 +200,7 @@ def import_agents(*, new: list[AgentSnapshot], changed: list[AgentSnapshot], fie
 
 
 def update_agent(*, agent: AgentSnapshot, expected_version: int | None = None, **changes: Any) -> AgentSnapshot:
-    """Change an agent's snapshot fields; ``expected_version`` guards against lost updates."""
+    """Change an agent snapshot's fields; ``expected_version`` guards against lost updates."""
     unknown = sorted(set(changes) - set(UPDATABLE_AGENT_FIELDS))
     if unknown:
         raise ValidationError({name: ["This field cannot be changed."] for name in unknown}, code="invalid")

@@ -113,7 +113,7 @@ class AgentViewSet(ApiViewSet):
         return agent_response(agent_for_api(agent_id=agent_id))
 
     @extend_schema(
-        summary="Change an agent's snapshot",
+        summary="Change an agent snapshot",
         request=AgentUpdateSerializer,
         responses=AgentSerializer,
         parameters=[IF_MATCH_HEADER, ETAG_HEADER],

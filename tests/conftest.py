@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from chartr import config
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 
 # Fixtures shared across the tree: API clients and tokens, admin clients and settings.
@@ -14,7 +15,7 @@ pytest_plugins = ["tests.support.api", "tests.support.admin"]
 
 def services_required() -> bool:
     """CI must exercise PostgreSQL and Redis; elsewhere their tests may skip."""
-    return os.environ.get("CHARTR_REQUIRE_SERVICES") == "1" or os.environ.get("CI") == "true"
+    return config.value("CHARTR_REQUIRE_SERVICES") or os.environ.get("CI") == "true"
 
 
 def skip_or_fail(reason: str) -> None:

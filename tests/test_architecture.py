@@ -373,6 +373,45 @@ def test_no_function_over_the_line_limit():
     assert not offenders, failure(f"functions over {MAX_FUNCTION_LINES} lines", [text for _, text in offenders])
 
 
+def _reads_vendor(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "vendor"
+
+
+def engine_choices(tree: ast.AST) -> Iterable[ast.AST]:
+    """Where ``tree`` picks something by engine itself: ``x.vendor == ...``, ``mapping[x.vendor]``,
+    ``mapping.get(x.vendor, default)``. A cache kept per engine (``cache[x.vendor] = ...``,
+    ``cache.get(x.vendor)``) picks nothing."""
+    for node in ast.walk(tree):
+        compared = isinstance(node, ast.Compare) and any(_reads_vendor(n) for n in [node.left, *node.comparators])
+        looked_up = isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and _reads_vendor(node.slice)
+        got = (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and len(node.args) == 2
+            and _reads_vendor(node.args[0])
+        )
+        if compared or looked_up or got:
+            yield node
+
+
+def test_every_choice_by_engine_goes_through_for_engine():
+    offenders = [
+        f"{module.relative}:{node.lineno}"
+        for module in production_modules().values()
+        if module.name != "kernel.engines"
+        for node in engine_choices(module.tree)
+    ]
+    assert not offenders, failure("pick per-engine code with kernel.engines.for_engine", offenders)
+
+
+def test_the_engine_check_sees_each_way_of_choosing():
+    tree = ast.parse(
+        "a = c.vendor == 'sqlite'\nb = M[c.vendor]\nd = M.get(c.vendor, X)\ne = cache.get(c.vendor)\ncache[c.vendor] = 1\n"
+    )
+    assert [node.lineno for node in engine_choices(tree)] == [1, 2, 3]
+
+
 # --- who writes which table ---------------------------------------------------------
 
 #: Model -> the modules that may write its table (by queryset write, ``save``/``bulk_*`` or raw SQL).

@@ -152,7 +152,7 @@ def _rows_with_stored_items(rows: list[dict], render, *, utc: bool) -> list[dict
     """The rows with each item as its stored text, and each time as ``render`` writes it.
 
     Rendering a time in Python (``astimezone``, ``isoformat``, the call) cost more than
-    reading the page (docs/benchmarks.md, fourth round). In UTC (``utc``: the current
+    reading the page (docs/benchmarks.md). In UTC (``utc``: the current
     zone is one), the usual zone, a time stored in UTC is left to orjson, which writes
     an aware datetime as ``isoformat()`` does (``+00:00``, microseconds only when there
     are any). Only this document takes it: its items are fragments, so ``dumps_like_drf``
@@ -160,7 +160,7 @@ def _rows_with_stored_items(rows: list[dict], render, *, utc: bool) -> list[dict
 
     The rows are changed in place: a page whose items are JSON text is read for one
     answer and goes nowhere else, and copying its 100 dicts cost more than building
-    the rest of the document (docs/benchmarks.md, fifth round).
+    the rest of the document (docs/benchmarks.md).
     """
     fragment = orjson.Fragment
     datetime_type = dt.datetime

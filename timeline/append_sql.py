@@ -21,6 +21,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from psycopg.types.json import Jsonb
 
 from kernel import bound_statements
+from kernel.engines import for_engine
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineHead, TimelineRow
 
@@ -277,5 +278,7 @@ def append_sql(connection: BaseDatabaseWrapper) -> AppendSQL:
     """The statements for ``connection``'s engine, built the first time they are asked for."""
     statements = _built.get(connection.vendor)
     if statements is None:
-        statements = _built[connection.vendor] = _ENGINES.get(connection.vendor, AppendSQL)(connection.ops.quote_name)
+        statements = _built[connection.vendor] = for_engine(connection, _ENGINES, default=AppendSQL)(
+            connection.ops.quote_name
+        )
     return statements

@@ -8,9 +8,12 @@ class TimelineConfig(AppConfig):
     def ready(self) -> None:
         # The live hub hears about commits and snapshot changes from any
         # caller (API, admin, commands) and forwards them to other processes.
-        from timeline.live.hub import connect_signals
+        from kernel import readiness
+        from timeline.live.hub import connect_signals, transport_readiness
 
         connect_signals()
+        # /readyz fails while the transport's service (Redis, the LISTEN connection) is unreachable.
+        readiness.register(transport_readiness)
         self.register_with_lower_apps()
         self.give_new_agents_their_heads()
 

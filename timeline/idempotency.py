@@ -15,8 +15,8 @@ from typing import Protocol
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from kernel.errors import ItemConflict
 from timeline.append_sql import append_sql
+from timeline.errors import ItemConflict
 from timeline.items import same_item
 from timeline.models import TimelineRow
 

@@ -35,6 +35,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.dateparse import parse_datetime
 
 from kernel import fastjson
+from kernel.engines import for_engine
 from timeline.models import TimelineHead, TimelineRow
 
 Direction = Literal["tail", "before", "after"]
@@ -259,11 +260,6 @@ def page_sql(alias: str = DEFAULT_DB_ALIAS) -> PageSql:
     connection = connections[alias]
     found = getattr(connection, "_chartr_page_sql", None)
     if found is None:
-        try:
-            page_sql_class = PAGE_SQL_CLASSES[connection.vendor]
-        except KeyError:
-            raise NotImplementedError(
-                f"Timeline pages support SQLite and PostgreSQL, not {connection.vendor}."
-            ) from None
+        page_sql_class = for_engine(connection, PAGE_SQL_CLASSES, unsupported="Timeline pages support")
         found = connection._chartr_page_sql = page_sql_class(connection)
     return found

@@ -5,7 +5,7 @@ PostgreSQL plans a page read from the table's statistics, which autovacuum's
 loaded table, the planner may read an agent's whole history through
 ``timeline_agent_type_idx`` and sort it, instead of reading the newest rows off
 the (agent, seq) index: 7 ms of database time for the newest 100 of 10k rows
-(docs/benchmarks.md, second round). SQLite keeps no statistics unless asked and
+(docs/benchmarks.md). SQLite keeps no statistics unless asked and
 its planner already takes the (agent, seq) index, so there nothing is done.
 """
 
@@ -14,6 +14,7 @@ from __future__ import annotations
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 
+from kernel.engines import for_engine
 from timeline.models import TimelineRow
 
 
@@ -38,5 +39,5 @@ PLANNER_STATISTICS_CLASSES: dict[str, type[PlannerStatistics]] = {"postgresql": 
 def refresh_timeline_statistics(*, using: str = DEFAULT_DB_ALIAS) -> None:
     """Bring the planner's statistics of the timeline table up to date, after a bulk load."""
     connection = connections[using]
-    statistics = PLANNER_STATISTICS_CLASSES.get(connection.vendor, PlannerStatistics)()
+    statistics = for_engine(connection, PLANNER_STATISTICS_CLASSES, default=PlannerStatistics)()
     statistics.refresh(connection, [TimelineRow._meta.db_table])

@@ -11,11 +11,20 @@ it in step with timeline/live/views.py, timeline/live/sse.py and docs/timeline.m
 
 from __future__ import annotations
 
+from urllib.parse import unquote
+
+from django.urls import get_script_prefix, reverse
+
 from snapshots.models import AttentionReason, Lifecycle
 from timeline.items import KNOWN_ITEM_TYPES, MAX_ITEM_TYPE_LENGTH
 from timeline.live.views import LAST_EVENT_ID_PATTERN
 
-STREAM_PATH = "/api/v1/agents/{agent_id}/timeline/stream"
+
+def stream_path() -> str:
+    """The stream's path template in the document, from timeline/urls.py (its only spelling)."""
+    path = reverse("timeline-stream", kwargs={"agent_id": "{agent_id}"}).removeprefix(get_script_prefix())
+    return "/" + unquote(path)
+
 
 STREAM_DESCRIPTION = """\
 Server-Sent Events. The server first sends every committed row after the resume point
@@ -145,7 +154,7 @@ def _error(description: str) -> dict:
 
 def document_timeline_stream(result, generator, request, public):
     result.setdefault("components", {}).setdefault("schemas", {}).update(stream_event_components())
-    result.setdefault("paths", {})[STREAM_PATH] = {
+    result.setdefault("paths", {})[stream_path()] = {
         "get": {
             "operationId": "timeline_stream",
             "summary": "Stream the agent's timeline (catch-up, then live)",

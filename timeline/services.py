@@ -31,9 +31,10 @@ from django.core.exceptions import ValidationError
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
-from kernel.errors import Conflict, SeqConflict
+from kernel.errors import Conflict
 from timeline.agent_head import AgentHead, head_params, lock_agent, save_head
 from timeline.append_sql import append_sql, row_params
+from timeline.errors import SeqConflict
 from timeline.group_commit import run_grouped_append
 from timeline.idempotency import check_replays_match, committed_by_item_id, refuse_committed_item_ids
 from timeline.items import MAX_ITEMS_PER_APPEND, known_item_bytes, validate_new_items

@@ -8,6 +8,7 @@ from django.utils.module_loading import import_string
 
 from datadir.backends.base import DatabaseBackend
 from datadir.errors import SnapshotFailed
+from kernel.engines import for_engine
 
 #: Connection vendor -> the backend class serving it.
 BACKENDS = {
@@ -20,8 +21,5 @@ def database_backend(connection: BaseDatabaseWrapper | None = None) -> DatabaseB
     """The backend for ``connection`` (default: the default database's)."""
     if connection is None:
         connection = connections[DEFAULT_DB_ALIAS]
-    try:
-        backend_class = import_string(BACKENDS[connection.vendor])
-    except KeyError:
-        raise SnapshotFailed(f"Data snapshots support SQLite and PostgreSQL, not {connection.vendor}.") from None
-    return backend_class(connection)
+    path = for_engine(connection, BACKENDS, unsupported="Data snapshots support", error=SnapshotFailed)
+    return import_string(path)(connection)

@@ -28,7 +28,7 @@ __all__ = [
     "SnapshotResult",
     "restore_snapshot",
     "summarize_changes",
-    "take_checkpoint_snapshot",
+    "take_snapshot_before_write",
     "take_snapshot",
 ]
 
@@ -52,8 +52,8 @@ def take_snapshot(
         return take_locked(reason=reason, note=note, if_changed=if_changed)
 
 
-def take_checkpoint_snapshot(reason: str, note: str, reuse_unchanged: bool, required: bool) -> str | None:
-    """kernel.checkpoints' taker: a snapshot before a destructive write (see ``take_checkpoint``)."""
+def take_snapshot_before_write(reason: str, note: str, reuse_unchanged: bool, required: bool) -> str | None:
+    """kernel.data_snapshots' taker: a snapshot before a destructive write (see ``take_data_snapshot``)."""
     if store.snapshots_keep() == 0:
         if not required:
             return None

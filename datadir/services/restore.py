@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import secrets
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django.db import DEFAULT_DB_ALIAS, connections
 
@@ -26,7 +26,6 @@ class RestoreResult:
     files_restored: int
     files_removed: int
     dry_run: bool = False
-    undo_rotated: tuple[str, ...] = field(default=())
 
 
 def restore_locked(*, name: str | None, dry_run: bool) -> RestoreResult:
@@ -84,7 +83,6 @@ def _replace_live_state(verified: VerifiedSnapshot) -> RestoreResult:
         agents_with_new_epoch=agents,
         files_restored=files_restored,
         files_removed=files_removed,
-        undo_rotated=undo.rotated,
     )
 
 

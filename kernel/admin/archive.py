@@ -15,7 +15,7 @@ from django.utils.text import capfirst
 
 from kernel.admin.confirm import Confirmation, ConfirmationItem, ConfirmingAdminMixin, plural
 from kernel.admin.forms import ServiceModelAdmin
-from kernel.checkpoints import take_checkpoint
+from kernel.data_snapshots import take_data_snapshot
 from kernel.errors import ChartrError
 
 # --- Lists ----------------------------------------------------------------
@@ -50,25 +50,25 @@ class ArchivedListFilter(admin.SimpleListFilter):
         return queryset
 
 
-#: What an archive of each kind of record takes with it, in the order the sentences name them.
-_CASCADED_KINDS = {"projects": ("workspaces", "agents"), "workspaces": ("agents",), "agents": ()}
+def _running(counts: list, kind: str) -> int:
+    """How many of the ``kind`` records in ``counts`` are running (their ``running_<kind>``)."""
+    return sum(getattr(c, f"running_{kind}") for c in counts) if kind else 0
 
 
-def _cascade_parts(counts: list, cascade_key: str, *, with_running: bool = True) -> str:
-    """The records an archive (or unarchive) of ``cascade_key`` records takes along, summed over ``counts``.
+def _cascade_parts(counts: list, kinds: tuple[str, ...], running_kind: str, *, with_running: bool = True) -> str:
+    """The ``kinds`` of records an archive (or unarchive) takes along, summed over ``counts``.
 
-    "2 workspaces and 3 agents, 1 of them running", or "" when it takes nothing
+    "2 folders and 3 jobs, 1 of them running", or "" when it takes nothing
     else. The records themselves are never counted again.
     """
-    kinds = _CASCADED_KINDS[cascade_key]
     totals = {kind: sum(getattr(c, kind) for c in counts) for kind in kinds}
     named = [plural(n, kind[:-1]) for kind, n in totals.items() if n]
     if not named:
         return ""
     text = " and ".join(named)
-    running = sum(c.running_agents for c in counts) if with_running and "agents" in kinds else 0
+    running = _running(counts, running_kind) if with_running and running_kind in kinds else 0
     if running:
-        text += ", which is running" if totals["agents"] == 1 else f", {running} of them running"
+        text += ", which is running" if totals[running_kind] == 1 else f", {running} of them running"
     return text
 
 
@@ -77,7 +77,7 @@ def _them(count: int) -> str:
 
 
 def _sentence(head: str, tail: str) -> str:
-    """The head, then what else it did when there was anything: "Archived 2 projects; also archived ..."."""
+    """The head, then what else it did when there was anything: "Archived 2 folders; also archived ..."."""
     return f"{head}; {tail}." if tail else f"{head}."
 
 
@@ -90,17 +90,22 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
     bound); this module imports no app.
     """
 
-    #: The keyword the services and selectors take the record by: "project", "workspace" or "agent".
+    #: The keyword the services and selectors take the record by.
     service_arg: str = ""
     archive_service: Callable[..., Any]
     unarchive_service: Callable[..., Any]
     delete_service: Callable[..., Any]
-    #: Selectors: what archive_service would take (workspaces, agents, running_agents) and
-    #: what unarchive_service would restore (workspaces, agents, blocked_by).
+    #: Selectors: what archive_service would take and what unarchive_service would restore
+    #: (the counts named below, and ``blocked_by``: an archived parent that forbids the unarchive).
     archive_preview: Callable[..., Any]
     unarchive_preview: Callable[..., Any]
     #: The label of ``deletion_counts`` counting the records themselves.
     cascade_key: str = ""
+    #: The counts (plural nouns) of what an archive takes along, as the results and previews name
+    #: them, in the order the sentences name them.
+    archive_takes_along: tuple[str, ...] = ()
+    #: The count whose records may be running (counted as ``running_<count>``): archiving closes them.
+    running_kind: str = ""
     change_form_template = "admin/chartr/archivable_change_form.html"
     actions = ["archive_selected", "unarchive_selected"]
 
@@ -154,16 +159,20 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
     # --- wording ----------------------------------------------------------
 
     def _takes_along(self, verb: str, counts: list) -> str:
-        """What one record (or several) takes along: "also archives its 2 agents", or "" for nothing."""
-        parts = _cascade_parts(counts, self.cascade_key, with_running=verb.startswith("archive"))
+        """What one record (or several) takes along: "also archives its 2 jobs", or "" for nothing."""
+        parts = _cascade_parts(
+            counts, self.archive_takes_along, self.running_kind, with_running=verb.startswith("archive")
+        )
         owner = "its " if len(counts) == 1 else ""
         return f"also {verb} {owner}{parts}" if parts else ""
 
     def _cascade_sentence(self, gerund: str, verb: str, targets: list, counts: list) -> str:
-        """The summary line: "Archiving workspace “X” also archives its 2 agents.", or "... nothing else."."""
+        """The summary line: "Archiving folder “X” also archives its 2 jobs.", or "... nothing else."."""
         opts = self.model._meta
         subject = f"{opts.verbose_name} “{targets[0]}”" if len(targets) == 1 else self.records_noun(len(targets))
-        parts = _cascade_parts(counts, self.cascade_key, with_running=verb.startswith("archive"))
+        parts = _cascade_parts(
+            counts, self.archive_takes_along, self.running_kind, with_running=verb.startswith("archive")
+        )
         if not parts:
             return f"{gerund} {subject} {verb} nothing else."
         owner = "its" if len(targets) == 1 else "their"
@@ -190,11 +199,14 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
                     str(obj), self.change_url(obj), self._takes_along("archives", [preview]) or "archives nothing else"
                 )
             )
-        running = sum(preview.running_agents for preview in previews)
+        running = _running(previews, self.running_kind)
+        kind = self.running_kind
         return Confirmation(
             title=f"Archive {self.records_noun(len(previews))}?" if previews else "Nothing to archive",
             summary=[self._cascade_sentence("Archiving", "archives", targets, previews)] if previews else [],
-            warnings=[f"{plural(running, 'agent is', 'agents are')} running; archiving closes {_them(running)}."]
+            warnings=[
+                f"{plural(running, f'{kind[:-1]} is', f'{kind} are')} running; archiving closes {_them(running)}."
+            ]
             if running
             else [],
             confirm_label="Yes, archive",
@@ -271,7 +283,7 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
     # --- hard delete ------------------------------------------------------
 
     def deletion_counts(self, objs: list) -> dict[str, int]:
-        """What deleting ``objs`` removes, by label ("projects", "timeline rows", ...), in display order."""
+        """What deleting ``objs`` removes, by label ("folders", "job logs", ...), in display order."""
         raise NotImplementedError
 
     def get_deleted_objects(self, objs, request):
@@ -290,9 +302,9 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         self._call(self.delete_service, obj)
 
     def delete_queryset(self, request, queryset):
-        # A bulk delete is one restore away from undone: snapshot first. Raising
-        # here (snapshots disabled) stops delete_selected before it reports success.
-        snapshot = take_checkpoint(reason="pre-delete", note=f"before {request.user.get_username()} deleted records")
+        # A bulk delete is one restore away from undone: a data snapshot first. Raising
+        # here (data snapshots disabled) stops delete_selected before it reports success.
+        snapshot = take_data_snapshot(reason="pre-delete", note=f"before {request.user.get_username()} deleted records")
         # All or nothing: Django's delete_selected action opens no transaction of its own.
         with transaction.atomic():
             for obj in queryset:
@@ -310,7 +322,7 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
 
 
 def _delete_selected_or_explain(modeladmin, request, queryset):
-    """Django's delete_selected, with a refused delete (no snapshot possible) shown as a message, not a 500."""
+    """Django's delete_selected, with a refused delete (no data snapshot possible) shown as a message, not a 500."""
     try:
         return delete_selected(modeladmin, request, queryset)
     except ChartrError as exc:

@@ -101,7 +101,7 @@ class ConfirmingAdminMixin:
         return results, unchanged
 
     def records_noun(self, count: int) -> str:
-        """``count`` records of this admin's model, e.g. "2 projects"."""
+        """``count`` records of this admin's model, e.g. "2 folders"."""
         opts = self.model._meta
         return plural(count, opts.verbose_name, opts.verbose_name_plural)
 

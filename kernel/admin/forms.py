@@ -30,7 +30,7 @@ class ServiceForm(forms.ModelForm):
 
     #: ChartrError code -> the form field its message belongs on.
     error_fields: dict[str, str] = {}
-    #: The field a ValidationError without field names belongs on (e.g. a bad directory).
+    #: The field a ValidationError without field names belongs on (e.g. a bad path).
     plain_error_field: str | None = None
     #: Set per request by ServiceModelAdmin.get_form.
     request: HttpRequest | None = None

@@ -3,7 +3,7 @@
 DRF's ``dispatch`` is kept whole: authentication, the permission and throttle
 checks, the one exception handler and ``finalize_response`` all run as they
 do for every other view. What changes is the work DRF does to reach the same
-answers when the request is the common one (docs/benchmarks.md, fourth round):
+answers when the request is the common one (docs/benchmarks.md):
 
 * **content negotiation**: with one renderer and an ``Accept`` that is absent,
   ``*/*`` or exactly the renderer's media type (and no ``?format=``), DRF

@@ -6,9 +6,9 @@ after that key": rows added meanwhile never shift a page or repeat a row, the
 way offsets would, and every page costs one index range scan.
 
 A view chooses its key with ``keyset_ordering`` (fields that are unique
-together, e.g. ``("id",)`` or ``("created_at", "agent_id")``; ``-name`` sorts
+together, e.g. ``("id",)`` or ``("created_at", "name")``; ``-name`` sorts
 descending). A view that lets clients choose names its keys in
-``keyset_orderings`` (``{"-last_activity_at": ("-last_activity_at", "-agent_id"), ...}``,
+``keyset_orderings`` (``{"-updated_at": ("-updated_at", "-id"), ...}``,
 the first being the default), chosen with ``?ordering=``. Nullable fields
 sort their nulls last in either direction, and the "after this key" condition
 says so, so paging stays exact over nulls.

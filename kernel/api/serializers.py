@@ -91,14 +91,3 @@ class StrictChoiceField(serializers.ChoiceField):
 def id_field(**kwargs) -> serializers.IntegerField:
     """A reference to a row by id. Out-of-range values are a 400, never a database overflow."""
     return StrictIntegerField(min_value=1, max_value=INT64_MAX, **kwargs)
-
-
-class ArchivedCountsSerializer(serializers.Serializer):
-    workspaces = serializers.IntegerField(min_value=0)
-    agents = serializers.IntegerField(min_value=0)
-
-
-class AgentCountsSerializer(serializers.Serializer):
-    """How many agents an archive took or an unarchive restored."""
-
-    agents = serializers.IntegerField(min_value=0)

@@ -77,7 +77,7 @@ class BenchRun:
 #: test name -> (bench script, whether it writes --json results[, its other arguments])
 BENCHES = {
     "test_bench_smoke_prints_every_case_next_to_its_baseline": ("bench/timeline_bench.py", True),
-    "test_multi_instance_bench_smoke_prints_both_rounds_and_their_ratio": ("bench/multi_instance.py", True),
+    "test_multi_instance_bench_smoke_prints_both_fleets_and_their_ratio": ("bench/multi_instance.py", True),
     "test_streams_bench_smoke_prints_threads_rss_and_delivery": ("bench/streams.py", False),
     # The timeline bench's API lines go through httpx, the concurrency bench's through the raw socket client.
     "test_concurrency_bench_smoke_prints_rate_latency_and_server_cpu": (
@@ -139,10 +139,10 @@ def test_bench_smoke_prints_every_case_next_to_its_baseline(bench_runs):
 
 
 @pytest.mark.process
-def test_multi_instance_bench_smoke_prints_both_rounds_and_their_ratio(bench_runs):
+def test_multi_instance_bench_smoke_prints_both_fleets_and_their_ratio(bench_runs):
     if not multi_instance_ready():
         skip_or_fail("the multi-instance bench needs nginx, PostgreSQL and Redis")
-    run = bench_runs["test_multi_instance_bench_smoke_prints_both_rounds_and_their_ratio"]
+    run = bench_runs["test_multi_instance_bench_smoke_prints_both_fleets_and_their_ratio"]
     completed = run.result()
     results_path = run.results_path
     assert completed.returncode == 0, completed.stdout + completed.stderr
@@ -150,7 +150,7 @@ def test_multi_instance_bench_smoke_prints_both_rounds_and_their_ratio(bench_run
         assert re.search(rf"instances {count}: appends +{FIGURE} rows/s \(0 errors\)", completed.stdout)
     assert "2 instances / 1: appends_per_s x" in completed.stdout
     results = json.loads(results_path.read_text())
-    assert [r["instances"] for r in results["rounds"]] == [1, 2]
+    assert [r["instances"] for r in results["fleets"]] == [1, 2]
 
 
 def test_streams_bench_smoke_prints_threads_rss_and_delivery(bench_runs):

@@ -29,7 +29,7 @@ def http_scope(path: str, headers: list[tuple[bytes, bytes]] | None = None) -> d
     }
 
 
-def call(scope: dict) -> tuple[int, bytes]:
+async def answer(scope: dict) -> tuple[int, bytes]:
     sent: list[dict] = []
     requested = False
 
@@ -43,9 +43,13 @@ def call(scope: dict) -> tuple[int, bytes]:
     async def send(message):
         sent.append(message)
 
-    asyncio.run(application(scope, receive, send))
+    await application(scope, receive, send)
     status = next(m["status"] for m in sent if m["type"] == "http.response.start")
     return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+def call(scope: dict) -> tuple[int, bytes]:
+    return asyncio.run(answer(scope))
 
 
 @pytest.fixture
@@ -65,13 +69,24 @@ def request_signals():
     request_finished.disconnect(finished)
 
 
-def test_sync_requests_run_on_the_pool_and_finish_properly(request_signals):
-    status, body = call(http_scope("/healthz"))
-    assert status == 200 and json.loads(body) == {"status": "ok"}
+def test_sync_requests_run_on_the_pool_and_finish_properly(request_signals, settings):
+    # More requests at once than the pool has threads: each runs off the event loop's
+    # thread, on one of at most CHARTR_SYNC_THREADS threads, whatever the timing.
+    requests = 2 * settings.CHARTR_SYNC_THREADS + 1
+
+    async def all_at_once():
+        return await asyncio.gather(*(answer(http_scope("/healthz")) for _ in range(requests)))
+
+    answers = asyncio.run(all_at_once())
+    assert all(status == 200 and json.loads(body) == {"status": "ok"} for status, body in answers)
     # request_finished is where Django recycles database connections: the
-    # adapter must close the response so it fires, on the same pool thread.
-    assert [event for event, _ in request_signals] == ["started", "finished"]
-    assert all(name.startswith("chartr-sync") for _, name in request_signals)
+    # adapter must close the response so it fires, in the thread that served it.
+    started = [name for event, name in request_signals if event == "started"]
+    finished = [name for event, name in request_signals if event == "finished"]
+    assert len(started) == len(finished) == requests
+    assert sorted(started) == sorted(finished)
+    assert threading.main_thread().name not in started
+    assert len(set(started)) <= settings.CHARTR_SYNC_THREADS
 
 
 @pytest.mark.django_db
@@ -81,3 +96,13 @@ def test_the_stream_runs_on_the_async_handler():
     status, body = call(http_scope("/api/v1/agents/anyone/timeline/stream"))
     assert status == 401
     assert json.loads(body)["error"]["code"] == "not_authenticated"
+
+
+@pytest.mark.django_db
+def test_the_admin_stream_runs_on_the_async_handler_and_a_404_on_the_pool(request_signals):
+    # The admin's stream view is a coroutine too: on the WSGI pool it would answer 503; on the
+    # async handler it reaches its check of the session and refuses an anonymous visitor.
+    status, _ = call(http_scope("/admin/snapshots/agentsnapshot/anyone/timeline/stream/"))
+    assert status == 403
+    assert call(http_scope("/api/v1/nowhere"))[0] == 404
+    assert threading.main_thread().name not in [name for _, name in request_signals[-2:]]

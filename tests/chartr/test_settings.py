@@ -107,11 +107,12 @@ def test_sqlite_runs_with_wal_foreign_keys_and_immediate_transactions():
 
 CONFIGURATION_DOC = REPO / "docs" / "configuration.md"
 APP_PACKAGES = ("chartr", "kernel", "tokens", "registry", "snapshots", "timeline", "legacy", "datadir", "dashboard")
-# Reads in Python: env.<type>(NAME, os.environ.get(NAME, environ[NAME], and gunicorn.conf.py's _env(NAME and
-# _flag(NAME, NAME quoted; in the entrypoint and compose.yaml: ${NAME or ${NAME:-default}; in the Dockerfile: NAME=.
+# Reads in Python: chartr.config's values (_env[NAME] in settings and gunicorn.conf.py, config.value(NAME),
+# os.environ.get(NAME, environ[NAME]; in the entrypoint and compose.yaml: ${NAME or ${NAME:-default}; in the
+# Dockerfile: NAME=.
 PYTHON_READ = re.compile(
-    r"""(?:\benv\.\w+|\benv|\b_env|\b_flag|environ\.get|environ\.setdefault|getenv)\(\s*["']([A-Z][A-Z0-9_]*)["']"""
-    r"""|environ\[["']([A-Z][A-Z0-9_]*)["']\]"""
+    r"""(?:\bvalue|environ\.get|environ\.setdefault|getenv)\(\s*["']([A-Z][A-Z0-9_]*)["']"""
+    r"""|(?:environ|_env)\[["']([A-Z][A-Z0-9_]*)["']\]"""
 )
 SHELL_READ = re.compile(r"\$\{([A-Z][A-Z0-9_]*)")
 DOCKERFILE_ENV = re.compile(r"\b(CHARTR_[A-Z0-9_]+|XDG_[A-Z_]+)=")
@@ -160,13 +161,17 @@ def test_configuration_doc_lists_nothing_the_code_no_longer_reads():
 
 
 def test_tuning_constants_are_not_environment_variables(tmp_path):
-    """The live stream's buffer, batch and retry sizes are fixed; the environment cannot change them."""
-    env = {"CHARTR_SSE_BUFFER_SIZE": "5", "CHARTR_SSE_BATCH_SIZE": "5", "CHARTR_SSE_RETRY_MS": "5"}
+    """The live stream's buffer, batch and retry sizes are fixed; setting one in the environment is refused."""
     probe = (
         "import json; from django.conf import settings as s; "
         "print(json.dumps([s.CHARTR_SSE_BUFFER_SIZE, s.CHARTR_SSE_BATCH_SIZE, s.CHARTR_SSE_RETRY_MS]))"
     )
     base = {k: v for k, v in os.environ.items() if not k.startswith(("CHARTR_", "XDG_", "DATABASE_URL"))}
-    base.update({"HOME": str(tmp_path), "DJANGO_SETTINGS_MODULE": "chartr.settings", **env})
+    base.update({"HOME": str(tmp_path), "DJANGO_SETTINGS_MODULE": "chartr.settings"})
     out = subprocess.run([sys.executable, "-c", probe], env=base, cwd=REPO, capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == [256, 100, 1000]
+    for name in ("CHARTR_SSE_BUFFER_SIZE", "CHARTR_SSE_BATCH_SIZE", "CHARTR_SSE_RETRY_MS"):
+        refused = subprocess.run(
+            [sys.executable, "-c", probe], env={**base, name: "5"}, cwd=REPO, capture_output=True, text=True
+        )
+        assert refused.returncode != 0 and f"{name} is a constant in chartr/settings.py" in refused.stderr

@@ -7,7 +7,6 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from kernel.errors import ItemConflict
 from legacy import services, timelines, write
 from legacy.models import ImportRun
 from legacy.problems import LegacyImportInvalid
@@ -18,6 +17,7 @@ from tests.factories import AgentFactory
 from tests.legacy.builders import T2, row
 from tests.legacy.conftest import backups, dump_database
 from timeline import services as timeline_services
+from timeline.errors import ItemConflict
 from timeline.models import TimelineHead, TimelineRow
 
 pytestmark = pytest.mark.django_db

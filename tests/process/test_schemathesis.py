@@ -25,12 +25,13 @@ import schemathesis
 from schemathesis.core.failures import FailureGroup
 from schemathesis.core.transport import Response
 
+from chartr import config
 from tests.process.live_support import ServerProcess
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent
-EXAMPLES = int(os.environ.get("CHARTR_SCHEMATHESIS_EXAMPLES", "10"))
-SEED = int(os.environ.get("CHARTR_SCHEMATHESIS_SEED", "20261201"))
+EXAMPLES = config.value("CHARTR_SCHEMATHESIS_EXAMPLES")
+SEED = config.value("CHARTR_SCHEMATHESIS_SEED")
 #: A guard, not the budget: `st run` stops when the examples are spent (~1.5-3 min on a busy 2-core machine).
 RUN_TIMEOUT = 420
 

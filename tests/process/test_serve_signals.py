@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import skip_or_fail
-from tests.support.processes import LISTENING, Process, isolated_env, wait_for
+from tests.support.processes import LISTENING, REDIS_URL, Process, isolated_env, wait_for
 
 RUNTIME_STAMP = ".venv/.installed-runtime"
 
@@ -50,7 +50,15 @@ def test_stopping_make_serve_stops_gunicorn_and_frees_the_port(tmp_path, scratch
     if make is None:
         skip_or_fail("make is not installed")
     database = scratch_db(migrated=True)
-    env = isolated_env(tmp_path, CHARTR_COLLECTSTATIC="0", CHARTR_WORKERS="2", **database.env())
+    # Two workers need a live transport across them (on SQLite too); nothing here opens a stream, so Redis may be down.
+    env = isolated_env(
+        tmp_path,
+        CHARTR_COLLECTSTATIC="0",
+        CHARTR_WORKERS="2",
+        CHARTR_LIVE_TRANSPORT="redis",
+        CHARTR_REDIS_URL=REDIS_URL,
+        **database.env(),
+    )
     for name in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
         env.pop(name, None)
     # `make serve` as the README runs it, with this interpreter and without (re)installing anything.

@@ -69,6 +69,7 @@ def test_create_duplicate_directory_is_409(api):
         ({"directory": 5, "kind": "git"}, ["directory"]),
         ({"directory": ["/a"], "kind": "git"}, ["directory"]),
         ({"directory": "/a", "kind": "git", "display_name": "x" * 256}, ["display_name"]),
+        ({"directory": "/a/" + "x" * 256, "kind": "git"}, ["directory"]),
         ({"directory": "/a", "kind": "git", "archived_at": None}, ["archived_at"]),
         ({"directory": "/a", "kind": "git", "id": 7}, ["id"]),
     ],

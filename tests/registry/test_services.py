@@ -5,8 +5,9 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from kernel.errors import ArchivedConflict, DuplicateDirectory, NotFound
+from kernel.errors import ArchivedConflict, NotFound
 from registry import selectors, services
+from registry.errors import DuplicateDirectory
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent

@@ -303,3 +303,24 @@ def test_cwd_is_kept_normalized_even_below_the_workspace(api):
         "/api/v1/agents", {"workspace_id": workspace.pk, "provider": "claude", "cwd": "relative/dir"}, format="json"
     )
     assert_error(bad, 400, "invalid", fields=["cwd"])
+
+
+@pytest.mark.parametrize("cwd", ["/srv/other", "/srv/repository", "/srv", "/"])
+def test_a_cwd_outside_the_workspace_is_refused_and_nothing_is_written(api, cwd):
+    workspace = WorkspaceFactory(directory="/srv/repo")
+    response = api.post(
+        "/api/v1/agents",
+        {"workspace_id": workspace.pk, "provider": "claude", "agent_id": "out", "cwd": cwd},
+        format="json",
+    )
+    assert_error(response, 400, "invalid", fields=["cwd"])
+    assert "/srv/repo" in response.json()["error"]["fields"]["cwd"][0]
+    assert not AgentSnapshot.objects.filter(pk="out").exists()
+
+
+def test_a_workspace_at_the_root_holds_any_cwd(api):
+    workspace = WorkspaceFactory(directory="/")
+    response = api.post(
+        "/api/v1/agents", {"workspace_id": workspace.pk, "provider": "claude", "cwd": "/srv/x"}, format="json"
+    )
+    assert response.status_code == 201 and response.json()["cwd"] == "/srv/x"

@@ -35,11 +35,13 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import httpx
 
+from chartr import config
+
 REPO = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO / "bin" / "chartr-entrypoint"
 LISTENING = re.compile(r"Listening at: http://127\.0\.0\.1:(\d+)")
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-REDIS_URL = os.environ.get("CHARTR_TEST_REDIS_URL", "redis://127.0.0.1:6379/9")
+REDIS_URL = config.value("CHARTR_TEST_REDIS_URL")
 
 #: gunicorn as the live-stream tests and the benchmark run it: the production
 #: worker class, one worker, a short grace period so stopping is quick.

@@ -7,7 +7,9 @@ process works in a throwaway location.
 import os
 import tempfile
 
-if not os.environ.get("CHARTR_TEST_KEEP_DIRS"):
+from chartr import config
+
+if not config.value("CHARTR_TEST_KEEP_DIRS"):
     _root = tempfile.mkdtemp(prefix="chartr-test-")
     os.environ["CHARTR_DATA_DIR"] = os.path.join(_root, "data")
     os.environ["XDG_CONFIG_HOME"] = os.path.join(_root, "config")

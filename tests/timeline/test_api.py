@@ -202,10 +202,10 @@ def test_auth_is_required_and_read_only_tokens_cannot_append():
 
 
 def test_the_stream_is_documented_in_the_schema(api):
-    from timeline.schema import STREAM_PATH
+    from timeline.schema import stream_path
 
     document = api.get("/api/v1/schema").json()
-    operation = document["paths"][STREAM_PATH]["get"]
+    operation = document["paths"][stream_path()]["get"]
     assert "text/event-stream" in operation["responses"]["200"]["content"]
     assert {p["name"] for p in operation["parameters"]} == {"agent_id", "after_seq", "epoch", "Last-Event-ID"}
     assert "bearerAuth" in document["components"]["securitySchemes"]

@@ -14,11 +14,12 @@ from collections.abc import Callable
 import pytest
 from django.db import connections
 
-from kernel.errors import ArchivedConflict, ItemConflict, NotFound, SeqConflict
+from kernel.errors import ArchivedConflict, NotFound
 from kernel.write_fence import is_outside_write_fence
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory
 from tests.support.processes import wait_for
+from timeline.errors import ItemConflict, SeqConflict
 from timeline.group_commit import append_lane, appends
 from timeline.models import TimelineRow
 from timeline.services import AppendResult, NewTimelineItem, append_timeline_items

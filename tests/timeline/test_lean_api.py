@@ -13,12 +13,12 @@ import datetime as dt
 import json
 
 import pytest
+from django.core.wsgi import get_wsgi_application
 from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.views import APIView
 
-from chartr.api_handler import ApiWsgiHandler
 from kernel.api.lean import LeanApiView
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory
@@ -234,7 +234,7 @@ def test_every_request_is_answered_as_plain_drf_answers_it(tokens, timelines, pl
     # As in a process that has served the OpenAPI document: generating it instantiates the
     # views without a request, and nothing it leaves on a class may change an answer.
     SchemaGenerator().get_schema(request=None, public=True)
-    app = ApiWsgiHandler()
+    app = get_wsgi_application()
     statuses = set()
     for method, path, options in every_request(tokens):
         lean = send(app, method, path, **options)
@@ -252,7 +252,7 @@ def test_the_shortcuts_take_the_plain_requests(tokens, timelines, monkeypatch):
     for name in ("perform_content_negotiation",):
         original = getattr(APIView, name)
         monkeypatch.setattr(APIView, name, lambda self, *a, _o=original, **k: taken.append(1) or _o(self, *a, **k))
-    app = ApiWsgiHandler()
+    app = get_wsgi_application()
     bearer = {"Authorization": f"Bearer {tokens['writer']}"}
     assert send(app, "GET", TIMELINE, query="limit=100", headers=bearer)[0].startswith("200")
     assert send(app, "POST", TIMELINE, body=one_item(), headers=bearer)[0].startswith("201")

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from timeline.items import KNOWN_ITEM_TYPES, TOOL_CALL_STATUSES, item_problems
-from timeline.schema import STREAM_PATH, item_component_name
+from timeline.schema import item_component_name, stream_path
 
 pytestmark = pytest.mark.django_db
 
@@ -88,7 +88,7 @@ def test_the_schema_accepts_exactly_the_items_the_server_accepts(document):
 
 
 def test_the_stream_names_its_four_events_with_their_data_and_ids(document):
-    content = document["paths"][STREAM_PATH]["get"]["responses"]["200"]["content"]
+    content = document["paths"][stream_path()]["get"]["responses"]["200"]["content"]
     assert content["text/event-stream"]["schema"] == {"$ref": "#/components/schemas/TimelineStreamEvent"}
     events = {
         ref["$ref"].rsplit("/", 1)[1]: schema_for(document, ref["$ref"].rsplit("/", 1)[1])
@@ -107,3 +107,7 @@ def test_the_stream_names_its_four_events_with_their_data_and_ids(document):
         assert event["properties"]["data"]["contentMediaType"] == "application/json"
     committed_data = events["CommittedEvent"]["properties"]["data"]["contentSchema"]
     assert committed_data == {"$ref": "#/components/schemas/CanonicalRow"}
+
+
+def test_the_documented_stream_path_is_the_routed_one():
+    assert stream_path() == "/api/v1/agents/{agent_id}/timeline/stream"

@@ -7,9 +7,10 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connections, transaction
 
-from kernel.errors import ArchivedConflict, ItemConflict, NotFound, PayloadTooLarge, SeqConflict
+from kernel.errors import ArchivedConflict, NotFound, PayloadTooLarge
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory
+from timeline.errors import ItemConflict, SeqConflict
 from timeline.models import TimelineRow
 from timeline.services import (
     NewTimelineItem,

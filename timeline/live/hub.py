@@ -390,7 +390,7 @@ class Hub:
     # -- the safety net (event-loop side) --
 
     async def _poll_forever(self) -> None:
-        """Notice commits and snapshot changes whose news never came."""
+        """Notice commits and agent snapshot changes whose news never came."""
         while True:
             await asyncio.sleep(self.poll_interval)
             try:
@@ -432,6 +432,11 @@ def get_hub() -> Hub:
         if _hub is None:
             _hub = Hub()
         return _hub
+
+
+def transport_readiness() -> str | None:
+    """The readiness probe's check of this process's live transport (kernel.readiness)."""
+    return get_hub().transport.readiness_problem()
 
 
 def set_hub(hub: Hub | None) -> Hub | None:

@@ -29,7 +29,7 @@ class Committed:
 
 @dataclass(frozen=True)
 class AgentsChanged:
-    """The snapshots of ``agent_ids`` changed (created, updated, archived, ...)."""
+    """The agent snapshots of ``agent_ids`` changed (created, updated, archived, ...)."""
 
     agent_ids: tuple[str, ...]
     reason: str

@@ -23,7 +23,7 @@ from timeline.selectors import RetainedRange, rows_after
 
 T = TypeVar("T")
 
-#: The fields an ``agent`` event carries: the snapshot's, then its timeline head's (one query).
+#: The agent snapshot fields an ``agent`` event carries, then its timeline head's (one query).
 AGENT_STATE_FIELDS = (
     "agent_id",
     "lifecycle",
@@ -63,7 +63,7 @@ class LiveBatch:
 
 
 def read_agent_state(agent_id: str) -> dict | None:
-    """The snapshot fields an ``agent`` event carries, or None if the agent is gone."""
+    """The agent snapshot fields an ``agent`` event carries, with its head's, or None if the agent is gone."""
     return AgentSnapshot.objects.filter(pk=agent_id).values(*AGENT_STATE_FIELDS, **HEAD_STATE_FIELDS).first()
 
 

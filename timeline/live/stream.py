@@ -29,7 +29,7 @@ from timeline.live.sse import KEEPALIVE, agent_event, sse_frame
 
 
 class TimelineStream:
-    """State of one client's stream: the last seq sent, the epoch and snapshot version it has seen."""
+    """State of one client's stream: the last seq sent, the epoch and agent snapshot version it has seen."""
 
     def __init__(self, hub: Hub, agent_id: str, *, after_seq: int | None, epoch: str | None):
         self.hub = hub

@@ -20,6 +20,7 @@ from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.module_loading import import_string
 
+from kernel.engines import for_engine
 from timeline.search.base import TimelineSearch
 
 #: Connection vendor -> the class searching it.
@@ -33,13 +34,10 @@ def timeline_search(connection: BaseDatabaseWrapper | None = None) -> TimelineSe
     """The search of ``connection``'s engine (default: the default database's)."""
     if connection is None:
         connection = connections[DEFAULT_DB_ALIAS]
-    return _backend_class(connection.vendor)(connection)
+    return _backend_class(for_engine(connection, SEARCH_BACKENDS, unsupported="Timeline search supports"))(connection)
 
 
 @cache
-def _backend_class(vendor: str) -> type[TimelineSearch]:
+def _backend_class(path: str) -> type[TimelineSearch]:
     """Imported once per engine: every append asks for its engine's search."""
-    try:
-        return import_string(SEARCH_BACKENDS[vendor])
-    except KeyError:
-        raise NotImplementedError(f"Timeline search supports SQLite and PostgreSQL, not {vendor}.") from None
+    return import_string(path)

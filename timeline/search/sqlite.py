@@ -22,7 +22,7 @@ SELECT``:
   indexed row's entry (the watermark falls to the next indexed row, all below
   it still indexed) and ignores a backlog row's. Nothing is stored beside the
   index, so pruning, agent deletes, legacy imports, group commit's rolled-back
-  savepoints and data-dir snapshots and restores (the index and the rows are
+  savepoints and data snapshots and restores (the index and the rows are
   one database file) cannot leave a watermark behind.
 * An append indexes the backlog when its rows' ids reach a multiple of
   ``INDEX_EVERY`` (known from ``last_insert_rowid()``, no query of the

@@ -4,7 +4,7 @@ With ``CONN_HEALTH_CHECKS`` (on in chartr's settings) Django sends ``SELECT 1``
 before the first query of every request on a kept connection, so a
 connection the server dropped while it sat idle is replaced instead of failing
 the request. On PostgreSQL that is a round trip per API request: about 15% of a
-1-item append's wall time in process (docs/benchmarks.md, fifth round).
+1-item append's wall time in process (docs/benchmarks.md).
 
 Whatever ends a session from the server's side (a restart, a crash,
 ``pg_terminate_backend``, an idle timeout) reaches the client's socket as a

@@ -21,5 +21,4 @@ class Command(BaseCommand):
             self.stdout.flush()
 
         with migration_lock(database, on_wait=on_wait):
-            # The raw stream: migrate wraps it in its own OutputWrapper.
-            call_command("migrate", database=database, interactive=False, verbosity=verbosity, stdout=self.stdout._out)
+            call_command("migrate", database=database, interactive=False, verbosity=verbosity, stdout=self.stdout)

@@ -41,7 +41,7 @@ class Command(BaseCommand):
             "--no-collectstatic",
             action="store_false",
             dest="collectstatic",
-            help="Static files are prebuilt (the Docker image collects them at build time).",
+            help="Static files are prebuilt, as with CHARTR_COLLECTSTATIC=0 (the Docker image collects them at build time).",
         )
 
     def handle(self, *args, collectstatic: bool, verbosity: int, **options):
@@ -52,9 +52,9 @@ class Command(BaseCommand):
                 f"Refusing to serve {connection.settings_dict['NAME']}: {problem}. SQLite serves one machine; "
                 "several machines share PostgreSQL (docs/deploy.md, More than one machine)."
             )
-        call_command("migrate_safely", verbosity=verbosity, stdout=self.stdout._out)
-        call_command("ensure_initial_admin", verbosity=verbosity, stdout=self.stdout._out)
-        if collectstatic:
+        call_command("migrate_safely", verbosity=verbosity, stdout=self.stdout)
+        call_command("ensure_initial_admin", verbosity=verbosity, stdout=self.stdout)
+        if collectstatic and settings.CHARTR_COLLECTSTATIC:
             self.collect_static_if_changed()
 
     def collect_static_if_changed(self) -> None:

@@ -13,6 +13,7 @@ KNOBS = (
     "CHARTR_BIND", "CHARTR_WORKERS", "CHARTR_THREADS", "CHARTR_WORKER_CLASS", "CHARTR_TIMEOUT",
     "CHARTR_GRACEFUL_TIMEOUT", "CHARTR_KEEPALIVE", "CHARTR_LOG_LEVEL", "CHARTR_ACCESS_LOG",
     "CHARTR_FORWARDED_ALLOW_IPS", "CHARTR_WORKER_TMP_DIR", "DATABASE_URL", "CHARTR_REDIS_URL", "CHARTR_DRAIN_SECONDS",
+    "CHARTR_LIVE_TRANSPORT",
 )  # fmt: skip
 
 
@@ -62,6 +63,7 @@ def test_every_knob_comes_from_the_environment(load_config):
         CHARTR_ACCESS_LOG="0",
         CHARTR_FORWARDED_ALLOW_IPS="10.0.0.2",
         CHARTR_WORKER_TMP_DIR="/dev/shm",
+        CHARTR_REDIS_URL="redis://127.0.0.1:6379/0",  # several workers need a transport across them
     )
     assert config["bind"] == ["0.0.0.0:9000", "unix:/tmp/chartr.sock"]
     assert (config["workers"], config["threads"], config["timeout"]) == (3, 4, 90)
@@ -89,6 +91,29 @@ def test_a_thread_based_worker_class_serves_the_wsgi_application(load_config):
 
 def test_the_config_dir_env_file_is_read_and_the_real_environment_wins(load_config, empty_config_dir):
     empty_config_dir.mkdir(parents=True)
-    (empty_config_dir / "chartr.env").write_text("CHARTR_WORKERS=5\nCHARTR_TIMEOUT=120\n")
+    (empty_config_dir / "chartr.env").write_text(
+        "CHARTR_WORKERS=5\nCHARTR_TIMEOUT=120\nCHARTR_REDIS_URL=redis://127.0.0.1:6379/0\n"
+    )
     config = load_config(CHARTR_TIMEOUT="45")
     assert (config["workers"], config["timeout"]) == (5, 45)
+
+
+def test_a_wrong_value_stops_the_config_with_a_message_naming_it(load_config, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        load_config(CHARTR_WORKERS="0", CHARTR_KEEPALIVE="5s")
+    assert stopped.value.code == 2
+    err = capsys.readouterr().err
+    assert "CHARTR_WORKERS='0': expected an integer from 1 to 64" in err
+    assert "CHARTR_KEEPALIVE='5s': expected an integer from 0 to 3600 (seconds)" in err
+
+
+def test_several_workers_with_the_local_transport_are_refused_with_the_fix(load_config, capsys):
+    with pytest.raises(SystemExit):
+        load_config(CHARTR_WORKERS="2")
+    err = capsys.readouterr().err
+    assert "CHARTR_WORKERS=2 with the local live transport" in err
+    assert "CHARTR_LIVE_TRANSPORT=redis with CHARTR_REDIS_URL" in err and "CHARTR_WORKERS=1" in err
+    with pytest.raises(SystemExit):
+        load_config(CHARTR_WORKERS="2", DATABASE_URL="postgres://u@db:5432/chartr", CHARTR_LIVE_TRANSPORT="local")
+    assert load_config(CHARTR_WORKERS="2", CHARTR_WORKER_CLASS="gthread")["workers"] == 2  # no live streams under WSGI
+    assert load_config(DATABASE_URL="postgres://u@db:5432/chartr", CHARTR_LIVE_TRANSPORT="local")["workers"] == 1

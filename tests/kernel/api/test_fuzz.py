@@ -9,8 +9,6 @@ minute; raise CHARTR_FUZZ_EXAMPLES locally for a deeper run.
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import schemathesis
 from django.core.handlers.wsgi import WSGIHandler
@@ -19,12 +17,13 @@ from drf_spectacular.renderers import OpenApiJsonRenderer
 from hypothesis import HealthCheck, settings
 from schemathesis.generation import GenerationMode
 
+from chartr import config
 from kernel.api.schema import ERROR_CODES
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
-from timeline.schema import STREAM_PATH
+from timeline.schema import stream_path
 from tokens.services import create_api_token
 
-MAX_EXAMPLES = int(os.environ.get("CHARTR_FUZZ_EXAMPLES", "25"))
+MAX_EXAMPLES = config.value("CHARTR_FUZZ_EXAMPLES")
 
 pytestmark = pytest.mark.usefixtures("wsgi_keeps_test_connection")
 
@@ -46,7 +45,7 @@ def fuzzable_schema() -> dict:
     in-process WSGI app answers 503 asgi_required) and never ends; the real-process
     tests in tests/process/ exercise it against a real server."""
     document = app_schema()
-    del document["paths"][STREAM_PATH]
+    del document["paths"][stream_path()]
     return document
 
 

@@ -6,6 +6,7 @@ import asyncio
 import time
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 from django.test import override_settings
 
@@ -44,8 +45,9 @@ def test_auto_without_redis_follows_the_database(monkeypatch):
 
 
 @override_settings(CHARTR_LIVE_TRANSPORT="carrier-pigeon")
-def test_an_unknown_name_sends_nothing_across_processes():
-    assert type(make_transport(origin="o")) is LocalTransport
+def test_an_unknown_name_is_refused_not_taken_for_local():
+    with pytest.raises(ImproperlyConfigured, match="CHARTR_LIVE_TRANSPORT='carrier-pigeon'"):
+        make_transport(origin="o")
 
 
 @override_settings(CHARTR_LIVE_CHANNEL="")

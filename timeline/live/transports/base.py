@@ -66,6 +66,11 @@ class LiveTransport(ABC):
     async def aclose(self) -> None:
         """Stop listening."""
 
+    def readiness_problem(self) -> str | None:
+        """None while what this transport needs answers, else the readiness probe's reason code.
+        Called from a request thread (``/readyz``); must stay short."""
+        return None
+
 
 class ListeningTransport(LiveTransport):
     """A transport with one long-lived listening connection, reconnected with backoff."""
@@ -75,9 +80,22 @@ class ListeningTransport(LiveTransport):
     INITIAL_BACKOFF = 0.2
     MAX_BACKOFF = 5.0
 
+    #: The readiness probe's reason code while the listening connection is down.
+    unreachable_reason = ""
+
     def __init__(self, *, channel_name: str, origin: str):
         super().__init__(channel_name=channel_name, origin=origin)
         self._task: asyncio.Task | None = None
+
+    def listener_lost(self) -> bool:
+        """Whether the listener runs (a stream started it, on a loop still open) and is not connected now."""
+        task, connected = self._task, self.connected
+        if task is None or connected is None or task.done() or task.get_loop().is_closed():
+            return False
+        return not connected.is_set()
+
+    def readiness_problem(self) -> str | None:
+        return self.unreachable_reason if self.listener_lost() else None
 
     def start(
         self, loop: asyncio.AbstractEventLoop, *, receive: PayloadReceiver, on_connect: Callable[[], None]

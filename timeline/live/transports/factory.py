@@ -5,9 +5,11 @@ from __future__ import annotations
 import hashlib
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 from django.utils.module_loading import import_string
 
+from kernel.engines import for_engine
 from timeline.live.transports.base import LiveTransport
 
 #: Transport name -> class. Dotted paths, so only the chosen backend's client library is imported.
@@ -20,15 +22,14 @@ TRANSPORT_CLASSES = {
 
 def transport_name() -> str:
     """The configured transport; ``auto`` is redis when ``CHARTR_REDIS_URL`` is set,
-    else postgres on PostgreSQL, else local."""
-    wanted = getattr(settings, "CHARTR_LIVE_TRANSPORT", "auto")
+    else postgres on PostgreSQL, else local (chartr.config.effective_transport applies the same rule at start
+    to refuse several workers on the local transport)."""
+    wanted = settings.CHARTR_LIVE_TRANSPORT
     if wanted != "auto":
         return wanted
     if settings.CHARTR_REDIS_URL:
         return "redis"
-    if connections["default"].vendor == "postgresql":
-        return "postgres"
-    return "local"
+    return for_engine(connections["default"], {"postgresql": "postgres"}, default="local")
 
 
 def default_channel_name() -> str:
@@ -45,9 +46,12 @@ def default_channel_name() -> str:
 def make_transport(name: str | None = None, *, origin: str, channel_name: str | None = None) -> LiveTransport:
     """The transport called ``name`` (default: from settings) for the process ``origin``.
 
-    An unrecognised name has always meant that nothing crosses processes, so it
-    still gives the local transport.
+    chartr.config refuses an unknown ``CHARTR_LIVE_TRANSPORT`` at start; one set
+    otherwise (``override_settings``) is refused here, never taken for local.
     """
-    path = TRANSPORT_CLASSES.get(name or transport_name(), TRANSPORT_CLASSES["local"])
+    wanted = name or transport_name()
+    path = TRANSPORT_CLASSES.get(wanted)
+    if path is None:
+        raise ImproperlyConfigured(f"CHARTR_LIVE_TRANSPORT={wanted!r}: expected one of {', '.join(TRANSPORT_CLASSES)}.")
     transport_class = import_string(path)
     return transport_class(channel_name=channel_name or default_channel_name(), origin=origin)

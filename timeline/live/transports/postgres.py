@@ -36,7 +36,8 @@ _NOTIFY = PostgreSQLStatement("SELECT pg_notify(%s, %s)")
 
 class PostgresTransport(ListeningTransport):
     name = "postgres"
-    lost_message = "Live LISTEN connection lost; reconnecting"
+    lost_message = "Live LISTEN connection lost; reconnecting; streams fall back to the database poll meanwhile"
+    unreachable_reason = "live_listen_unreachable"
 
     def __init__(self, *, channel_name: str, origin: str):
         super().__init__(channel_name=channel_name, origin=origin)

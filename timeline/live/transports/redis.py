@@ -16,7 +16,8 @@ from timeline.live.transports.base import ListeningTransport, PayloadReceiver
 
 class RedisTransport(ListeningTransport):
     name = "redis"
-    lost_message = "Live Redis subscription lost; reconnecting"
+    lost_message = "Live Redis subscription lost; reconnecting; streams fall back to the database poll meanwhile"
+    unreachable_reason = "redis_unreachable"
     #: After a failed publish, later ones skip Redis this long.
     DOWN_SECONDS = 5
 
@@ -44,6 +45,16 @@ class RedisTransport(ListeningTransport):
                     settings.CHARTR_REDIS_URL, socket_timeout=2, socket_connect_timeout=2
                 )
             return self._client
+
+    def readiness_problem(self) -> str | None:
+        """Redis must answer a PING, whether or not a stream has opened the listener yet."""
+        if self.listener_lost():
+            return self.unreachable_reason
+        try:
+            self._sync_client().ping()
+        except redis.RedisError:
+            return self.unreachable_reason
+        return None
 
     async def listen_once(self, receive: PayloadReceiver, subscribed: Callable[[], None]) -> None:
         client = aioredis.from_url(settings.CHARTR_REDIS_URL, socket_connect_timeout=2)

@@ -1,7 +1,7 @@
 """A data snapshot before a destructive write, for code that may not import datadir.
 
 Purge, trim, the legacy import and the admin's bulk delete call
-``take_checkpoint(reason=...)`` before they write, so each is one ``restore``
+``take_data_snapshot(reason=...)`` before they write, so each is one ``restore``
 away from undone. datadir registers the snapshot taker in its
 ``AppConfig.ready()``: the kernel and the apps below datadir never import it.
 """
@@ -12,18 +12,20 @@ from collections.abc import Callable
 
 from django.core.exceptions import ImproperlyConfigured
 
-#: (reason, note, reuse_unchanged, required) -> the name of the snapshot, or None (see take_checkpoint).
-CheckpointTaker = Callable[[str, str, bool, bool], "str | None"]
+#: (reason, note, reuse_unchanged, required) -> the name of the snapshot, or None (see take_data_snapshot).
+DataSnapshotTaker = Callable[[str, str, bool, bool], "str | None"]
 
-_taker: CheckpointTaker | None = None
+_taker: DataSnapshotTaker | None = None
 
 
-def register_checkpoint_taker(taker: CheckpointTaker) -> None:
+def register_data_snapshot_taker(taker: DataSnapshotTaker) -> None:
     global _taker
     _taker = taker
 
 
-def take_checkpoint(*, reason: str, note: str = "", reuse_unchanged: bool = False, required: bool = True) -> str | None:
+def take_data_snapshot(
+    *, reason: str, note: str = "", reuse_unchanged: bool = False, required: bool = True
+) -> str | None:
     """Snapshot the data now; the snapshot's name.
 
     ``reuse_unchanged``: when nothing changed since the newest snapshot, that
@@ -33,5 +35,5 @@ def take_checkpoint(*, reason: str, note: str = "", reuse_unchanged: bool = Fals
     false, return None instead. Raises whatever else the taker raises.
     """
     if _taker is None:
-        raise ImproperlyConfigured("No checkpoint taker is registered: is the datadir app installed?")
+        raise ImproperlyConfigured("No data snapshot taker is registered: is the datadir app installed?")
     return _taker(reason, note, reuse_unchanged, required)
