@@ -180,9 +180,9 @@ class SQLiteAppendSQL(AppendSQL):
 
 class PostgreSQLAppendSQL(AppendSQL):
     # The head is the row an append moves: FOR UPDATE serialises appends to one agent.
-    # The agent row is read for its archive state under FOR KEY SHARE, which a snapshot
-    # update or heartbeat (FOR NO KEY UPDATE) never waits for, while an archive
-    # (lock_for_update: FOR UPDATE) or a delete waits for the append and is waited for.
+    # The agent row is read for its archive state under FOR KEY SHARE, which a plain
+    # UPDATE of it (a heartbeat: FOR NO KEY UPDATE) never waits for, while the services
+    # locking it FOR UPDATE (update, archive) or a delete wait for the append, and it for them.
     # The agent is named first, so it is locked first: the order a delete takes them
     # in too (the agent, then its head by the cascade), so the two cannot deadlock.
     lock_suffix = " FOR KEY SHARE OF a FOR UPDATE OF h"
