@@ -252,7 +252,8 @@ def mark_stale_agents(*, now: dt.datetime | None = None) -> list[str]:
     """
     now = now or timezone.now()
     with transaction.atomic():
-        stale = AgentSnapshot.objects.select_for_update().filter(stale_condition(now=now))
+        # of=self: the staleness reads the timeline head through an outer join, which PostgreSQL cannot lock.
+        stale = AgentSnapshot.objects.select_for_update(of=("self",)).filter(stale_condition(now=now))
         agent_ids = sorted(stale.values_list("agent_id", flat=True))
         AgentSnapshot.objects.filter(pk__in=agent_ids).update(
             lifecycle=AgentSnapshot.Lifecycle.ERROR,
