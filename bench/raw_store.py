@@ -74,7 +74,7 @@ class RawStore:
         self.execute(self._begin)
         try:
             (head,) = self.execute(
-                f"SELECT head_seq FROM snapshots_agentsnapshot WHERE agent_id = %s{self._lock_suffix}", (agent_id,)
+                f"SELECT head_seq FROM timeline_head WHERE agent_id = %s{self._lock_suffix}", (agent_id,)
             ).fetchone()
             now = self.now()
             rows = [
@@ -89,9 +89,7 @@ class RawStore:
                 self.execute(sql, rows[0])
             else:
                 self.executemany(sql, rows)
-            self.execute(
-                "UPDATE snapshots_agentsnapshot SET head_seq = %s WHERE agent_id = %s", (head + len(items), agent_id)
-            )
+            self.execute("UPDATE timeline_head SET head_seq = %s WHERE agent_id = %s", (head + len(items), agent_id))
             self.execute("COMMIT")
         except BaseException:
             self.execute("ROLLBACK")
@@ -100,7 +98,8 @@ class RawStore:
     def read(self, agent_id: str, direction: str, seq: int | None, limit: int) -> list[tuple]:
         """The selector's two statements: the agent's head and epoch, then one index range."""
         self.execute(
-            "SELECT agent_id, head_seq, timeline_epoch, archived_at FROM snapshots_agentsnapshot WHERE agent_id = %s",
+            "SELECT a.agent_id, h.head_seq, h.epoch, a.archived_at FROM snapshots_agentsnapshot a "
+            "JOIN timeline_head h ON h.agent_id = a.agent_id WHERE a.agent_id = %s",
             (agent_id,),
         ).fetchone()
         base = f"SELECT {ROW_COLUMNS} FROM timeline_timelinerow WHERE agent_id = %s"
@@ -133,15 +132,13 @@ class RawStore:
             ):
                 for n in range(1, count + 1):
                     copy.write_row((agent_id, n, now, "assistant_message", json.dumps(new_item(n))))
-        self.execute("UPDATE snapshots_agentsnapshot SET head_seq = %s WHERE agent_id = %s", (count, agent_id))
+        self.execute("UPDATE timeline_head SET head_seq = %s WHERE agent_id = %s", (count, agent_id))
         self.execute("COMMIT")
         if self.backend == "postgresql":
             self.execute("ANALYZE timeline_timelinerow")
 
     def head(self, agent_id: str) -> int:
-        return self.execute("SELECT head_seq FROM snapshots_agentsnapshot WHERE agent_id = %s", (agent_id,)).fetchone()[
-            0
-        ]
+        return self.execute("SELECT head_seq FROM timeline_head WHERE agent_id = %s", (agent_id,)).fetchone()[0]
 
     def close(self) -> None:
         self.conn.close()

@@ -12,7 +12,7 @@ from django.utils import timezone
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
 from snapshots.selectors import stale_agents
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
 #: How many agents each dashboard list shows.
 DASHBOARD_LIST_SIZE = 20
@@ -45,7 +45,7 @@ class Growth:
 
 def growth(*, days: int = CHART_DAYS, largest: int = LARGEST_AGENTS) -> Growth:
     """Three queries: the totals come from the agents' counters, never from counting the history."""
-    totals = AgentSnapshot.objects.aggregate(rows=Sum("committed_rows"), bytes=Sum("committed_bytes"))
+    totals = TimelineHead.objects.aggregate(rows=Sum("committed_rows"), bytes=Sum("committed_bytes"))
     today = timezone.localdate()
     first_day = today - dt.timedelta(days=days - 1)
     since = timezone.make_aware(dt.datetime.combine(first_day, dt.time.min))
@@ -61,9 +61,9 @@ def growth(*, days: int = CHART_DAYS, largest: int = LARGEST_AGENTS) -> Growth:
         timeline_rows=totals["rows"] or 0,
         timeline_bytes=totals["bytes"] or 0,
         largest=list(
-            AgentSnapshot.objects.filter(committed_bytes__gt=0)
-            .select_related("workspace__project")
-            .order_by("-committed_bytes", "agent_id")[:largest]
+            AgentSnapshot.objects.filter(timeline_head__committed_bytes__gt=0)
+            .select_related("workspace__project", "timeline_head")
+            .order_by("-timeline_head__committed_bytes", "agent_id")[:largest]
         ),
         rows_per_day=[(day, committed.get(day, 0)) for day in (first_day + dt.timedelta(n) for n in range(days))],
     )
@@ -103,7 +103,7 @@ def dashboard(*, list_size: int = DASHBOARD_LIST_SIZE) -> Dashboard:
         archived=Count("pk", filter=~live),
         **{f"lc_{value}": Count("pk", filter=live & Q(lifecycle=value)) for value in lifecycles},
     )
-    agents = AgentSnapshot.objects.live().select_related("workspace__project")
+    agents = AgentSnapshot.objects.live().select_related("workspace__project", "timeline_head")
     return Dashboard(
         projects=_live_archived(Project),
         workspaces=_live_archived(Workspace),
@@ -115,6 +115,10 @@ def dashboard(*, list_size: int = DASHBOARD_LIST_SIZE) -> Dashboard:
             ]
         ),
         stale_running=list(stale_agents().select_related("workspace__project")[:list_size]),
-        recently_active=list(agents.filter(last_activity_at__isnull=False).order_by("-last_activity_at")[:list_size]),
+        recently_active=list(
+            agents.filter(timeline_head__last_activity_at__isnull=False).order_by("-timeline_head__last_activity_at")[
+                :list_size
+            ]
+        ),
         growth=growth(),
     )

@@ -20,7 +20,7 @@ from django.utils import timezone
 from kernel.errors import Conflict, NotFound
 from legacy import jsonl
 from snapshots.models import AgentSnapshot
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
 EXPORT_BATCH = 5000
 
@@ -28,10 +28,10 @@ EXPORT_BATCH = 5000
 def timeline_lines(*, agent_id: str, batch_size: int = EXPORT_BATCH) -> Iterator[str]:
     """The header, then one line per committed row; raises Conflict if the
     agent's history was replaced while it was being read."""
-    state = AgentSnapshot.objects.filter(pk=agent_id).values("timeline_epoch", "head_seq", "min_seq").first()
+    state = TimelineHead.objects.filter(pk=agent_id).values("epoch", "head_seq", "min_seq").first()
     if state is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
-    epoch, head, min_seq = state["timeline_epoch"], state["head_seq"], state["min_seq"]
+    epoch, head, min_seq = state["epoch"], state["head_seq"], state["min_seq"]
     yield jsonl.header_line(agent_id=agent_id, epoch=epoch, exported_at=timezone.now(), min_seq=min_seq)
     last = min_seq - 1
     while last < head:
@@ -43,7 +43,7 @@ def timeline_lines(*, agent_id: str, batch_size: int = EXPORT_BATCH) -> Iterator
             token = token if present else jsonl.NO_TOKEN
             yield jsonl.row_line(**row, revert_token=token)
         last = rows[-1]["seq"]
-    if AgentSnapshot.objects.filter(pk=agent_id).values_list("timeline_epoch", flat=True).first() != epoch:
+    if TimelineHead.objects.filter(pk=agent_id).values_list("epoch", flat=True).first() != epoch:
         raise Conflict(f"Agent {agent_id}'s history was replaced during the export; export it again.")
 
 

@@ -85,8 +85,8 @@ def agent_record(agent: AgentSnapshot) -> dict:
         "cwd": agent.cwd or agent.workspace.directory,
         "createdAt": paseo_time(agent.created_at),
         "updatedAt": paseo_time(agent.updated_at),
-        "lastActivityAt": paseo_time(agent.last_activity_at),
-        "lastUserMessageAt": paseo_time(agent.last_user_message_at),
+        "lastActivityAt": paseo_time(agent.timeline_head.last_activity_at),
+        "lastUserMessageAt": paseo_time(agent.timeline_head.last_user_message_at),
         "title": _or_none(agent.title),
         "labels": agent.labels,
         "lastStatus": agent.lifecycle,
@@ -123,7 +123,7 @@ def write_home(*, out_dir: Path) -> dict[str, int]:
     _write_json(out_dir / "projects" / "projects.json", [project_record(p) for p in projects])
     _write_json(out_dir / "projects" / "workspaces.json", [workspace_record(w) for w in workspaces])
     agents = 0
-    for agent in AgentSnapshot.objects.select_related("workspace").order_by("agent_id").iterator(500):
+    for agent in AgentSnapshot.objects.select_related("workspace", "timeline_head").order_by("agent_id").iterator(500):
         record = agent_record(agent)
         _write_json(out_dir / "agents" / record["cwd"].strip("/").replace("/", "-") / f"{agent.agent_id}.json", record)
         agents += 1

@@ -25,7 +25,7 @@ from legacy.paseo import PaseoHistory, PaseoRow, PaseoStores
 from legacy.problems import LegacyImportInvalid, Problem, RecordError
 from legacy.report import ImportReport, Progress
 from legacy.selectors import locked_rows, stored_timeline_row
-from snapshots.models import AgentSnapshot
+from timeline.models import TimelineHead
 from timeline.services import bulk_append_timeline_rows
 
 ROW_BATCH = 5000
@@ -61,7 +61,7 @@ def plan_histories(
     report.warnings += stores.warnings
     problems += stores.problems
     report.counts["timeline_rows"].skipped += stores.skipped_rows
-    existing = {a.agent_id: a for a in locked_rows(AgentSnapshot, "agent_id", list(stores.histories))}
+    existing = {a.agent_id: a for a in locked_rows(TimelineHead, "agent_id", list(stores.histories))}
     plans: dict[str, HistoryPlan] = {}
     for agent_id, history in sorted(stores.histories.items()):
         agent = existing.get(agent_id)
@@ -96,7 +96,7 @@ def _where(history: PaseoHistory) -> str:
 
 def _reason_to_skip(
     agent_id: str,
-    agent: AgentSnapshot | None,
+    agent: TimelineHead | None,
     agent_ids: set[str],
     invalid_agent_ids: set[str],
     jsonl_agent_ids: set[str],
@@ -110,15 +110,15 @@ def _reason_to_skip(
     return f"orphan history: no agent {agent_id!r} in agents/ or in chartr"
 
 
-def _plan(history: PaseoHistory, agent: AgentSnapshot | None) -> HistoryPlan:
+def _plan(history: PaseoHistory, agent: TimelineHead | None) -> HistoryPlan:
     if agent is None or (agent.min_seq > agent.head_seq and not _holds_all(history, agent)):
         head = agent.head_seq if agent is not None else 0
-        if agent is not None and history.epoch == agent.timeline_epoch and history.first_seq <= head:
+        if agent is not None and history.epoch == agent.epoch and history.first_seq <= head:
             raise RecordError(f"starts at seq {history.first_seq}, but chartr already used seqs up to {head}")
         return HistoryPlan(history, chartr_head=head, append_after=history.first_seq - 1, carry_over=True)
-    if history.epoch != agent.timeline_epoch:
+    if history.epoch != agent.epoch:
         raise RecordError(
-            f"epoch {history.epoch!r} differs from the agent's epoch {agent.timeline_epoch!r} in chartr, "
+            f"epoch {history.epoch!r} differs from the agent's epoch {agent.epoch!r} in chartr, "
             "which already holds rows: the two histories cannot be merged"
         )
     if agent.head_seq < history.first_seq - 1:
@@ -132,12 +132,12 @@ def _plan(history: PaseoHistory, agent: AgentSnapshot | None) -> HistoryPlan:
     )
 
 
-def _holds_all(history: PaseoHistory, agent: AgentSnapshot) -> bool:
+def _holds_all(history: PaseoHistory, agent: TimelineHead) -> bool:
     """An empty timeline already carried over from this history (nothing retained in either)."""
-    return history.epoch == agent.timeline_epoch and agent.head_seq >= history.last_seq
+    return history.epoch == agent.epoch and agent.head_seq >= history.last_seq
 
 
-def _check_same_row(history: PaseoHistory, agent: AgentSnapshot, seq: int) -> None:
+def _check_same_row(history: PaseoHistory, agent: TimelineHead, seq: int) -> None:
     row = next((row for row in history.rows() if row.seq == seq), None)
     stored = stored_timeline_row(agent_id=agent.agent_id, seq=seq)
     if row is None or stored is None or (stored["committed_at"], stored["item"]) != (row.committed_at, row.item):

@@ -28,9 +28,9 @@ from typing import Any
 
 from legacy.problems import RecordError
 from legacy.records import parse_time
-from snapshots.models import MAX_EPOCH_LENGTH, agent_id_validator
+from snapshots.models import agent_id_validator
 from timeline.items import contains_nul
-from timeline.models import TimelineRow
+from timeline.models import EPOCH_MAX_LENGTH, TimelineRow
 
 HEADER_TYPE = "chartr.timeline"
 FORMAT_VERSION = 1
@@ -102,8 +102,8 @@ def parse_header(value: Any) -> Header:
     except Exception:
         raise RecordError(f"header agent_id {agent_id!r} is not a valid agent id") from None
     epoch = value.get("epoch")
-    if not isinstance(epoch, str) or not epoch or len(epoch) > MAX_EPOCH_LENGTH or "\x00" in epoch:
-        raise RecordError(f"header epoch must be a string of 1 to {MAX_EPOCH_LENGTH} characters")
+    if not isinstance(epoch, str) or not epoch or len(epoch) > EPOCH_MAX_LENGTH or "\x00" in epoch:
+        raise RecordError(f"header epoch must be a string of 1 to {EPOCH_MAX_LENGTH} characters")
     min_seq = value.get("min_seq", 1)
     if not isinstance(min_seq, int) or isinstance(min_seq, bool) or min_seq < 1:
         raise RecordError(f"header min_seq must be a positive integer, not {min_seq!r}")

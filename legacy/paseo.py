@@ -31,9 +31,9 @@ from typing import Any
 
 from legacy.problems import Problem, RecordError
 from legacy.records import load_json, parse_time, problem_for
-from snapshots.models import AGENT_ID_RE, MAX_EPOCH_LENGTH
+from snapshots.models import AGENT_ID_RE
 from timeline.items import LEGACY_ITEM_TYPE, contains_nul, item_problems
-from timeline.models import TimelineRow
+from timeline.models import EPOCH_MAX_LENGTH, TimelineRow
 
 AGENT_TIMELINES = "agent-timelines"
 TIMELINES_DB = "timelines.db"
@@ -42,6 +42,7 @@ TIMELINES_DB_COMPANIONS = ("timelines.db-wal", "timelines.db-shm", "timelines.db
 FILE_PREFIX = "agent-"
 PASEO_VERSION = 1
 
+_ITEM_TYPE_MAX = TimelineRow._meta.get_field("item_type").max_length
 _TURN_ID_MAX = TimelineRow._meta.get_field("turn_id").max_length
 
 
@@ -200,8 +201,8 @@ def parse_row(raw: Any, *, index: int) -> PaseoRow:
 
 
 def _check_epoch(epoch: Any) -> str:
-    if not isinstance(epoch, str) or not epoch or len(epoch) > MAX_EPOCH_LENGTH or "\x00" in epoch:
-        raise RecordError(f"epoch must be a string of 1 to {MAX_EPOCH_LENGTH} characters")
+    if not isinstance(epoch, str) or not epoch or len(epoch) > EPOCH_MAX_LENGTH or "\x00" in epoch:
+        raise RecordError(f"epoch must be a string of 1 to {EPOCH_MAX_LENGTH} characters")
     return epoch
 
 

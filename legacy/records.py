@@ -25,6 +25,9 @@ from registry.models import Project, ProjectKind, Workspace, WorkspaceKind
 from snapshots.models import AgentSnapshot, AttentionReason, Lifecycle
 from timeline.items import contains_nul
 
+#: The activity times a legacy agent record carries for the agent's timeline head.
+HEAD_ACTIVITY_FIELDS = ("last_activity_at", "last_user_message_at")
+
 PROJECT_KINDS = {"git": ProjectKind.GIT, "non_git": ProjectKind.DIRECTORY}
 WORKSPACE_KINDS = {
     "local_checkout": WorkspaceKind.CHECKOUT,
@@ -191,7 +194,8 @@ class LegacyAgent:
     created_at: dt.datetime
     updated_at: dt.datetime
     archived_at: dt.datetime | None
-    #: AgentSnapshot field name -> value, for the fields an update may change.
+    #: Field name -> value, for the fields an update may change: the AgentSnapshot's, and
+    #: ``HEAD_ACTIVITY_FIELDS`` for its timeline head (``timeline.services.carry_over_heads``).
     fields: dict[str, Any]
     source_file: str = ""
 
@@ -320,7 +324,8 @@ def parse_agent(record: Any) -> LegacyAgent:
         archived_at=archived_at,
         fields=fields,
     )
-    _check_model(AgentSnapshot(agent_id=agent_id, **fields), exclude=["workspace", "created_at", "updated_at"])
+    snapshot = {name: value for name, value in fields.items() if name not in HEAD_ACTIVITY_FIELDS}
+    _check_model(AgentSnapshot(agent_id=agent_id, **snapshot), exclude=["workspace", "created_at", "updated_at"])
     return agent
 
 

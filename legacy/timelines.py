@@ -19,8 +19,8 @@ from legacy import jsonl
 from legacy.problems import LegacyImportInvalid, Problem, RecordError
 from legacy.report import ImportReport, Progress
 from legacy.selectors import locked_rows, stored_timeline_row
-from snapshots.models import AgentSnapshot
 from timeline.items import same_item
+from timeline.models import TimelineHead
 from timeline.services import bulk_append_timeline_rows
 
 #: Timeline rows per INSERT batch: big enough to amortise the round trip,
@@ -77,7 +77,7 @@ def scan_timelines(
             paths.append(path)
         else:
             report.warnings.append(f"{path}: ignored, not a .jsonl timeline file")
-    existing = {agent.agent_id: agent for agent in locked_rows(AgentSnapshot, "agent_id", [p.stem for p in paths])}
+    existing = {agent.agent_id: agent for agent in locked_rows(TimelineHead, "agent_id", [p.stem for p in paths])}
     skipped = report.counts["timeline_rows"]
     plans: dict[str, TimelinePlan] = {}
     for index, path in enumerate(paths):
@@ -110,7 +110,7 @@ def _count_rows(path: Path) -> int:
 
 
 def scan_timeline(
-    path: Path, agent: AgentSnapshot | None, report: ImportReport
+    path: Path, agent: TimelineHead | None, report: ImportReport
 ) -> tuple[TimelinePlan | None, list[Problem], int]:
     """Check the whole file, streamed. Returns (plan, problems, row lines)."""
     scan = _FileScan(path=path, head=agent.head_seq if agent is not None else 0, warnings=report.warnings)
@@ -134,7 +134,7 @@ def scan_timeline(
         path=path,
         agent_id=path.stem,
         # An existing agent keeps its epoch (appending is not replacing).
-        epoch=scan.header.epoch if agent is None else agent.timeline_epoch,
+        epoch=scan.header.epoch if agent is None else agent.epoch,
         last_seq=scan.last_seq,
         start_seq=scan.head,
         agent_exists=agent is not None,
@@ -224,7 +224,7 @@ def _capped(path: Path, problems: list[Problem]) -> list[Problem]:
 
 
 def _continuity_problem(
-    path: Path, agent: AgentSnapshot, header: jsonl.Header, lineno: int, row: jsonl.Row
+    path: Path, agent: TimelineHead, header: jsonl.Header, lineno: int, row: jsonl.Row
 ) -> Problem | None:
     """A problem when the file's row differs from the one chartr holds at the same seq."""
     stored = stored_timeline_row(agent_id=agent.agent_id, seq=row.seq)
@@ -241,7 +241,7 @@ def _continuity_problem(
         f"line {lineno}",
         f"row seq {row.seq} differs from the one chartr holds for agent {agent.agent_id!r}: "
         f"this file does not continue the agent's history in chartr "
-        f"(file epoch {header.epoch!r}, chartr epoch {agent.timeline_epoch!r})",
+        f"(file epoch {header.epoch!r}, chartr epoch {agent.epoch!r})",
     )
 
 

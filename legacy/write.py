@@ -15,20 +15,20 @@ from typing import TYPE_CHECKING
 
 from django.db import models
 
-from legacy.records import LegacyAgent, LegacyProject, LegacyWorkspace
+from legacy.records import HEAD_ACTIVITY_FIELDS, LegacyAgent, LegacyProject, LegacyWorkspace
 from legacy.report import ImportReport
 from legacy.selectors import RECORD_BATCH, chunks, locked_rows
 from registry.directories import directory_hash, last_segment
 from registry.models import Project, Workspace
-from snapshots.models import AgentSnapshot, new_timeline_epoch
-from snapshots.services import ACTIVITY_FIELDS, UPDATABLE_AGENT_FIELDS, notify_agents_changed
+from snapshots.models import AgentSnapshot
+from snapshots.services import UPDATABLE_AGENT_FIELDS, import_agents
+from timeline.services import CarriedHead, carry_over_heads
 
 if TYPE_CHECKING:
     from legacy.scan import Plan
 
 AGENT_UPDATE_FIELDS = [
     *UPDATABLE_AGENT_FIELDS,
-    *ACTIVITY_FIELDS,
     "cwd",
     "archived_at",
     "archive_operation",
@@ -270,9 +270,11 @@ def _write_agents(
     other_workspaces = sorted({agent.workspace_id for agent in existing.values()} - set(workspace_dir_by_pk))
     for chunk in chunks(other_workspaces):
         workspace_dir_by_pk.update(Workspace.objects.filter(pk__in=chunk).values_list("pk", "directory"))
-    new, changed = [], []
+    new, changed, heads = [], [], []
     for legacy in plan.agents:
         agent = existing.get(legacy.agent_id)
+        fields = dict(legacy.fields)
+        activity = {name: fields.pop(name, None) for name in HEAD_ACTIVITY_FIELDS}
         if agent is None:
             timeline = plan.timelines.get(legacy.agent_id)
             agent = AgentSnapshot(
@@ -280,16 +282,17 @@ def _write_agents(
                 workspace_id=workspace_pk_by_dir[legacy.cwd],
                 created_at=legacy.created_at,
                 updated_at=legacy.updated_at,
-                # head_seq stays 0: appending the file's rows moves it (legacy.timelines).
-                timeline_epoch=timeline.epoch if timeline else new_timeline_epoch(),
-                **legacy.fields,
+                **fields,
             )
+            # head_seq stays 0: appending the file's rows moves it (legacy.timelines).
+            heads.append(CarriedHead(agent.agent_id, epoch=timeline.epoch if timeline else None, **activity))
             _carry_archive(agent, legacy.archived_at)
             new.append(agent)
             report.count_extra("agents", legacy.extra)
         elif legacy.updated_at > agent.updated_at:
-            for name, value in legacy.fields.items():
+            for name, value in fields.items():
                 setattr(agent, name, value)
+            heads.append(CarriedHead(agent.agent_id, **activity))
             agent.updated_at = legacy.updated_at
             agent.version += 1
             _carry_archive(agent, legacy.archived_at)
@@ -304,12 +307,10 @@ def _write_agents(
         else:
             counts.unchanged += 1
     _archive_with_workspaces([*new, *changed], {a.agent_id: a for a in plan.agents}, report)
-    _create_keeping_times(AgentSnapshot, new)
-    AgentSnapshot.objects.bulk_update(changed, AGENT_UPDATE_FIELDS, batch_size=RECORD_BATCH)
+    import_agents(new=new, changed=changed, fields=AGENT_UPDATE_FIELDS)
+    carry_over_heads(heads)
     counts.created += len(new)
     counts.updated += len(changed)
-    notify_agents_changed([agent.agent_id for agent in new], "created")
-    notify_agents_changed([agent.agent_id for agent in changed], "updated")
 
 
 def _archive_with_workspaces(agents: list[AgentSnapshot], legacy_by_id: dict[str, LegacyAgent], report) -> None:

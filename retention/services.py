@@ -11,8 +11,8 @@ from kernel.data_snapshots import take_data_snapshot
 from kernel.errors import NotFound
 from registry.services import delete_archived_registry
 from retention.selectors import PurgeCounts
-from snapshots.models import AgentSnapshot
 from snapshots.services import delete_archived_agents
+from timeline.models import TimelineHead
 from timeline.pruning import TrimPolicy, TrimResult, delete_rows_of_archived_agents, trim_preview, trim_timeline
 
 
@@ -55,13 +55,13 @@ class TrimReport:
 
 def trim_plan(*, agent_ids: list[str] | None, policy: TrimPolicy) -> dict[str, int]:
     """Rows each agent would lose now, for those losing any (``agent_ids`` None: every agent). Writes nothing."""
-    agents = AgentSnapshot.objects.order_by("agent_id")
+    heads = TimelineHead.objects.order_by("agent_id")
     if agent_ids is not None:
-        agents = agents.filter(pk__in=agent_ids)
-        missing = sorted(set(agent_ids) - set(agents.values_list("agent_id", flat=True)))
+        heads = heads.filter(pk__in=agent_ids)
+        missing = sorted(set(agent_ids) - set(heads.values_list("agent_id", flat=True)))
         if missing:
             raise NotFound(f"Agent {missing[0]} does not exist.")
-    plan = {agent.agent_id: trim_preview(agent=agent, policy=policy) for agent in agents.iterator(500)}
+    plan = {head.agent_id: trim_preview(head=head, policy=policy) for head in heads.iterator(500)}
     return {agent_id: rows for agent_id, rows in plan.items() if rows}
 
 

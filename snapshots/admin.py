@@ -24,7 +24,7 @@ from registry.models import Workspace
 from registry.selectors import deletion_cascade
 from snapshots import selectors, services
 from snapshots.models import AgentSnapshot
-from snapshots.selectors import stale_condition, with_staleness
+from snapshots.selectors import TIMELINE_HEAD, stale_condition, with_staleness
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,28 @@ class StaleListFilter(admin.SimpleListFilter):
         return queryset
 
 
+#: The timeline head's values the agent's pages show (``_head_field``), by the admin's names.
+HEAD_FIELDS = (
+    "last_activity_at",
+    "last_user_message_at",
+    "min_seq",
+    "head_seq",
+    "timeline_epoch",
+    "committed_rows",
+    "committed_bytes",
+)
+
+
+def _head_field(name: str, description: str):
+    """A read-only admin column showing the agent's timeline head's ``name``, sortable by it."""
+
+    @admin.display(description=description, ordering=f"{TIMELINE_HEAD}__{name}")
+    def show(self, obj):
+        return getattr(obj.timeline_head, name)
+
+    return show
+
+
 @admin.register(AgentSnapshot)
 class AgentSnapshotAdmin(ArchivableAdmin):
     form = AgentChangeForm
@@ -175,17 +197,12 @@ class AgentSnapshotAdmin(ArchivableAdmin):
             "Activity",
             {
                 "fields": [
-                    "last_activity_at",
-                    "last_user_message_at",
+                    *HEAD_FIELDS[:2],
                     "last_seen_at",
                     "created_at",
                     "updated_at",
                     "archived_at",
-                    "min_seq",
-                    "head_seq",
-                    "timeline_epoch",
-                    "committed_rows",
-                    "committed_bytes",
+                    *HEAD_FIELDS[2:],
                 ]
             },
         ),
@@ -201,14 +218,8 @@ class AgentSnapshotAdmin(ArchivableAdmin):
         "updated_at",
         "last_seen_at",
         "archived_at",
-        "head_seq",
-        "min_seq",
-        "timeline_epoch",
-        "committed_rows",
-        "committed_bytes",
-        # Set by timeline appends, never edited.
-        "last_activity_at",
-        "last_user_message_at",
+        # The timeline's head: set by its services, never edited here.
+        *HEAD_FIELDS,
     ]
     list_display = [
         "agent_id",
@@ -218,10 +229,10 @@ class AgentSnapshotAdmin(ArchivableAdmin):
         "stale",
         "attention",
         "last_activity_at",
-        "timeline_rows",
+        "committed_rows",
         "archived_state",
     ]
-    list_select_related = ["workspace__project"]
+    list_select_related = ["workspace__project", TIMELINE_HEAD]
     list_filter = [
         ArchivedListFilter,
         StaleListFilter,
@@ -260,9 +271,13 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     def stale(self, obj):
         return "stale" if obj.is_stale else ""
 
-    @admin.display(description="timeline rows", ordering="committed_rows")
-    def timeline_rows(self, obj):
-        return obj.committed_rows
+    last_activity_at = _head_field("last_activity_at", "last activity")
+    last_user_message_at = _head_field("last_user_message_at", "last user message")
+    min_seq = _head_field("min_seq", "min seq")
+    head_seq = _head_field("head_seq", "head seq")
+    timeline_epoch = _head_field("epoch", "timeline epoch")
+    committed_rows = _head_field("committed_rows", "timeline rows")
+    committed_bytes = _head_field("committed_bytes", "timeline bytes")
 
     def deletion_counts(self, objs):
         return deletion_cascade(agents=objs).by_label()

@@ -80,8 +80,8 @@ class AgentsUnderWorkspaces:
 
         return {
             "stats_agents": total(Count("pk")),
-            "stats_timeline_rows": total(Sum("committed_rows")),
-            "stats_timeline_bytes": total(Sum("committed_bytes")),
+            "stats_timeline_rows": total(Sum("timeline_head__committed_rows")),
+            "stats_timeline_bytes": total(Sum("timeline_head__committed_bytes")),
         }
 
 

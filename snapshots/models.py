@@ -31,12 +31,11 @@ def validate_not_dot_segment(value: str) -> None:
         raise ValidationError(DOT_SEGMENT_MESSAGE, code="invalid")
 
 
-#: The longest timeline epoch: any non-empty string up to this many characters. chartr mints
-#: 16 hex digits; Paseo mints ``randomUUID()`` (36), and an imported history keeps its own.
-MAX_EPOCH_LENGTH = 128
-
-
 def new_timeline_epoch() -> str:
+    """A fresh timeline epoch (the default of ``timeline.models.TimelineHead.epoch``).
+
+    Defined here because migrations name it here (``0001_initial`` gave the agent
+    table its epoch column before the timeline had a table of its own)."""
     return secrets.token_hex(8)
 
 
@@ -84,28 +83,14 @@ class AgentSnapshot(models.Model):
     extra = models.JSONField(default=dict, blank=True, editable=False, help_text=EXTRA_HELP)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
-    last_activity_at = models.DateTimeField(null=True, blank=True)
-    last_user_message_at = models.DateTimeField(null=True, blank=True)
-    # The agent's last sign of life: its creation, an update, a heartbeat or an
-    # append. NULL for agents chartr has never heard from (the legacy import):
-    # a running one of those is stale at once, its old daemon being gone.
+    # The agent's last sign of life here: its creation, an update or a heartbeat
+    # (its own appends are the timeline's: ``snapshots.selectors.last_sign_of_life``).
+    # NULL for agents chartr has never heard from (the legacy import): a running
+    # one of those is stale at once, its old daemon being gone.
     last_seen_at = models.DateTimeField(null=True, blank=True, editable=False)
     archived_at = models.DateTimeField(null=True, blank=True)
     archive_operation = models.UUIDField(null=True, blank=True, editable=False)
     version = models.PositiveIntegerField(default=1)
-    # Timeline bookkeeping: the last committed seq (0 = empty) and an epoch
-    # that changes only when the history is replaced (restore, re-import).
-    head_seq = models.PositiveBigIntegerField(default=0)
-    # The first retained seq: rows min_seq..head_seq exist, contiguous
-    # (min_seq = head_seq + 1 when none are retained). Above 1 when older rows
-    # were pruned (a Paseo history imported as it was, or a trim).
-    min_seq = models.PositiveBigIntegerField(default=1)
-    timeline_epoch = models.CharField(max_length=MAX_EPOCH_LENGTH, default=new_timeline_epoch)
-    # Growth counters, moved by the timeline's services in the same transaction
-    # as the rows (append, import, trim); `manage.py check_counters` verifies
-    # them. Bytes are the items' compact UTF-8 JSON (timeline.items.item_bytes).
-    committed_rows = models.PositiveBigIntegerField(default=0, editable=False)
-    committed_bytes = models.PositiveBigIntegerField(default=0, editable=False)
 
     objects = ArchivableQuerySet.as_manager()
 
@@ -130,10 +115,6 @@ class AgentSnapshot(models.Model):
                 name="agent_archived_has_operation",
             ),
             models.CheckConstraint(condition=models.Q(version__gte=1), name="agent_version_positive"),
-            models.CheckConstraint(
-                condition=models.Q(min_seq__gte=1, min_seq__lte=models.F("head_seq") + 1),
-                name="agent_retained_range_valid",
-            ),
         ]
         indexes = [
             models.Index(fields=["workspace", "archived_at"], name="agent_workspace_archived_idx"),
@@ -144,7 +125,6 @@ class AgentSnapshot(models.Model):
                 condition=models.Q(requires_attention=True),
                 name="agent_needs_attention_idx",
             ),
-            models.Index(fields=["-last_activity_at"], name="agent_last_activity_idx"),
             # The stale reads (the dashboard, the admin's filter, mark_stale_agents) look only at
             # live agents claiming to run, a set as small as the running fleet. Keyed by lifecycle,
             # not by last_seen_at: every append and heartbeat moves last_seen_at, and an index on

@@ -5,13 +5,29 @@ from __future__ import annotations
 import datetime as dt
 
 from django.conf import settings
-from django.db.models import BooleanField, Case, F, Q, QuerySet, Value, When
+from django.db.models import BooleanField, Case, Expression, F, Q, QuerySet, Value, When
+from django.db.models.functions import Coalesce, Greatest
+from django.db.models.lookups import IsNull, LessThan
 from django.utils import timezone
 
 from kernel.errors import NotFound
 from registry.models import Workspace
 from registry.selectors import ArchivePreview, UnarchivePreview
 from snapshots.models import ACTIVE_LIFECYCLES, AGENT_ID_RE, AgentSnapshot
+
+#: The agent's timeline head (``timeline.models.TimelineHead``, one per agent), by the
+#: reverse name it declares: the API shows its seqs and counters with the agent, read in
+#: the same query. Named here, never imported: the timeline builds on snapshots.
+TIMELINE_HEAD = "timeline_head"
+
+
+def last_sign_of_life() -> Expression:
+    """When the agent last gave a sign of life: its creation, an update or a heartbeat
+    (``last_seen_at``), or an append of its own (the head's ``last_appended_at``),
+    whichever came last; NULL when neither ever did. Coalesced both ways because
+    SQLite's GREATEST is NULL as soon as one argument is."""
+    seen, appended = F("last_seen_at"), F(f"{TIMELINE_HEAD}__last_appended_at")
+    return Greatest(Coalesce(seen, appended), Coalesce(appended, seen))
 
 
 def stale_condition(*, now: dt.datetime | None = None) -> Q:
@@ -21,8 +37,9 @@ def stale_condition(*, now: dt.datetime | None = None) -> Q:
     to see it; ``mark_stale_agents`` only acts on it.
     """
     cutoff = (now or timezone.now()) - dt.timedelta(seconds=settings.CHARTR_STALE_AFTER_SECONDS)
+    seen = last_sign_of_life()
     return Q(lifecycle__in=ACTIVE_LIFECYCLES, archived_at__isnull=True) & (
-        Q(last_seen_at__isnull=True) | Q(last_seen_at__lt=cutoff)
+        Q(IsNull(seen, True)) | Q(LessThan(seen, cutoff))
     )
 
 
@@ -37,14 +54,20 @@ def with_staleness(agents: QuerySet[AgentSnapshot], *, now: dt.datetime | None =
 
 def stale_agents(*, now: dt.datetime | None = None) -> QuerySet[AgentSnapshot]:
     """The stale agents, longest silent first (never heard from before all)."""
-    return AgentSnapshot.objects.filter(stale_condition(now=now)).order_by(
-        F("last_seen_at").asc(nulls_first=True), "agent_id"
+    return (
+        AgentSnapshot.objects.filter(stale_condition(now=now))
+        .annotate(seen_at=last_sign_of_life())
+        .order_by(F("seen_at").asc(nulls_first=True), "agent_id")
     )
 
 
 def agents_for_api() -> QuerySet[AgentSnapshot]:
-    """Agents as the API shows them: with their project's id and staleness, read in the same query."""
-    return with_staleness(AgentSnapshot.objects.annotate(api_project_id=F("workspace__project_id")))
+    """Agents as the API shows them: with their project's id, timeline head, last sign of
+    life and staleness, read in the same query."""
+    agents = AgentSnapshot.objects.select_related(TIMELINE_HEAD).annotate(
+        api_project_id=F("workspace__project_id"), seen_at=last_sign_of_life()
+    )
+    return with_staleness(agents)
 
 
 def agent_for_api(*, agent_id: str) -> AgentSnapshot:

@@ -22,6 +22,7 @@ from snapshots.models import (
     AttentionReason,
     Lifecycle,
 )
+from snapshots.selectors import TIMELINE_HEAD
 
 
 @extend_schema_field({"type": "string", "pattern": "^[A-Za-z0-9._:-]{1,128}$", "maxLength": 128})
@@ -58,12 +59,46 @@ def json_object_field(**kwargs) -> serializers.DictField:
 
 
 class AgentSerializer(ApiModelSerializer):
+    """An agent as ``snapshots.selectors.agents_for_api`` reads it: with its timeline head
+    (``TIMELINE_HEAD``) and its last sign of life (``seen_at``) in the same query."""
+
     workspace_id = serializers.IntegerField(read_only=True)
+    last_activity_at = OffsetDateTimeField(
+        source=f"{TIMELINE_HEAD}.last_activity_at",
+        read_only=True,
+        allow_null=True,
+        help_text="When the agent's newest timeline row was committed.",
+    )
+    last_user_message_at = OffsetDateTimeField(
+        source=f"{TIMELINE_HEAD}.last_user_message_at",
+        read_only=True,
+        allow_null=True,
+        help_text="When its newest user message was committed.",
+    )
+    last_seen_at = OffsetDateTimeField(
+        source="seen_at",
+        read_only=True,
+        allow_null=True,
+        help_text="Its last sign of life: its creation, an update, a heartbeat or an append of its own.",
+    )
+    head_seq = serializers.IntegerField(
+        source=f"{TIMELINE_HEAD}.head_seq", read_only=True, help_text="The last committed seq (0 when none)."
+    )
+    min_seq = serializers.IntegerField(
+        source=f"{TIMELINE_HEAD}.min_seq",
+        read_only=True,
+        help_text="The first retained seq (head_seq + 1 when none is retained).",
+    )
+    timeline_epoch = serializers.CharField(
+        source=f"{TIMELINE_HEAD}.epoch", read_only=True, help_text="Changes only when the history is replaced."
+    )
     timeline_rows = serializers.IntegerField(
-        source="committed_rows", read_only=True, help_text="Committed timeline rows the agent holds now."
+        source=f"{TIMELINE_HEAD}.committed_rows",
+        read_only=True,
+        help_text="Committed timeline rows the agent holds now.",
     )
     timeline_bytes = serializers.IntegerField(
-        source="committed_bytes",
+        source=f"{TIMELINE_HEAD}.committed_bytes",
         read_only=True,
         help_text="Their items' size, counted as compact UTF-8 JSON.",
     )

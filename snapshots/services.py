@@ -24,7 +24,10 @@ from registry.directories import is_within, normalize_directory
 from registry.models import Workspace
 from snapshots.models import AgentSnapshot
 from snapshots.selectors import stale_condition
-from snapshots.signals import agents_changed
+from snapshots.signals import agents_changed, agents_created
+
+#: Agents per statement of ``import_agents``: well under SQLite's variable limit.
+IMPORT_BATCH = 500
 
 #: Fields a client may change with update_agent. Identity, workspace and the
 #: bookkeeping columns are not among them.
@@ -42,8 +45,6 @@ UPDATABLE_AGENT_FIELDS = (
     "attention_at",
     "internal",
 )
-#: Set by every timeline append (``timeline.services``), never by a client.
-ACTIVITY_FIELDS = ("last_activity_at", "last_user_message_at")
 
 
 def _validate_labels(labels: Any) -> dict[str, str]:
@@ -141,8 +142,6 @@ def create_agent(
     attention_reason: str | None = None,
     attention_at: dt.datetime | None = None,
     internal: bool = False,
-    last_activity_at: dt.datetime | None = None,
-    last_user_message_at: dt.datetime | None = None,
 ) -> AgentSnapshot:
     agent = AgentSnapshot(
         agent_id=agent_id or str(uuid.uuid4()),
@@ -159,8 +158,6 @@ def create_agent(
         attention_reason=attention_reason,
         attention_at=attention_at,
         internal=internal,
-        last_activity_at=last_activity_at,
-        last_user_message_at=last_user_message_at,
         last_seen_at=timezone.now(),
     )
     _apply_attention(agent, explicit_at=attention_at is not None)
@@ -178,8 +175,28 @@ def create_agent(
             if AgentSnapshot.objects.filter(pk=agent.agent_id).exists():
                 raise Conflict(f"An agent with id {agent.agent_id!r} already exists.") from exc
             raise
+        agents_created.send(sender=AgentSnapshot, agent_ids=[agent.agent_id])
         notify_agents_changed([agent.agent_id], "created")
     return agent
+
+
+def import_agents(*, new: list[AgentSnapshot], changed: list[AgentSnapshot], fields: list[str]) -> None:
+    """Write the agents an import checked, inside its transaction: ``new`` inserted with the
+    creation and update times they carry, ``changed`` updated in ``fields``. Batched, so the
+    cost is a few statements per ``IMPORT_BATCH`` agents; the caller has locked ``changed``.
+
+    ``bulk_create`` stamps ``created_at``/``updated_at`` with the current time (``auto_now``),
+    so the carried times are put back with one bulk UPDATE per batch."""
+    if new:
+        times = [(agent.created_at, agent.updated_at) for agent in new]
+        AgentSnapshot.objects.bulk_create(new, batch_size=IMPORT_BATCH)
+        for agent, (created_at, updated_at) in zip(new, times, strict=True):
+            agent.created_at, agent.updated_at = created_at, updated_at
+        AgentSnapshot.objects.bulk_update(new, ["created_at", "updated_at"], batch_size=IMPORT_BATCH)
+        agents_created.send(sender=AgentSnapshot, agent_ids=[agent.agent_id for agent in new])
+    AgentSnapshot.objects.bulk_update(changed, fields, batch_size=IMPORT_BATCH)
+    notify_agents_changed([agent.agent_id for agent in new], "created")
+    notify_agents_changed([agent.agent_id for agent in changed], "updated")
 
 
 def update_agent(*, agent: AgentSnapshot, expected_version: int | None = None, **changes: Any) -> AgentSnapshot:
@@ -235,7 +252,8 @@ def mark_stale_agents(*, now: dt.datetime | None = None) -> list[str]:
     """
     now = now or timezone.now()
     with transaction.atomic():
-        stale = AgentSnapshot.objects.select_for_update().filter(stale_condition(now=now))
+        # of=self: the staleness reads the timeline head through an outer join, which PostgreSQL cannot lock.
+        stale = AgentSnapshot.objects.select_for_update(of=("self",)).filter(stale_condition(now=now))
         agent_ids = sorted(stale.values_list("agent_id", flat=True))
         AgentSnapshot.objects.filter(pk__in=agent_ids).update(
             lifecycle=AgentSnapshot.Lifecycle.ERROR,

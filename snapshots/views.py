@@ -20,7 +20,7 @@ from registry.models import Workspace
 from snapshots import services
 from snapshots.filters import AgentFilter
 from snapshots.models import AgentSnapshot
-from snapshots.selectors import agent_for_api, agents_for_api
+from snapshots.selectors import TIMELINE_HEAD, agent_for_api, agents_for_api
 from snapshots.serializers import (
     AgentArchiveSerializer,
     AgentCreateSerializer,
@@ -78,8 +78,8 @@ class AgentViewSet(ApiViewSet):
         "-created_at": ("-created_at", "-agent_id"),
         "updated_at": ("updated_at", "agent_id"),
         "-updated_at": ("-updated_at", "-agent_id"),
-        "last_activity_at": ("last_activity_at", "agent_id"),
-        "-last_activity_at": ("-last_activity_at", "-agent_id"),
+        "last_activity_at": (f"{TIMELINE_HEAD}__last_activity_at", "agent_id"),
+        "-last_activity_at": (f"-{TIMELINE_HEAD}__last_activity_at", "-agent_id"),
     }
     actions_without_body = ApiViewSet.actions_without_body | {"heartbeat"}
 

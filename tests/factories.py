@@ -8,6 +8,7 @@ from registry.models import Project, Workspace
 from registry.services import create_project, create_workspace
 from snapshots.models import AgentSnapshot
 from snapshots.services import create_agent
+from timeline.services import CarriedHead, carry_over_heads
 
 
 class ServiceFactory(factory.Factory):
@@ -47,12 +48,23 @@ class WorkspaceFactory(ServiceFactory):
 
 
 class AgentFactory(ServiceFactory):
+    """An agent made by ``create_agent``; ``last_activity_at``/``last_user_message_at`` go to its
+    timeline head through ``timeline.services.carry_over_heads``, as the importer's do."""
+
     class Meta:
         model = AgentSnapshot
 
     @staticmethod
     def _service():
         return create_agent
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        activity = {name: kwargs.pop(name, None) for name in ("last_activity_at", "last_user_message_at")}
+        agent = create_agent(**kwargs)
+        if any(activity.values()):
+            carry_over_heads([CarriedHead(agent.agent_id, **activity)])
+        return agent
 
     workspace = factory.SubFactory(WorkspaceFactory)
     agent_id = factory.Sequence(lambda n: f"agent-{n}")

@@ -9,7 +9,9 @@ function-level and ``TYPE_CHECKING`` ones included. Then:
   app together and are left out of that graph; every other ``chartr`` module
   may lean on ``kernel`` only;
 - inside a package, no two modules import each other, directly or around a loop;
-- modules stay under 500 lines and functions under 60.
+- modules stay under 500 lines and functions under 60;
+- the agent table is written only by ``snapshots/services.py``, the timeline's head
+  table only by timeline modules (queryset writes, ``save``/``bulk_*``, raw SQL).
 
 Imports by string (``import_module``, settings, ``apps.get_model``) are not
 seen here. A failure lists every offender, with the file and line of each
@@ -408,3 +410,74 @@ def test_the_engine_check_sees_each_way_of_choosing():
         "a = c.vendor == 'sqlite'\nb = M[c.vendor]\nd = M.get(c.vendor, X)\ne = cache.get(c.vendor)\ncache[c.vendor] = 1\n"
     )
     assert [node.lineno for node in engine_choices(tree)] == [1, 2, 3]
+
+
+# --- who writes which table ---------------------------------------------------------
+
+#: Model -> the modules that may write its table (by queryset write, ``save``/``bulk_*`` or raw SQL).
+TABLE_WRITERS = {
+    "AgentSnapshot": lambda module: module == "snapshots.services",
+    "TimelineHead": lambda module: top(module) == "timeline",
+}
+#: Raw SQL naming a table in an UPDATE, INSERT or DELETE.
+RAW_TABLES = {"AgentSnapshot": "snapshots_agentsnapshot", "TimelineHead": "timeline_head"}
+_WRITE_METHODS = frozenset({"update", "bulk_update", "bulk_create", "create", "get_or_create", "update_or_create"})
+
+
+def _names_in(node: ast.AST) -> set[str]:
+    return {child.id for child in ast.walk(node) if isinstance(child, ast.Name)}
+
+
+def table_writes(module: Module) -> list[tuple[str, int]]:
+    """(model, line) of every write to a watched model's table: a write method called on an
+    expression naming the model (``Model.objects.filter(...).update(...)``, ``Model._meta``
+    in an UPDATE/INSERT text, ``Model(...).save()``), or SQL text naming its table."""
+    found = []
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if node.func.attr in _WRITE_METHODS or node.func.attr == "save":
+                found.extend((model, node.lineno) for model in TABLE_WRITERS if model in _names_in(node.func.value))
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            text = node.value.upper()
+            if any(verb in text for verb in ("UPDATE ", "INSERT INTO ", "DELETE FROM ")):
+                found.extend((model, node.lineno) for model, table in RAW_TABLES.items() if table.upper() in text)
+        elif isinstance(node, ast.JoinedStr):
+            text = "".join(part.value for part in node.values if isinstance(part, ast.Constant)).upper()
+            if text.lstrip().startswith(("UPDATE ", "INSERT INTO ", "DELETE FROM ")):
+                found.extend((model, node.lineno) for model in TABLE_WRITERS if model in _names_in(node))
+    return found
+
+
+def test_only_the_owning_modules_write_the_agent_and_timeline_head_tables():
+    offenders = [
+        f"{module.relative}:{line} writes {model}"
+        for module in production_modules().values()
+        for model, line in table_writes(module)
+        if not TABLE_WRITERS[model](module.name)
+    ]
+    assert not offenders, failure(
+        "AgentSnapshot is written only by snapshots/services.py, TimelineHead only by timeline modules", offenders
+    )
+
+
+def test_the_table_write_check_sees_each_kind_of_write():
+    probe = Module(
+        "legacy.probe",
+        REPO / "legacy" / "probe.py",
+        ast.parse(
+            "AgentSnapshot.objects.filter(pk=1).update(title='x')\n"
+            "TimelineHead.objects.bulk_create([])\n"
+            "AgentSnapshot(agent_id='a').save()\n"
+            "cursor.execute('UPDATE timeline_head SET head_seq = 1')\n"
+            "sql = f'UPDATE {quote(TimelineHead._meta.db_table)} SET epoch = 1'\n"
+            "AgentSnapshot.objects.filter(pk=1).count()\n"
+        ),
+        6,
+    )
+    assert sorted(table_writes(probe), key=lambda write: write[1]) == [
+        ("AgentSnapshot", 1),
+        ("TimelineHead", 2),
+        ("AgentSnapshot", 3),
+        ("TimelineHead", 4),
+        ("TimelineHead", 5),
+    ]

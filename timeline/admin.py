@@ -126,7 +126,7 @@ AGENT_TIMELINE_TEMPLATE = "admin/timeline/timeline.html"
 def agent_timeline_section(agent: AgentSnapshot, params: QueryDict) -> dict[str, Any]:
     """The variables of the agent page's timeline section (``snapshots.admin.register_agent_page_section``):
     a link to the timeline's own page (``timeline.admin_page``), not the rows themselves."""
-    return {"timeline_rows": agent.committed_rows}
+    return {"timeline_rows": agent.timeline_head.committed_rows}
 
 
 #: The path from a timeline row to the records a hard delete starts from.

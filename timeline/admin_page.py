@@ -116,8 +116,8 @@ def _jump(request: HttpRequest, agent: AgentSnapshot, zone: zoneinfo.ZoneInfo, i
         return f"No row{where} matches “{text}”."
     if params.get("seq", "").strip():
         seq = _seq_param(params.get("seq"))
-        if seq is None or not 1 <= seq <= agent.head_seq:
-            return f"There is no seq {params['seq'].strip()[:30]}: this timeline has seq 1 to {agent.head_seq}."
+        if seq is None or not 1 <= seq <= agent.timeline_head.head_seq:
+            return f"There is no seq {params['seq'].strip()[:30]}: this timeline has seq 1 to {agent.timeline_head.head_seq}."
         return _redirect_to(request, seq)
     if params.get("at", "").strip():
         at = parse_operator_time(params["at"], zone)
@@ -188,7 +188,9 @@ def timeline_page(request: HttpRequest, object_id: str, *, model_admin: admin.Mo
     context = {"timeline": view, "agent": agent}
     if fragment:
         # The live tail's read of newly committed rows, rendered like the page's.
-        context["through"] = max(agent.head_seq, view.page.max_seq or 0) if not view.page.has_newer else None
+        context["through"] = (
+            max(agent.timeline_head.head_seq, view.page.max_seq or 0) if not view.page.has_newer else None
+        )
         return render(request, ROWS_TEMPLATE, context)
     opts = model_admin.model._meta
     context.update(

@@ -1,6 +1,6 @@
-"""The agent row an append holds: its bookkeeping columns read under the row's lock
-(``lock_agent``), moved in memory as rows go in (``AgentHead``), and written back
-in the same transaction (``save_head``, or ``head_params`` for a statement that
+"""The timeline head an append holds (``timeline.models.TimelineHead``): read under
+its row's lock (``lock_agent``), moved in memory as rows go in (``AgentHead``), and
+written back in the same transaction (``save_head``, or ``head_params`` for a statement that
 writes the rows and the head together). Plain SQL built once per engine
 (``timeline.append_sql``); the rules of an append are in ``timeline.services``.
 """
@@ -30,7 +30,7 @@ class RowActivity(Protocol):
 
 @dataclass
 class AgentHead:
-    """The bookkeeping columns of an agent row locked for an append."""
+    """The head of an agent's timeline, locked for an append."""
 
     agent_id: str
     head_seq: int
@@ -51,7 +51,7 @@ class AgentHead:
     def adapt(self, value: dt.datetime | None) -> object:
         """``value`` as the connection stores it, made once per datetime object: an append
         writes its commit time up to three times (each row, ``last_activity_at``,
-        ``last_seen_at``), and on SQLite each adaptation cost more than a statement's binding."""
+        ``last_appended_at``), and on SQLite each adaptation cost more than a statement's binding."""
         kept = self._adapted.get(id(value))
         if kept is not None and kept[0] is value:
             return kept[1]
@@ -71,11 +71,13 @@ class AgentHead:
 
 
 def lock_agent(agent_id: str, *, allow_archived: bool) -> AgentHead:
-    """Read the agent's head under a lock held until the transaction ends.
+    """Read the agent's timeline head, and whether the agent is archived, under a lock
+    held until the transaction ends.
 
-    ``SELECT ... FOR UPDATE`` where the backend has it (PostgreSQL); SQLite
-    has no row locks, and its IMMEDIATE transaction already holds the write
-    lock. Plain SQL built once per engine (``timeline.append_sql``), here and
+    On PostgreSQL the head row ``FOR UPDATE`` and the agent row ``FOR KEY SHARE``
+    (``timeline.append_sql.PostgreSQLAppendSQL``): snapshot updates and heartbeats
+    of the agent go on beside an append. SQLite has no row locks, and its
+    IMMEDIATE transaction already holds the write lock. Plain SQL built once per engine (``timeline.append_sql``), here and
     in ``save_head`` and ``_insert_batch``: querysets cost about 0.9 and 0.35
     ms of CPU per call against 0.06 ms each, and building the SQL text on every
     call about as much again as sending it (docs/benchmarks.md).
@@ -114,8 +116,9 @@ def save_head(agent: AgentHead) -> None:
     in ``lock_agent``).
 
     An append by the agent's own daemon (``agent.alive_at``) is a sign of life
-    too: ``last_seen_at`` moves with the head, so an appending agent is never
-    stale. A history carried over by the importer is not.
+    too: ``last_appended_at`` moves with the head, and the agent's staleness
+    reads it (``snapshots.selectors.last_sign_of_life``), so an appending agent
+    is never stale. A history carried over by the importer is not.
     """
     statements = append_sql(agent.connection)
     statement = statements.save_head_alive if agent.alive_at else statements.save_head
@@ -123,7 +126,8 @@ def save_head(agent: AgentHead) -> None:
 
 
 def head_params(agent: AgentHead) -> list:
-    """``save_head``'s parameters: the head columns, ``last_seen_at`` for a live agent, the counters, the agent."""
+    """``save_head``'s parameters: the head columns, ``last_appended_at`` for a live agent, the counters,
+    the agent."""
     adapt = agent.adapt
     params = [
         agent.head_seq,

@@ -17,7 +17,7 @@ import msgspec
 from django.utils import timezone
 
 from kernel.api.parsers import NOT_ONLY_WHITESPACE
-from snapshots.models import MAX_EPOCH_LENGTH
+from timeline.models import EPOCH_MAX_LENGTH
 from timeline.selectors import DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 from timeline.services import MAX_ITEMS_PER_APPEND
 
@@ -113,7 +113,7 @@ class ReadQuery(msgspec.Struct, forbid_unknown_fields=True):
     ) = None
     limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_READ_LIMIT)] = DEFAULT_READ_LIMIT
     epoch: (
-        Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_EPOCH_LENGTH, pattern=NOT_ONLY_WHITESPACE)] | None
+        Annotated[str, msgspec.Meta(min_length=1, max_length=EPOCH_MAX_LENGTH, pattern=NOT_ONLY_WHITESPACE)] | None
     ) = None
     projection: Literal["canonical", "projected"] = "canonical"
 

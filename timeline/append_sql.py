@@ -1,8 +1,8 @@
 """The append's SQL, built once per database engine and run on the driver's own cursor.
 
 The append core (``timeline.services``) sends the same few statements on every
-call: lock the agent row, look up the item ids, insert the rows, write the head
-back. Building their text from the models' metadata and going through Django's
+call: lock the agent's timeline head, look up the item ids, insert the rows,
+write the head back. Building their text from the models' metadata and going through Django's
 cursor wrapper on each call cost more CPU than the statements themselves, so
 each engine's texts are built once (``append_sql``) and sent on the DB-API
 cursor of the connection, inside ``wrap_database_errors`` so that errors are
@@ -23,10 +23,11 @@ from psycopg.types.json import Jsonb
 
 from kernel.engines import for_engine
 from snapshots.models import AgentSnapshot
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
-#: The agent columns an append reads under its lock and writes back, in ``AgentHead`` order (timeline.agent_head).
-HEAD_COLUMNS = ("head_seq", "min_seq", "timeline_epoch", "last_activity_at", "last_user_message_at")
+#: The ``TimelineHead`` columns an append reads under its lock and writes back, in ``AgentHead`` order
+#: (timeline.agent_head).
+HEAD_COLUMNS = ("head_seq", "min_seq", "epoch", "last_activity_at", "last_user_message_at")
 #: The growth counters an append adds to (``AgentHead.added_rows`` and ``added_bytes``).
 COUNTER_COLUMNS = ("committed_rows", "committed_bytes")
 #: The columns of an inserted timeline row, in the order ``AppendSQL.insert_row`` takes them.
@@ -116,8 +117,8 @@ class PostgreSQLStatement(Statement):
 
 
 class AppendSQL:
-    """The append's statements for one engine. ``lock_suffix`` locks the agent row
-    where the engine has row locks; ``placeholder`` is the driver's paramstyle."""
+    """The append's statements for one engine. ``lock_suffix`` locks the timeline's head
+    row where the engine has row locks; ``placeholder`` is the driver's paramstyle."""
 
     lock_suffix = ""
     placeholder = "%s"
@@ -127,31 +128,34 @@ class AppendSQL:
         return None
 
     def __init__(self, quote_name):
-        agent_meta, row_meta = AgentSnapshot._meta, TimelineRow._meta
-        agent_table, row_table = quote_name(agent_meta.db_table), quote_name(row_meta.db_table)
+        agent_meta, head_meta, row_meta = AgentSnapshot._meta, TimelineHead._meta, TimelineRow._meta
+        agent_table, head_table = quote_name(agent_meta.db_table), quote_name(head_meta.db_table)
+        row_table = quote_name(row_meta.db_table)
 
-        def agent(name: str) -> str:
-            return quote_name(agent_meta.get_field(name).column)
+        def head(name: str) -> str:
+            return quote_name(head_meta.get_field(name).column)
 
         def row(name: str) -> str:
             return quote_name(row_meta.get_field(name).column)
 
         self._row = row
         self._row_table = row_table
-        columns = ", ".join(agent(name) for name in (*HEAD_COLUMNS, "archived_at"))
+        agent_id, archived_at = quote_name(agent_meta.pk.column), quote_name(agent_meta.get_field("archived_at").column)
+        columns = ", ".join([*(f"h.{head(name)}" for name in HEAD_COLUMNS), f"a.{archived_at}"])
         self.lock_agent = self.statement(
-            f"SELECT {columns} FROM {agent_table} WHERE {agent('agent_id')} = %s{self.lock_suffix}"
+            f"SELECT {columns} FROM {agent_table} a JOIN {head_table} h ON h.{head('agent')} = a.{agent_id} "
+            f"WHERE a.{agent_id} = %s{self.lock_suffix}"
         )
 
         def save_head(head_columns: tuple[str, ...]) -> Statement:
-            assignments = [f"{agent(name)} = %s" for name in head_columns]
-            assignments += [f"{agent(name)} = {agent(name)} + %s" for name in COUNTER_COLUMNS]
-            return self.statement(f"UPDATE {agent_table} SET {', '.join(assignments)} WHERE {agent('agent_id')} = %s")
+            assignments = [f"{head(name)} = %s" for name in head_columns]
+            assignments += [f"{head(name)} = {head(name)} + %s" for name in COUNTER_COLUMNS]
+            return self.statement(f"UPDATE {head_table} SET {', '.join(assignments)} WHERE {head('agent')} = %s")
 
         #: Takes the ``HEAD_COLUMNS`` values, the two counter increments, the agent id.
         self.save_head = save_head(HEAD_COLUMNS)
-        #: The same with ``last_seen_at`` after the head columns: an append by the agent itself.
-        self.save_head_alive = save_head((*HEAD_COLUMNS, "last_seen_at"))
+        #: The same with ``last_appended_at`` after the head columns: an append by the agent itself.
+        self.save_head_alive = save_head((*HEAD_COLUMNS, "last_appended_at"))
         row_columns = ", ".join(row(name) for name in ROW_COLUMNS)
         self._insert_into = f"INSERT INTO {row_table} ({row_columns}) VALUES "
         self.insert_row = self.statement(self._insert_into + _row_values(1))
@@ -197,7 +201,13 @@ class SQLiteAppendSQL(AppendSQL):
 
 
 class PostgreSQLAppendSQL(AppendSQL):
-    lock_suffix = " FOR UPDATE"
+    # The head is the row an append moves: FOR UPDATE serialises appends to one agent.
+    # The agent row is read for its archive state under FOR KEY SHARE, which a plain
+    # UPDATE of it (a heartbeat: FOR NO KEY UPDATE) never waits for, while the services
+    # locking it FOR UPDATE (update, archive) or a delete wait for the append, and it for them.
+    # The agent is named first, so it is locked first: the order a delete takes them
+    # in too (the agent, then its head by the cascade), so the two cannot deadlock.
+    lock_suffix = " FOR KEY SHARE OF a FOR UPDATE OF h"
 
     def statement(self, sql: str) -> Statement:
         return PostgreSQLStatement(sql)
@@ -208,7 +218,7 @@ class PostgreSQLAppendSQL(AppendSQL):
     def insert_rows_and_save_head(self, count: int, *, alive: bool, notify: bool) -> Statement:
         # A data-modifying WITH runs its INSERT to completion, with every constraint
         # checked as on its own, and saves the round trip of a second statement. The
-        # UPDATE meets exactly the agent's row (locked): its RETURNING sends the
+        # UPDATE meets exactly the agent's head row (locked): its RETURNING sends the
         # live hub's NOTIFY once, inside the transaction, saving a third.
         save_head = self.save_head_alive if alive else self.save_head
         returning = " RETURNING pg_notify(%s, %s)" if notify else ""

@@ -15,6 +15,18 @@ class TimelineConfig(AppConfig):
         # /readyz fails while the transport's service (Redis, the LISTEN connection) is unreachable.
         readiness.register(transport_readiness)
         self.register_with_lower_apps()
+        self.give_new_agents_their_heads()
+
+    @staticmethod
+    def give_new_agents_their_heads() -> None:
+        """Every agent has a timeline head from the transaction that creates it on."""
+        from snapshots.signals import agents_created
+        from timeline.services import create_timeline_heads
+
+        def created(sender, *, agent_ids, **kwargs) -> None:
+            create_timeline_heads(agent_ids=agent_ids)
+
+        agents_created.connect(created, weak=False, dispatch_uid="chartr-timeline-heads")
 
     @staticmethod
     def register_with_lower_apps() -> None:

@@ -1,4 +1,5 @@
-"""The agents' growth counters (``committed_rows``, ``committed_bytes``): checking them against the rows.
+"""The timelines' growth counters (``TimelineHead.committed_rows``, ``committed_bytes``): checking them
+against the rows.
 
 The append, import, trim and purge services keep the counters in the same
 transaction as the rows, so they only drift if someone writes around the
@@ -12,9 +13,8 @@ from dataclasses import dataclass
 
 from django.db import transaction
 
-from snapshots.models import AgentSnapshot
 from timeline.items import item_bytes
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
 
 @dataclass(frozen=True)
@@ -35,15 +35,15 @@ def _actual(agent_id: str) -> tuple[int, int]:
 def check_counters(*, repair: bool) -> list[CounterDrift]:
     """Every agent whose counters differ from its rows; with ``repair``, set them right.
 
-    One short transaction per agent, holding that agent's row lock while its
+    One short transaction per agent, holding its timeline head's lock while its
     rows are counted, so a concurrent append to it waits instead of being
     counted twice or not at all; other agents are not held up.
     """
     drifts = []
-    for agent_id in AgentSnapshot.objects.order_by("agent_id").values_list("agent_id", flat=True).iterator(500):
+    for agent_id in TimelineHead.objects.order_by("agent_id").values_list("agent_id", flat=True).iterator(500):
         with transaction.atomic():
             stored = (
-                AgentSnapshot.objects.select_for_update()
+                TimelineHead.objects.select_for_update()
                 .filter(pk=agent_id)
                 .values_list("committed_rows", "committed_bytes")
                 .first()
@@ -55,5 +55,5 @@ def check_counters(*, repair: bool) -> list[CounterDrift]:
                 continue
             drifts.append(CounterDrift(agent_id=agent_id, stored=stored, actual=actual))
             if repair:
-                AgentSnapshot.objects.filter(pk=agent_id).update(committed_rows=actual[0], committed_bytes=actual[1])
+                TimelineHead.objects.filter(pk=agent_id).update(committed_rows=actual[0], committed_bytes=actual[1])
     return drifts

@@ -3,7 +3,63 @@ from __future__ import annotations
 from django.db import models
 
 from registry.models import EXTRA_HELP
-from snapshots.models import AgentSnapshot
+from snapshots.models import AgentSnapshot, new_timeline_epoch
+
+#: The longest epoch a timeline keeps: chartr makes 16 hex digits (``new_timeline_epoch``),
+#: a history carried over keeps its own (Paseo's are 36-character UUIDs).
+EPOCH_MAX_LENGTH = 128
+
+
+class TimelineHead(models.Model):
+    """An agent's timeline bookkeeping, one row per agent, written only by the timeline's services.
+
+    Its own table, not columns of the agent snapshot: an append locks and writes
+    this row, never the record that every snapshot update and heartbeat writes too.
+    Made with the agent (``snapshots.signals.agents_created``) and deleted with it
+    (the foreign key cascades in the database).
+    """
+
+    agent = models.OneToOneField(
+        AgentSnapshot, primary_key=True, on_delete=models.CASCADE, related_name="timeline_head"
+    )
+    # The last committed seq (0 = empty).
+    head_seq = models.PositiveBigIntegerField(default=0)
+    # The first retained seq: rows min_seq..head_seq exist, contiguous
+    # (min_seq = head_seq + 1 when none are retained). Above 1 when older rows
+    # were pruned (a Paseo history imported as it was, or a trim).
+    min_seq = models.PositiveBigIntegerField(default=1)
+    # Changes only when the history is replaced (a data-snapshot restore, a carried-over history).
+    epoch = models.CharField(max_length=EPOCH_MAX_LENGTH, default=new_timeline_epoch)
+    # Growth counters, moved in the same transaction as the rows (append, import,
+    # trim); `manage.py check_counters` verifies them. Bytes are the items'
+    # compact UTF-8 JSON (timeline.items.item_bytes).
+    committed_rows = models.PositiveBigIntegerField(default=0)
+    committed_bytes = models.PositiveBigIntegerField(default=0)
+    # The newest row's commit time, and the newest user message's (never moved back:
+    # an imported history may be older than what the agent already did).
+    last_activity_at = models.DateTimeField(null=True, blank=True)
+    last_user_message_at = models.DateTimeField(null=True, blank=True)
+    # When the agent's own daemon last appended: a sign of life, as a heartbeat is
+    # (``snapshots.selectors.last_sign_of_life``). NULL for histories the importer carried.
+    last_appended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "timeline_head"
+        verbose_name = "timeline head"
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(min_seq__gte=1, min_seq__lte=models.F("head_seq") + 1),
+                name="timeline_head_retained_range_valid",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(committed_rows__gte=0, committed_bytes__gte=0),
+                name="timeline_head_counters_not_negative",
+            ),
+        ]
+        indexes = [models.Index(fields=["-last_activity_at"], name="timeline_head_activity_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id} at {self.head_seq}"
 
 
 class TimelineRow(models.Model):

@@ -37,8 +37,7 @@ from django.utils.dateparse import parse_datetime
 
 from kernel import fastjson
 from kernel.engines import for_engine
-from snapshots.models import AgentSnapshot
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
 Direction = Literal["tail", "before", "after"]
 
@@ -72,8 +71,9 @@ class PageSql:
 
     def __init__(self, connection: BaseDatabaseWrapper):
         self.connection = connection
-        agents = AgentSnapshot._meta.db_table
-        self.agent_sql = f"SELECT head_seq, min_seq, timeline_epoch, committed_rows FROM {agents} WHERE agent_id = %s"
+        # Every agent has its head (``TimelineHead``): no head, no agent.
+        heads = TimelineHead._meta.db_table
+        self.agent_sql = f"SELECT head_seq, min_seq, epoch, committed_rows FROM {heads} WHERE agent_id = %s"
         self.rows_sql: dict[Direction, str] = {
             "tail": self._page_sql("", "seq DESC"),
             "before": self._page_sql(" AND seq < %s", "seq DESC"),
@@ -127,7 +127,7 @@ class PageSql:
         cursor.execute(texts[sql] if texts else sql, params)
 
     def agent(self, agent_id: str) -> tuple[int, int, str, int] | None:
-        """``(head_seq, min_seq, timeline_epoch, committed_rows)`` of the agent, or None when there is none."""
+        """``(head_seq, min_seq, timeline_epoch, committed_rows)`` of the agent's timeline head, or None when there is no agent."""
         with self._cursors(1) as ((cursor,), texts):
             self.execute(cursor, texts, self.agent_sql, (agent_id,))
             return cursor.fetchone()

@@ -4,7 +4,7 @@ The only writes that take rows away. Both go in short batches, each its own
 transaction, so the API never waits for more than one batch. A trim keeps the
 retained range exact at every commit: the rows it deletes are always the
 lowest ones, and ``min_seq`` moves up past them in the same transaction, with
-the agent's growth counters. The seqs of the rows that stay never change, and
+the growth counters (all on the agent's ``TimelineHead``). The seqs of the rows that stay never change, and
 appends go on at ``head_seq + 1``.
 """
 
@@ -20,7 +20,7 @@ from django.db.models import F
 from kernel.errors import NotFound
 from snapshots.models import AgentSnapshot
 from timeline.items import item_bytes
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
 #: Rows per DELETE: each batch is its own short transaction (on SQLite, writers queue behind it).
 PRUNE_BATCH_ROWS = 5000
@@ -43,8 +43,9 @@ class TrimPolicy:
         if self.before_seq is not None and self.before_seq < 1:
             raise ValidationError({"before_seq": ["before_seq is 1 or more."]}, code="invalid")
 
-    def first_kept_seq(self, agent: AgentSnapshot) -> int:
-        """The lowest seq this policy keeps for ``agent`` (``head_seq + 1`` keeps nothing); never below min_seq."""
+    def first_kept_seq(self, agent: TimelineHead) -> int:
+        """The lowest seq this policy keeps for ``agent``'s timeline (``head_seq + 1`` keeps nothing); never
+        below min_seq."""
         if self.keep is not None:
             wanted = agent.head_seq - self.keep + 1
         elif self.before_seq is not None:
@@ -68,9 +69,9 @@ class TrimResult:
     min_seq: int
 
 
-def trim_preview(*, agent: AgentSnapshot, policy: TrimPolicy) -> int:
-    """How many rows ``trim_timeline`` would remove now. Writes nothing."""
-    return policy.first_kept_seq(agent) - agent.min_seq
+def trim_preview(*, head: TimelineHead, policy: TrimPolicy) -> int:
+    """How many rows ``trim_timeline`` would remove now from the timeline ``head`` heads. Writes nothing."""
+    return policy.first_kept_seq(head) - head.min_seq
 
 
 def trim_timeline(*, agent_id: str, policy: TrimPolicy, batch_size: int = PRUNE_BATCH_ROWS) -> TrimResult:
@@ -78,21 +79,21 @@ def trim_timeline(*, agent_id: str, policy: TrimPolicy, batch_size: int = PRUNE_
 
     Archived agents can be trimmed too: retention is not a client write.
     """
-    agent = AgentSnapshot.objects.filter(pk=agent_id).first()
-    if agent is None:
+    head = TimelineHead.objects.filter(pk=agent_id).first()
+    if head is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
-    target = policy.first_kept_seq(agent)
+    target = policy.first_kept_seq(head)
     removed_rows = removed_bytes = 0
     while True:
         with transaction.atomic():
-            agent = AgentSnapshot.objects.select_for_update().get(pk=agent_id)
-            if agent.min_seq >= target:
-                return TrimResult(agent_id=agent_id, rows=removed_rows, bytes=removed_bytes, min_seq=agent.min_seq)
-            upto = min(target, agent.min_seq + batch_size)
-            doomed = TimelineRow.objects.filter(agent_id=agent_id, seq__gte=agent.min_seq, seq__lt=upto)
+            head = TimelineHead.objects.select_for_update().get(pk=agent_id)
+            if head.min_seq >= target:
+                return TrimResult(agent_id=agent_id, rows=removed_rows, bytes=removed_bytes, min_seq=head.min_seq)
+            upto = min(target, head.min_seq + batch_size)
+            doomed = TimelineRow.objects.filter(agent_id=agent_id, seq__gte=head.min_seq, seq__lt=upto)
             size = sum(item_bytes(item) for item in doomed.values_list("item", flat=True))
             rows, _ = doomed.delete()
-            AgentSnapshot.objects.filter(pk=agent_id).update(
+            TimelineHead.objects.filter(pk=agent_id).update(
                 min_seq=upto,
                 committed_rows=F("committed_rows") - rows,
                 committed_bytes=F("committed_bytes") - size,

@@ -119,11 +119,7 @@ class TimelinePage:
 
 def get_agent_for_timeline(*, agent_id: str) -> AgentSnapshot:
     # order_by(): a primary-key lookup needs no ORDER BY (first() would add one).
-    found = list(
-        AgentSnapshot.objects.filter(pk=agent_id)
-        .only("agent_id", "head_seq", "min_seq", "timeline_epoch", "archived_at")
-        .order_by()[:1]
-    )
+    found = list(AgentSnapshot.objects.filter(pk=agent_id).only("agent_id", "archived_at").order_by()[:1])
     agent = found[0] if found else None
     if agent is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
@@ -354,7 +350,7 @@ def browse_timeline(
         older, has_older = _older(querysets, below=seq + 1, limit=limit - limit // 2)
         newer, has_newer = _newer(querysets, above=seq, limit=limit - len(older))
         rows = older + newer
-    return BrowsePage(rows=rows, head_seq=agent.head_seq, has_older=has_older, has_newer=has_newer)
+    return BrowsePage(rows=rows, head_seq=agent.timeline_head.head_seq, has_older=has_older, has_newer=has_newer)
 
 
 def seq_at_or_after_time(*, agent_id: str, at: dt.datetime) -> int | None:

@@ -9,7 +9,8 @@ Two entry points share one core, so the rules exist once:
   legacy importer), streamed in batches, inside the caller's transaction when
   there is one.
 
-The core (``timeline.agent_head.lock_agent``, then ``_append_locked``): lock the agent row, give
+The core (``timeline.agent_head.lock_agent``, then ``_append_locked``): lock the agent's
+timeline head (``timeline.models.TimelineHead``), give
 the rows seq head+1, head+2, ... in order, insert them, move ``head_seq`` and
 the activity times (``last_activity_at``, ``last_user_message_at``) in the
 same transaction, and send ``timeline_committed`` once the outermost
@@ -37,7 +38,7 @@ from timeline.errors import SeqConflict
 from timeline.group_commit import run_grouped_append
 from timeline.idempotency import check_replays_match, committed_by_item_id, refuse_committed_item_ids
 from timeline.items import MAX_ITEMS_PER_APPEND, known_item_bytes, validate_new_items
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 from timeline.search import timeline_search
 from timeline.signals import live_notice, timeline_committed, timeline_committing
 
@@ -109,7 +110,7 @@ def append_timeline_items(
 ) -> AppendResult:
     """Commit ``items`` to the agent's timeline as seq head+1, head+2, ... atomically.
 
-    Seq assignment is serialised per agent: the agent row is locked
+    Seq assignment is serialised per agent: the agent's timeline head is locked
     (``SELECT ... FOR UPDATE`` on PostgreSQL; on SQLite the IMMEDIATE
     transaction already holds the write lock), the head is read, rows are
     bulk-inserted and the head moves, all in one transaction. The unique
@@ -179,7 +180,7 @@ def bulk_append_timeline_rows(
     """Append already-checked ``rows`` (any iterable, consumed in batches of
     ``batch_size``) to the agent's timeline as seq head+1, head+2, ...
 
-    The same rules as ``append_timeline_items``: the agent row is locked, seq
+    The same rules as ``append_timeline_items``: the agent's head is locked, seq
     stays contiguous, ``head_seq`` moves, and ``timeline_committed`` is sent
     once, after the outermost transaction commits (never on a rollback).
     Called inside the caller's transaction it runs in a savepoint, so the
@@ -221,6 +222,52 @@ def bulk_append_timeline_rows(
         epoch=agent.timeline_epoch,
         created=agent.added_rows - added_before,
     )
+
+
+# --- the heads ----------------------------------------------------------------
+
+
+def create_timeline_heads(*, agent_ids: Sequence[str]) -> None:
+    """Give each new agent its empty timeline head, in the transaction that creates the
+    agents (``snapshots.signals.agents_created``'s receiver, ``timeline.apps``)."""
+    TimelineHead.objects.bulk_create([TimelineHead(agent_id=agent_id) for agent_id in agent_ids], batch_size=500)
+
+
+@dataclass(frozen=True)
+class CarriedHead:
+    """What an import carries over into an agent's head besides its rows: the activity
+    times its source recorded, and for an agent it creates, its source's epoch."""
+
+    agent_id: str
+    last_activity_at: dt.datetime | None
+    last_user_message_at: dt.datetime | None
+    epoch: str | None = None
+
+
+def carry_over_heads(heads: Sequence[CarriedHead]) -> None:
+    """Set the carried-over activity times (and epochs) of ``heads``, inside the caller's
+    transaction. An epoch is only taken by a timeline that has never held a row, so a
+    history is never renamed under its clients' cursors."""
+    if not heads:
+        return
+    by_id = {head.agent_id: head for head in heads}
+    stored = list(TimelineHead.objects.select_for_update().filter(pk__in=list(by_id)).order_by("pk"))
+    for head in stored:
+        carried = by_id[head.agent_id]
+        head.last_activity_at = carried.last_activity_at
+        head.last_user_message_at = carried.last_user_message_at
+        if carried.epoch is not None and head.head_seq == 0:
+            head.epoch = carried.epoch
+    fields = ["last_activity_at", "last_user_message_at", "epoch"]
+    TimelineHead.objects.bulk_update(stored, fields, batch_size=500)
+
+
+def rotate_epochs_sql(quote_name: Callable[[str], str], *, new_epoch: str) -> str:
+    """The statement giving every timeline a new epoch, ``new_epoch`` being the SQL that makes
+    one: what a data-snapshot restore runs on the restored rows (``datadir``), in the
+    restore's own transaction, before any client reads them."""
+    head = TimelineHead._meta
+    return f"UPDATE {quote_name(head.db_table)} SET {quote_name(head.get_field('epoch').column)} = {new_epoch}"
 
 
 # --- the core ---------------------------------------------------------------
@@ -265,7 +312,7 @@ def _append_locked(
     check_item_ids: bool = False,
     keep_seqs: bool = False,
 ) -> None:
-    """Insert ``rows`` after the head of ``agent``, whose row the caller has
+    """Insert ``rows`` after the head of ``agent``, which the caller has
     locked in the current transaction, then move the head and announce it.
 
     ``check_item_ids``: refuse a batch carrying an item id already committed

@@ -24,7 +24,8 @@ from datadir import store
 from datadir.backends.base import CheckedDump, DatabaseBackend, DumpRejected, quote_name
 from datadir.errors import SnapshotFailed, SnapshotToolMissing, StoreBusy
 from kernel.postgres import libpq_environment
-from snapshots.models import AgentSnapshot
+from timeline.models import TimelineHead
+from timeline.services import rotate_epochs_sql
 
 #: PostgreSQL may still pick the restore as a deadlock victim against a writer
 #: that takes its locks in an unusual order; the restore rolls back whole, so
@@ -117,13 +118,14 @@ class PostgreSQLBackend(DatabaseBackend):
     def _restore_once(self, dump: Path) -> int:
         pg_restore = require_tool("pg_restore")
         psql = require_tool("psql")
-        table = quote_name(AgentSnapshot._meta.db_table)
         # pg_restore's script and the epoch rotation run in ONE transaction (psql
         # --single-transaction rather than pg_restore's own), so no client ever
         # sees restored rows under an old epoch. gen_random_uuid() is core since
         # PostgreSQL 13.
         rotate = (
-            f"RESET search_path;\nUPDATE {table} SET timeline_epoch = substr(md5(gen_random_uuid()::text), 1, 16);\n"
+            "RESET search_path;\n"
+            + rotate_epochs_sql(quote_name, new_epoch="substr(md5(gen_random_uuid()::text), 1, 16)")
+            + ";\n"
         )
         tables = tables_parents_first(self.connection)
         lock_all = (
@@ -141,7 +143,7 @@ class PostgreSQLBackend(DatabaseBackend):
                 "The PostgreSQL restore failed and was rolled back, so the database is unchanged: " + messages[-2000:]
             )
         with self.connection.cursor() as cursor:
-            cursor.execute(f"SELECT count(*) FROM {table}")
+            cursor.execute(f"SELECT count(*) FROM {quote_name(TimelineHead._meta.db_table)}")
             return cursor.fetchone()[0]
 
 

@@ -17,7 +17,9 @@ from typing import Any
 from datadir import store
 from datadir.backends.base import CheckedDump, DatabaseBackend, DumpRejected, quote_name
 from datadir.errors import SnapshotFailed
-from snapshots.models import AgentSnapshot, new_timeline_epoch
+from snapshots.models import new_timeline_epoch
+from timeline.models import TimelineHead
+from timeline.services import rotate_epochs_sql
 
 
 class SQLiteBackend(DatabaseBackend):
@@ -123,10 +125,10 @@ def _regexp(pattern: str | None, value: object) -> bool | None:
 
 
 def _rotate_epochs_in_copy(conn: sqlite3.Connection) -> int:
-    table = AgentSnapshot._meta.db_table
+    table = TimelineHead._meta.db_table
     if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone():
         return 0
     conn.create_function("chartr_new_timeline_epoch", 0, new_timeline_epoch)
-    count = conn.execute(f"UPDATE {quote_name(table)} SET timeline_epoch = chartr_new_timeline_epoch()").rowcount
+    count = conn.execute(rotate_epochs_sql(quote_name, new_epoch="chartr_new_timeline_epoch()")).rowcount
     conn.commit()
     return count

@@ -132,12 +132,28 @@ def after_key(ordering: list[str], values: list, *, nullable: list[bool] | None 
     return condition
 
 
+def key_field(model: type[models.Model], name: str) -> models.Field:
+    """The field a key term names: on ``model``, or across one-to-one and foreign keys (``a__b``)."""
+    *path, last = name.split("__")
+    for step in path:
+        model = model._meta.get_field(step).related_model
+    return model._meta.get_field(last)
+
+
+def key_value(record: models.Model, name: str):
+    """``record``'s value for a key term (``a__b`` follows ``record.a.b``, read along with it)."""
+    value = record
+    for step in name.split("__"):
+        value = getattr(value, step)
+    return value
+
+
 def order_by_terms(model: type[models.Model], ordering: tuple[str, ...]) -> list:
     """``order_by`` arguments for ``ordering``, nulls last wherever a field is nullable."""
     terms = []
     for term in ordering:
         name, descending = _term(term)
-        if model._meta.get_field(name).null:
+        if key_field(model, name).null:
             terms.append(F(name).desc(nulls_last=True) if descending else F(name).asc(nulls_last=True))
         else:
             terms.append(term)
@@ -174,7 +190,7 @@ class KeysetCursorPagination(BasePagination):
         queryset = queryset.order_by(*order_by_terms(model, ordering))
         cursor = request.query_params.get(self.cursor_query_param)
         if cursor:
-            model_fields = [model._meta.get_field(_term(term)[0]) for term in ordering]
+            model_fields = [key_field(model, _term(term)[0]) for term in ordering]
             values = decode_cursor(cursor, model_fields, ordering_name=ordering_name)
             queryset = queryset.filter(
                 after_key(list(ordering), values, nullable=[field.null for field in model_fields])
@@ -184,7 +200,7 @@ class KeysetCursorPagination(BasePagination):
         self.next_cursor = None
         if len(rows) > limit:
             last = page[-1]
-            values = [getattr(last, _term(term)[0]) for term in ordering]
+            values = [key_value(last, _term(term)[0]) for term in ordering]
             self.next_cursor = encode_cursor(values if ordering_name is None else [*values, ordering_name])
         return page
 

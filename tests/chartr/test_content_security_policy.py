@@ -19,9 +19,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from chartr.middleware import ContentSecurityPolicyMiddleware, content_security_policy
-from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory, ProjectFactory
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
 pytestmark = pytest.mark.django_db
 
@@ -73,7 +72,7 @@ def test_an_agent_page_with_its_timeline_is_strict(admin_client):
     TimelineRow.objects.create(
         agent=agent, seq=1, committed_at=timezone.now(), item_type="user_message", item={"type": "user_message"}
     )
-    AgentSnapshot.objects.filter(pk=agent.pk).update(head_seq=1)
+    TimelineHead.objects.filter(pk=agent.pk).update(head_seq=1)
     html = assert_strict_html_page(admin_client.get(reverse("admin:snapshots_agentsnapshot_change", args=[agent.pk])))
     assert 'id="timeline"' in html
 

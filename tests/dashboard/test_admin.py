@@ -13,7 +13,7 @@ from django.utils import timezone
 from registry.services import archive_project
 from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 from timeline.services import NewTimelineItem, append_timeline_items
 
 pytestmark = pytest.mark.django_db
@@ -138,7 +138,7 @@ class TestGrowth:
         response = admin_client.get(reverse("admin:index"))
         growth = response.context["dashboard"].growth
         assert growth.timeline_rows == 6
-        assert growth.timeline_bytes == sum(AgentSnapshot.objects.values_list("committed_bytes", flat=True))
+        assert growth.timeline_bytes == sum(TimelineHead.objects.values_list("committed_bytes", flat=True))
         assert [agent.agent_id for agent in growth.largest] == ["big", "small"]
         assert len(growth.rows_per_day) == 30
         per_day = dict(growth.rows_per_day)

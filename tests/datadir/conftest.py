@@ -11,7 +11,7 @@ from registry.services import archive_project
 from snapshots.models import AgentSnapshot
 from snapshots.services import delete_agent, update_agent
 from tests.factories import AgentFactory, WorkspaceFactory
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
 EXCLUDED = ("snapshots", "backup", ".locks")
 
@@ -19,7 +19,7 @@ EXCLUDED = ("snapshots", "backup", ".locks")
 def append_rows(agent_id: str, count: int, *, filler: int = 0) -> None:
     """The append path from the design notes: lock, head+1.., bulk insert, move head."""
     with transaction.atomic():
-        head = AgentSnapshot.objects.select_for_update().get(pk=agent_id).head_seq
+        head = TimelineHead.objects.select_for_update().get(pk=agent_id).head_seq
         TimelineRow.objects.bulk_create(
             TimelineRow(
                 agent_id=agent_id,
@@ -31,21 +31,21 @@ def append_rows(agent_id: str, count: int, *, filler: int = 0) -> None:
             )
             for k in range(1, count + 1)
         )
-        AgentSnapshot.objects.filter(pk=agent_id).update(head_seq=head + count)
+        TimelineHead.objects.filter(pk=agent_id).update(head_seq=head + count)
 
 
 def database_state() -> dict[str, list]:
-    """Every row of every table, with timeline_epoch left out (a restore always rotates it)."""
+    """Every row of every table, with the timelines' epochs left out (a restore always rotates them)."""
     state = {}
-    agents_table = AgentSnapshot._meta.db_table
+    heads_table = TimelineHead._meta.db_table
     with connection.cursor() as cursor:
         for table in sorted(connection.introspection.table_names()):
             cursor.execute(f'SELECT * FROM "{table}"')
             columns = [col[0] for col in cursor.description]
             rows = [dict(zip(columns, row)) for row in cursor.fetchall()]
-            if table == agents_table:
+            if table == heads_table:
                 for row in rows:
-                    row.pop("timeline_epoch")
+                    row.pop("epoch")
             state[table] = sorted(rows, key=repr)
     return state
 
@@ -62,7 +62,7 @@ def file_state(data_dir: Path) -> dict[str, bytes]:
 
 
 def epochs() -> dict[str, str]:
-    return dict(AgentSnapshot.objects.values_list("agent_id", "timeline_epoch"))
+    return dict(TimelineHead.objects.values_list("agent_id", "epoch"))
 
 
 def snapshot_dirs(data_dir: Path) -> list[str]:

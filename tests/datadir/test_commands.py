@@ -13,6 +13,7 @@ from snapshots.models import AgentSnapshot
 from snapshots.services import delete_agent, record_heartbeat, update_agent
 from tests.datadir.conftest import append_rows, snapshot_dirs
 from tests.factories import AgentFactory
+from timeline.models import TimelineHead
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -67,11 +68,11 @@ def test_restore_list_newest_and_from(data_dir):
     undo = out.splitlines()[0].removeprefix("Pre-restore snapshot: ")
     assert undo in snapshot_dirs(data_dir) and undo > newer
     assert f"Restored data snapshot {older}." in out and f"restore --from {undo}" in out
-    assert AgentSnapshot.objects.get(pk="a0").head_seq == 0
+    assert TimelineHead.objects.get(pk="a0").head_seq == 0
 
     out = run("restore")  # the newest is the pre-restore snapshot: this undoes the restore
     assert f"Restored data snapshot {undo}." in out
-    assert AgentSnapshot.objects.get(pk="a0").head_seq == 5
+    assert TimelineHead.objects.get(pk="a0").head_seq == 5
     assert "pre-restore (state before restoring" in run("restore", "--list")
 
 
@@ -91,7 +92,7 @@ def test_restore_dry_run_changes_nothing(data_dir):
     append_rows("a0", 1)
     out = run("restore", "--dry-run")
     assert "is complete and intact" in out and "nothing was changed" in out
-    assert AgentSnapshot.objects.get(pk="a0").head_seq == 1
+    assert TimelineHead.objects.get(pk="a0").head_seq == 1
     assert len(snapshot_dirs(data_dir)) == 1
 
 
@@ -107,13 +108,13 @@ def test_a_file_system_error_is_a_command_error_naming_the_path(data_dir, monkey
 
     append_rows("a0", 2)
     (data_dir / "notes.txt").write_text("changed since")
-    before = AgentSnapshot.objects.get(pk="a0").head_seq
+    before = TimelineHead.objects.get(pk="a0").head_seq
     monkeypatch.setattr(shutil, "copyfile", disk_full)
     with pytest.raises(CommandError, match="No space left on device") as exc:
         run("restore")
     assert str(data_dir) in str(exc.value)
     # The copies are staged before the database is touched, so a full disk changes nothing.
-    assert AgentSnapshot.objects.get(pk="a0").head_seq == before
+    assert TimelineHead.objects.get(pk="a0").head_seq == before
     assert (data_dir / "notes.txt").read_text() == "changed since"
     assert not list(data_dir.glob(".*.restore-*"))
 

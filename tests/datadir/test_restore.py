@@ -17,7 +17,7 @@ from tests.datadir.conftest import (
     snapshot_dirs,
 )
 from tests.factories import AgentFactory
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -60,7 +60,7 @@ def test_restore_without_a_name_restores_the_newest(data_dir):
     append_rows("a0", 3)
     result = restore_snapshot()
     assert result.restored == newest.name
-    assert AgentSnapshot.objects.get(pk="a0").head_seq == 7
+    assert TimelineHead.objects.get(pk="a0").head_seq == 7
     assert TimelineRow.objects.filter(agent_id="a0").count() == 7
 
 
@@ -68,7 +68,7 @@ def test_after_a_restore_every_epoch_changes_and_old_cursors_no_longer_match(dat
     build_state(data_dir)
     snap = take_snapshot()
     # A client's cursor: (agent, epoch, seq) as read before the restore.
-    cursors = {a.agent_id: (a.timeline_epoch, a.head_seq) for a in AgentSnapshot.objects.all()}
+    cursors = {a.agent_id: (a.timeline_head.epoch, a.timeline_head.head_seq) for a in AgentSnapshot.objects.all()}
     append_rows("a0", 10)
     received = []
     agents_changed.connect(lambda **kw: received.append(kw), weak=False, dispatch_uid="test-restore-signal")
@@ -78,8 +78,8 @@ def test_after_a_restore_every_epoch_changes_and_old_cursors_no_longer_match(dat
         agents_changed.disconnect(dispatch_uid="test-restore-signal")
     for agent in AgentSnapshot.objects.all():
         held_epoch, _ = cursors[agent.agent_id]
-        assert agent.timeline_epoch != held_epoch
-        assert AgentSnapshot.objects.filter(pk=agent.agent_id, timeline_epoch=held_epoch).count() == 0
+        assert agent.timeline_head.epoch != held_epoch
+        assert TimelineHead.objects.filter(pk=agent.agent_id, epoch=held_epoch).count() == 0
     assert len(received) == 1 and received[0]["reason"] == "restore"
     assert sorted(received[0]["agent_ids"]) == ["a0", "a1", "a2"]
 

@@ -10,9 +10,8 @@ from django.utils import timezone
 
 from legacy.models import ImportRun
 from registry.services import archive_workspace
-from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 from tokens.services import create_api_token
 
 pytestmark = pytest.mark.django_db
@@ -43,7 +42,7 @@ def grow_to(count: int, existing: int) -> None:
         TimelineRow.objects.bulk_create(
             [TimelineRow(agent=agent, seq=1, committed_at=now, item_type="user_message", item={"type": "user_message"})]
         )
-        AgentSnapshot.objects.filter(pk=agent.pk).update(head_seq=1)
+        TimelineHead.objects.filter(pk=agent.pk).update(head_seq=1)
         create_api_token(name=f"token-{n}")
         ImportRun.objects.create(source_path=f"/legacy/{n}.json", started_at=now, finished_at=now, counts={})
 

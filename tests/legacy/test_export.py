@@ -12,7 +12,7 @@ from legacy.services import import_legacy
 from registry.models import Project
 from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
 pytestmark = pytest.mark.django_db
 
@@ -24,7 +24,7 @@ def export(*args) -> str:
 
 
 def add_rows(agent: AgentSnapshot, items: list[tuple[str | None, dict]]) -> None:
-    start = agent.head_seq
+    start = agent.timeline_head.head_seq
     base = dt.datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=dt.UTC)
     TimelineRow.objects.bulk_create(
         TimelineRow(
@@ -37,14 +37,14 @@ def add_rows(agent: AgentSnapshot, items: list[tuple[str | None, dict]]) -> None
         )
         for n, (item_id, item) in enumerate(items, 1)
     )
-    AgentSnapshot.objects.filter(pk=agent.pk).update(head_seq=start + len(items))
+    TimelineHead.objects.filter(pk=agent.pk).update(head_seq=start + len(items))
 
 
 def all_timelines() -> dict:
     return {
         agent.agent_id: (
-            agent.timeline_epoch,
-            agent.head_seq,
+            agent.timeline_head.epoch,
+            agent.timeline_head.head_seq,
             list(
                 TimelineRow.objects.filter(agent=agent)
                 .order_by("seq")
@@ -64,7 +64,7 @@ class TestExport:
         lines = export("a1").splitlines()
         header = json.loads(lines[0])
         assert header["type"] == "chartr.timeline" and header["version"] == 1
-        assert (header["agent_id"], header["epoch"]) == ("a1", agent.timeline_epoch)
+        assert (header["agent_id"], header["epoch"]) == ("a1", agent.timeline_head.epoch)
         dt.datetime.fromisoformat(header["exported_at"])
         assert [json.loads(line) for line in lines[1:]] == [
             {

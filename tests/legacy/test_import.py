@@ -18,7 +18,7 @@ from tests.legacy.builders import T2, row
 from tests.legacy.conftest import backups, dump_database
 from timeline import services as timeline_services
 from timeline.errors import ItemConflict
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
 pytestmark = pytest.mark.django_db
 
@@ -86,7 +86,7 @@ class TestQuirks:
         nested = AgentSnapshot.objects.get(pk="a-nested")
         assert (nested.workspace.directory, nested.lifecycle, nested.labels) == (APP, "running", {"team": "core"})
         assert AgentSnapshot.objects.get(pk="a-dup").title == "newest copy"
-        assert AgentSnapshot.objects.get(pk="a-flat").last_activity_at == dt.datetime(2024, 3, 2, 10, tzinfo=UTC)
+        assert TimelineHead.objects.get(pk="a-flat").last_activity_at == dt.datetime(2024, 3, 2, 10, tzinfo=UTC)
         archived = AgentSnapshot.objects.get(pk="a-archived")
         assert archived.archived_at is not None and archived.lifecycle == "closed"
         attention = AgentSnapshot.objects.get(pk="a-attention")
@@ -105,13 +105,13 @@ class TestQuirks:
 
         # timelines: contiguous, head and epoch from the header, truncated tail dropped
         assert [r[0] for r in timeline("a-nested")] == [1, 2, 3, 4, 5]
-        assert (nested.head_seq, nested.timeline_epoch) == (5, "epoch-nested")
+        assert (nested.timeline_head.head_seq, nested.timeline_head.epoch) == (5, "epoch-nested")
         flat = AgentSnapshot.objects.get(pk="a-flat")
-        assert (flat.head_seq, flat.timeline_epoch) == (3, "epoch-flat")
+        assert (flat.timeline_head.head_seq, flat.timeline_head.epoch) == (3, "epoch-flat")
         rows = timeline("a-flat")
         assert [r[2] for r in rows] == ["item-1", None, "item-3"]
         assert rows[2][4]["text"] == "ünïcödé \u2028 line sep" and rows[2][3] == "assistant_message"
-        assert (archived.head_seq, archived.timeline_epoch) == (0, "epoch-empty")
+        assert (archived.timeline_head.head_seq, archived.timeline_head.epoch) == (0, "epoch-empty")
 
         assert report.counts_dict() == {
             "projects": {"created": 4, "updated": 0, "unchanged": 0, "skipped": 0},
@@ -197,7 +197,7 @@ class TestInvalidInput:
         assert list(AgentSnapshot.objects.values_list("agent_id", flat=True)) == ["a-good"]
         # a timeline with a bad line is skipped whole, so seq stays contiguous
         assert not TimelineRow.objects.exists()
-        assert AgentSnapshot.objects.get().head_seq == 0
+        assert TimelineHead.objects.get().head_seq == 0
         assert "Skipped 9 invalid file(s) or record(s):" in output
         assert "names project 'p-missing'" in output and "a-broken.json:line 2" in output
         assert "projects:      1 created, 0 updated, 0 unchanged, 2 skipped" in output
@@ -303,7 +303,7 @@ class TestIdempotence:
         a1 = AgentSnapshot.objects.get(pk="a1")
         assert (a1.title, a1.version, a1.lifecycle) == ("second", 2, "closed")
         assert a1.archived_at == dt.datetime(2024, 3, 3, 10, tzinfo=UTC) and a1.archive_operation is not None
-        assert (a1.head_seq, a1.timeline_epoch) == (6, "e1")
+        assert (a1.timeline_head.head_seq, a1.timeline_head.epoch) == (6, "e1")
         assert [r[0] for r in timeline("a1")] == [1, 2, 3, 4, 5, 6]
         a2 = AgentSnapshot.objects.get(pk="a2")
         assert (a2.title, a2.version, a2.updated_at) == ("first", 1, a2_before.updated_at)
@@ -314,14 +314,14 @@ class TestIdempotence:
         legacy_home.save()
         report = import_legacy(source=legacy_home.root)
         live.refresh_from_db()
-        assert (live.head_seq, report.counts["timeline_rows"].created) == (4, 4)
-        assert live.timeline_epoch != "from-the-file"
-        epoch = live.timeline_epoch
+        assert (live.timeline_head.head_seq, report.counts["timeline_rows"].created) == (4, 4)
+        assert live.timeline_head.epoch != "from-the-file"
+        epoch = live.timeline_head.epoch
         # Running again finds the rows present even though the epochs differ.
         again = import_legacy(source=legacy_home.root)
         live.refresh_from_db()
         assert (again.counts["timeline_rows"].unchanged, again.counts["timeline_rows"].created) == (4, 0)
-        assert (live.head_seq, live.timeline_epoch) == (4, epoch)
+        assert (live.timeline_head.head_seq, live.timeline_head.epoch) == (4, epoch)
 
     def test_a_file_that_is_not_the_agents_history_is_refused(self, legacy_home):
         legacy_home.agent("a1", "/srv/app")
@@ -380,7 +380,7 @@ class TestIdempotence:
         legacy_home.timeline("a1", 2)
         report = import_legacy(source=legacy_home.root)
         assert report.counts["timeline_rows"].as_dict() == {"created": 0, "updated": 0, "unchanged": 2, "skipped": 0}
-        assert AgentSnapshot.objects.get().head_seq == 5
+        assert TimelineHead.objects.get().head_seq == 5
 
 
 class TestDryRunAndAtomicity:
@@ -558,7 +558,7 @@ class TestNulAndSignals:
             legacy_home.save()
             with django_capture_on_commit_callbacks(execute=True):
                 import_legacy(source=legacy_home.root)
-            assert sorted(heard) == [("live", 3, live.timeline_epoch), ("new", 2, "file-epoch")]
+            assert sorted(heard) == [("live", 3, live.timeline_head.epoch), ("new", 2, "file-epoch")]
         finally:
             timeline_committed.disconnect(listener)
 

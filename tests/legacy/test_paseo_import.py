@@ -24,6 +24,7 @@ from tests.timeline.live.support import run as run_stream
 from timeline.counters import check_counters
 from timeline.live.hub import Hub
 from timeline.live.stream import TimelineStream
+from timeline.models import TimelineHead
 
 pytestmark = pytest.mark.django_db
 
@@ -106,7 +107,7 @@ def test_histories_come_over_as_paseo_had_them(paseo_home, api):
             assert row["item"] == source["item"]
             assert dt.datetime.fromisoformat(row["committed_at"]) == dt.datetime.fromisoformat(source["timestamp"])
             assert row["turn_id"] == (None if agent_id == "a-db" else "turn-1")
-    assert AgentSnapshot.objects.get(pk="a-pruned").min_seq == 11
+    assert TimelineHead.objects.get(pk="a-pruned").min_seq == 11
     for agent_id in ("a-backfill", "a-future", "a-attention"):
         assert rows_of(api, agent_id)["rows"] == []
 
@@ -201,7 +202,7 @@ def test_new_rows_in_paseo_are_appended_on_a_rerun(paseo_home, api):
     assert [row["seq"] for row in rows_of(api, "a-pruned")["rows"]] == list(range(11, 19))
     # The agents' row and byte counters moved with every imported row, on both runs.
     assert check_counters(repair=False) == []
-    assert AgentSnapshot.objects.get(pk="a-pruned").committed_rows == 8
+    assert TimelineHead.objects.get(pk="a-pruned").committed_rows == 8
 
 
 def test_an_interrupted_copy_leaves_no_half_backup(paseo_home, monkeypatch):
@@ -228,7 +229,7 @@ def test_latest_activity_first_after_import_and_appends(paseo_home, api):
     listed = api.get("/api/v1/agents", {"ordering": "-last_activity_at", "limit": 3}).json()["results"]
     assert listed[0]["agent_id"] == "a-db"
     # The imported histories set the activity times from their rows.
-    assert AgentSnapshot.objects.get(pk="a-pruned").last_activity_at == dt.datetime.fromisoformat(
+    assert TimelineHead.objects.get(pk="a-pruned").last_activity_at == dt.datetime.fromisoformat(
         paseo_row(15)["timestamp"]
     )
 

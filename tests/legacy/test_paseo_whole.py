@@ -15,7 +15,7 @@ from legacy.export import write_timeline
 from legacy.problems import LegacyImportInvalid
 from legacy.services import import_legacy
 from registry.models import Workspace
-from snapshots.models import MAX_EPOCH_LENGTH, AgentSnapshot
+from snapshots.models import AgentSnapshot
 from tests.legacy.builders import LegacyHome, paseo_file_name, paseo_row
 from tests.legacy.conftest import dump_database
 from tests.timeline.live.support import Reader
@@ -25,6 +25,7 @@ from timeline.counters import check_counters
 from timeline.items import item_problems
 from timeline.live.hub import Hub
 from timeline.live.stream import TimelineStream
+from timeline.models import EPOCH_MAX_LENGTH, TimelineHead
 
 pytestmark = pytest.mark.django_db
 
@@ -87,8 +88,8 @@ def page(api, agent_id: str, **query) -> dict:
 
 def test_uuid_epochs_are_kept_and_continue_every_read(whole_home, api):
     import_legacy(source=whole_home.root)
-    assert len(EPOCH) == 36 <= MAX_EPOCH_LENGTH
-    assert AgentSnapshot.objects.get(pk="a-uuid").timeline_epoch == EPOCH
+    assert len(EPOCH) == 36 <= EPOCH_MAX_LENGTH
+    assert TimelineHead.objects.get(pk="a-uuid").epoch == EPOCH
     after = page(api, "a-uuid", direction="after", seq=1, epoch=EPOCH)
     assert (after["epoch"], after["reset"], after["stale_cursor"]) == (EPOCH, False, False)
     assert [row["seq"] for row in after["rows"]] == [2, 5, 6]
@@ -96,7 +97,7 @@ def test_uuid_epochs_are_kept_and_continue_every_read(whole_home, api):
     assert [row["seq"] for row in before["rows"]] == [2, 5] and not before["stale_cursor"]
     other = page(api, "a-uuid", direction="after", seq=1, epoch=str(uuid.uuid4()))
     assert other["stale_cursor"] and other["reset"]
-    too_long = api.get("/api/v1/agents/a-uuid/timeline", {"epoch": "e" * (MAX_EPOCH_LENGTH + 1)})
+    too_long = api.get("/api/v1/agents/a-uuid/timeline", {"epoch": "e" * (EPOCH_MAX_LENGTH + 1)})
     assert too_long.status_code == 400
 
 
@@ -173,8 +174,8 @@ def test_a_hole_is_imported_reported_and_read_across(whole_home, api):
     report = import_legacy(source=whole_home.root)
     (hole,) = report.holes
     assert paseo_file_name("a-uuid") in hole and "seqs 3..4" in hole
-    agent = AgentSnapshot.objects.get(pk="a-uuid")
-    assert (agent.min_seq, agent.head_seq, agent.committed_rows) == (1, 6, 4)
+    head = TimelineHead.objects.get(pk="a-uuid")
+    assert (head.min_seq, head.head_seq, head.committed_rows) == (1, 6, 4)
     assert check_counters(repair=False) == []
     whole = page(api, "a-uuid", direction="after", seq=0)
     assert [row["seq"] for row in whole["rows"]] == [1, 2, 5, 6] and whole["holes"] == [[3, 4]]

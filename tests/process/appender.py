@@ -28,7 +28,7 @@ def main(argv: list[str]) -> int:
 
     from snapshots.models import AgentSnapshot
     from tests.factories import AgentFactory, WorkspaceFactory
-    from timeline.models import TimelineRow
+    from timeline.models import TimelineHead, TimelineRow
 
     if argv[0] == "seed":
         workspace = WorkspaceFactory()
@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
         agent_id = agent_ids[batches % len(agent_ids)]
         try:
             with transaction.atomic():
-                head = AgentSnapshot.objects.select_for_update().get(pk=agent_id).head_seq
+                head = TimelineHead.objects.select_for_update().get(pk=agent_id).head_seq
                 seen = TimelineRow.objects.filter(agent_id=agent_id).aggregate(top=Max("seq"), count=Count("id"))
                 if (seen["top"] or 0) != head or seen["count"] != head:
                     violations.append(f"{agent_id}: head_seq {head}, rows {seen['count']}, max seq {seen['top']}")
@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
                     )
                     for k in range(1, 6)
                 )
-                AgentSnapshot.objects.filter(pk=agent_id).update(head_seq=head + 5)
+                TimelineHead.objects.filter(pk=agent_id).update(head_seq=head + 5)
         except DatabaseError as exc:
             # Counted, not hidden: the test decides how many it tolerates.
             errors += 1

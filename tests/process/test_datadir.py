@@ -24,7 +24,7 @@ pytestmark = pytest.mark.process
 
 INVARIANTS = """
 SELECT a.agent_id, a.head_seq, count(t.id), coalesce(max(t.seq), 0), coalesce(min(t.seq), 0)
-FROM snapshots_agentsnapshot a LEFT JOIN timeline_timelinerow t ON t.agent_id = a.agent_id
+FROM timeline_head a LEFT JOIN timeline_timelinerow t ON t.agent_id = a.agent_id
 GROUP BY a.agent_id, a.head_seq ORDER BY a.agent_id
 """
 
@@ -173,7 +173,7 @@ def test_snapshot_and_restore_while_appends_run_stay_consistent(any_store):
         wait_for_line(appender, "ready", timeout=60)
         first = snapshot_name(store.manage("snapshot"))
         rows_at_first = store.query("SELECT count(*) FROM timeline_timelinerow")[0][0]
-        epochs_before = dict(store.query("SELECT agent_id, timeline_epoch FROM snapshots_agentsnapshot"))
+        epochs_before = dict(store.query("SELECT agent_id, epoch FROM timeline_head"))
         restored = store.manage("restore", "--from", first)
         assert restored.returncode == 0, restored.stderr
         undo = restored.stdout.splitlines()[0].removeprefix("Pre-restore snapshot: ")
@@ -198,7 +198,7 @@ def test_snapshot_and_restore_while_appends_run_stay_consistent(any_store):
 
     live = store.query(INVARIANTS)
     assert check_timelines(live) == []
-    epochs_after = dict(store.query("SELECT agent_id, timeline_epoch FROM snapshots_agentsnapshot"))
+    epochs_after = dict(store.query("SELECT agent_id, epoch FROM timeline_head"))
     assert set(epochs_after) == set(epochs_before)
     assert all(epochs_after[agent] != epochs_before[agent] for agent in epochs_before)
 
@@ -269,10 +269,10 @@ def test_restore_command_refuses_a_corrupt_snapshot_and_changes_nothing(sqlite_s
     name = snapshot_name(store.manage("snapshot"))
     db = store.data_dir / "snapshots" / name / "db" / "chartr.sqlite3"
     db.write_bytes(db.read_bytes()[:8192])
-    before = store.query("SELECT agent_id, timeline_epoch, head_seq FROM snapshots_agentsnapshot")
+    before = store.query("SELECT agent_id, epoch, head_seq FROM timeline_head")
     result = store.manage("restore", "--from", name)
     assert result.returncode == 1
     assert f"Data snapshot {name} is missing parts or corrupt" in result.stderr
     assert "nothing was changed" in result.stderr
-    assert store.query("SELECT agent_id, timeline_epoch, head_seq FROM snapshots_agentsnapshot") == before
+    assert store.query("SELECT agent_id, epoch, head_seq FROM timeline_head") == before
     assert store.snapshot_names() == [name]

@@ -11,7 +11,7 @@ from snapshots.models import AgentSnapshot
 from tests.datadir.conftest import snapshot_dirs
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 from tests.support.admin import messages_of
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
 pytestmark = pytest.mark.django_db
 
@@ -325,7 +325,7 @@ def add_timeline(agent, count: int) -> None:
         )
         for seq in range(1, count + 1)
     )
-    AgentSnapshot.objects.filter(pk=agent.pk).update(head_seq=count)
+    TimelineHead.objects.filter(pk=agent.pk).update(head_seq=count)
 
 
 class TestHardDelete:

@@ -10,11 +10,10 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from datadir.services import restore_snapshot
-from snapshots.models import AgentSnapshot
 from tests.datadir.conftest import database_state, snapshot_dirs
 from tests.factories import AgentFactory
 from timeline.counters import check_counters
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 from timeline.pruning import TrimPolicy, trim_timeline
 from timeline.services import NewTimelineItem, append_timeline_items
 
@@ -72,7 +71,7 @@ def test_before_seq_and_older_than(data_dir):
     trim("a1", "--older-than", "30")
     assert seqs("a1") == [7, 8, 9, 10]
     trim("a1", "--older-than", "0")
-    assert seqs("a1") == [] and AgentSnapshot.objects.get(pk="a1").min_seq == 11
+    assert seqs("a1") == [] and TimelineHead.objects.get(pk="a1").min_seq == 11
 
 
 def test_all_agents_and_small_batches(data_dir):
@@ -99,7 +98,7 @@ def test_restoring_the_pre_trim_snapshot_brings_the_rows_back(data_dir):
     trim("a1", "--keep", "3")
     [snapshot] = snapshot_dirs(data_dir)
     restore_snapshot(name=snapshot)
-    assert seqs("a1") == list(range(1, 9)) and AgentSnapshot.objects.get(pk="a1").min_seq == 1
+    assert seqs("a1") == list(range(1, 9)) and TimelineHead.objects.get(pk="a1").min_seq == 1
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,8 @@ def say(agent_id: str, item_type: str = "user_message") -> None:
 def expected_order(ordering: str) -> list[str]:
     """The order computed in Python: the field (nulls last either way), then agent_id in the same direction."""
     name, descending = ordering.lstrip("-"), ordering.startswith("-")
-    agents = list(AgentSnapshot.objects.values_list(name, "agent_id"))
+    column = f"timeline_head__{name}" if name == "last_activity_at" else name
+    agents = list(AgentSnapshot.objects.values_list(column, "agent_id"))
     present = sorted((a for a in agents if a[0] is not None), reverse=descending)
     absent = sorted((a for a in agents if a[0] is None), key=lambda a: a[1], reverse=descending)
     return [agent_id for _, agent_id in present + absent]
@@ -46,7 +47,7 @@ def all_pages(api, ordering: str, limit: int) -> list[str]:
 
 def test_appends_set_the_activity_times(api):
     agent = AgentFactory()
-    assert (agent.last_activity_at, agent.last_user_message_at) == (None, None)
+    assert (agent.timeline_head.last_activity_at, agent.timeline_head.last_user_message_at) == (None, None)
     say(agent.pk, "assistant_message")
     after_assistant = api.get(f"/api/v1/agents/{agent.pk}").json()
     assert after_assistant["last_activity_at"] is not None and after_assistant["last_user_message_at"] is None

@@ -17,6 +17,7 @@ from snapshots.services import mark_stale_agents, record_heartbeat, update_agent
 from snapshots.signals import agents_changed
 from tests.factories import AgentFactory
 from tests.support.api import assert_error
+from timeline.models import TimelineHead
 
 pytestmark = pytest.mark.django_db
 
@@ -67,7 +68,7 @@ def test_a_heartbeat_clears_staleness_without_changing_the_version(api):
     assert response.status_code == 204 and response.content == b""
     assert stale_flags(api) == {"a1": False}
     assert api.get("/api/v1/agents/a1")["ETag"] == etag
-    assert AgentSnapshot.objects.get(pk=agent.pk).head_seq == 0
+    assert TimelineHead.objects.get(pk=agent.pk).head_seq == 0
 
 
 def test_an_update_clears_staleness():

@@ -7,22 +7,21 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 
 pytestmark = pytest.mark.django_db
 
 
 def add_rows(agent, items: list[dict]) -> None:
-    start = agent.head_seq
+    start = agent.timeline_head.head_seq
     now = timezone.now()
     TimelineRow.objects.bulk_create(
         TimelineRow(agent=agent, seq=start + i, committed_at=now, item_type=item.get("type", ""), item=item)
         for i, item in enumerate(items, start=1)
     )
-    agent.head_seq = start + len(items)
-    AgentSnapshot.objects.filter(pk=agent.pk).update(head_seq=agent.head_seq)
+    agent.timeline_head.head_seq = start + len(items)
+    TimelineHead.objects.filter(pk=agent.pk).update(head_seq=agent.timeline_head.head_seq)
 
 
 def shown_seqs(response) -> list[int]:

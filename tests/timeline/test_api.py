@@ -3,11 +3,10 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory
 from tests.timeline.histories import carry_over_history
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 from tokens.services import create_api_token
 
 pytestmark = pytest.mark.django_db
@@ -40,7 +39,7 @@ def test_append_then_read(api):
     assert created.status_code == 201, created.content
     body = created.json()
     assert [r["seq"] for r in body["rows"]] == [1, 2]
-    assert body["rows"][0]["item_id"] == "k1" and body["head_seq"] == 2 and body["epoch"] == agent.timeline_epoch
+    assert body["rows"][0]["item_id"] == "k1" and body["head_seq"] == 2 and body["epoch"] == agent.timeline_head.epoch
     assert body["rows"][0]["committed_at"].endswith("+00:00")
 
     page = api.get(url(agent.pk), {"direction": "after", "seq": 0, "limit": 10}).json()
@@ -181,8 +180,8 @@ def test_after_without_seq_reads_from_the_start_and_before_from_the_head(api):
 def test_stale_epoch_returns_reset_and_tail(api):
     agent = AgentFactory()
     api.post(url(agent.pk), {"items": items(*"abcdef")}, format="json")
-    old = agent.timeline_epoch
-    AgentSnapshot.objects.filter(pk=agent.pk).update(timeline_epoch="new-epoch")
+    old = agent.timeline_head.epoch
+    TimelineHead.objects.filter(pk=agent.pk).update(epoch="new-epoch")
     page = api.get(url(agent.pk), {"direction": "after", "seq": 1, "limit": 2, "epoch": old}).json()
     assert page["reset"] is True and page["epoch"] == "new-epoch" and page["direction"] == "tail"
     assert [r["seq"] for r in page["rows"]] == [5, 6]

@@ -25,8 +25,8 @@ import pytest
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory
+from timeline.models import TimelineHead
 from timeline.search import timeline_search
 from timeline.selectors import browse_timeline, find_match, read_timeline, seq_at_or_after_time
 
@@ -85,7 +85,7 @@ def build_million_row_agent():
             cursor.execute(SQLITE_ROWS, [agent.pk])
             search.index_rows(agent_id=agent.pk, first_seq=1, last_seq=ROWS)
             cursor.execute("ANALYZE")
-    AgentSnapshot.objects.filter(pk=agent.pk).update(head_seq=ROWS)
+    TimelineHead.objects.filter(pk=agent.pk).update(head_seq=ROWS)
     agent.refresh_from_db()
     return agent
 

@@ -12,11 +12,10 @@ from django.utils import timezone
 
 from datadir.services import restore_snapshot, take_snapshot
 from registry.services import archive_workspace
-from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory, WorkspaceFactory
 from timeline.counters import check_counters
 from timeline.items import item_bytes
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 from timeline.services import NewTimelineItem, PendingRow, append_timeline_items, bulk_append_timeline_rows
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +28,7 @@ def truth(agent_id: str) -> tuple[int, int]:
 
 
 def counters(agent_id: str) -> tuple[int, int]:
-    return AgentSnapshot.objects.values_list("committed_rows", "committed_bytes").get(pk=agent_id)
+    return TimelineHead.objects.values_list("committed_rows", "committed_bytes").get(pk=agent_id)
 
 
 def say(text: str, item_id: str | None = None) -> NewTimelineItem:
@@ -83,7 +82,7 @@ class TestCheckCounters:
         AgentFactory(agent_id="a2")
         append_timeline_items(agent_id="a1", items=[say("one"), say("two")])
         assert check_counters(repair=False) == []
-        AgentSnapshot.objects.filter(pk="a1").update(committed_rows=7, committed_bytes=1)
+        TimelineHead.objects.filter(pk="a1").update(committed_rows=7, committed_bytes=1)
         out = io.StringIO()
         call_command("check_counters", "--dry-run", stdout=out)
         assert f"a1: rows 7 -> 2, bytes 1 -> {truth('a1')[1]}" in out.getvalue()

@@ -142,7 +142,7 @@ def test_appends_queued_behind_a_commit_share_one_transaction_and_keep_seqs_cont
         assert stored[f"i{n}"] == first.seq
     assert all(appenders.visible_at_answer.values()), "every answer came once its rows were committed"
     agent.refresh_from_db()
-    assert agent.head_seq == 11
+    assert agent.timeline_head.head_seq == 11
     batch_signals = [(head, thread) for _, head, thread in appenders.heard[1:]]
     assert len(batch_signals) == 5 and len({thread for _, thread in batch_signals}) == 1
     assert sorted(head for head, _ in batch_signals) == [3, 5, 7, 9, 11], "one per append, none lost or repeated"

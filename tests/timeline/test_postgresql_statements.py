@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.skipif("connection.vendor != 'postgresql'"), pytest.ma
 def test_rows_come_back_as_a_cursor_reads_them():
     agent = AgentFactory()
     statement = PostgreSQLStatement(
-        "SELECT agent_id, head_seq, created_at FROM snapshots_agentsnapshot WHERE agent_id = %s"
+        "SELECT a.agent_id, h.head_seq, a.created_at FROM snapshots_agentsnapshot a JOIN timeline_head h ON h.agent_id = a.agent_id WHERE a.agent_id = %s"
     )
     connection.ensure_connection()
     with connection.cursor() as cursor:
@@ -51,7 +51,7 @@ def test_several_items_go_with_the_head_in_one_statement():
     assert len(writes) == 1 and "UPDATE" in writes[0]
     agent.refresh_from_db()
     assert [row.seq for row in result.rows] == [1, 2, 3]
-    assert (agent.head_seq, agent.committed_rows) == (3, 3)
+    assert (agent.timeline_head.head_seq, agent.timeline_head.committed_rows) == (3, 3)
     assert list(TimelineRow.objects.filter(agent=agent).order_by("seq").values_list("item_id", flat=True)) == [
         "id-0",
         "id-1",
@@ -102,12 +102,12 @@ def test_with_prepare_threshold_the_statements_are_prepared_once(preparing_conne
     assert len(prepared) == 2, prepared
     assert [row.seq for row in TimelineRow.objects.filter(agent=agent).order_by("seq")] == [1, 2, 3]
     agent.refresh_from_db()
-    assert (agent.head_seq, agent.committed_rows) == (3, 3)
+    assert (agent.timeline_head.head_seq, agent.timeline_head.committed_rows) == (3, 3)
 
 
 def test_prepared_statements_come_back_after_psycopg_deallocates_its_own(preparing_connection):
     agent = AgentFactory()
-    statement = PostgreSQLStatement("SELECT head_seq FROM snapshots_agentsnapshot WHERE agent_id = %s")
+    statement = PostgreSQLStatement("SELECT head_seq FROM timeline_head WHERE agent_id = %s")
     assert statement.fetchone([agent.agent_id], connection=connection) == (0,)
     assert len(_prepared_here()) == 1
     with connection.cursor() as cursor:

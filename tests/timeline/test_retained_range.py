@@ -10,7 +10,7 @@ from kernel.errors import Conflict
 from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory
 from tests.timeline.histories import T0, carry_over_history
-from timeline.models import TimelineRow
+from timeline.models import TimelineHead, TimelineRow
 from timeline.selectors import RetainedRange, read_timeline
 from timeline.services import NewTimelineItem, append_timeline_items
 
@@ -31,7 +31,11 @@ def pruned():
 
 def test_carry_over_keeps_seqs_epoch_and_sets_min_seq(pruned):
     agent = AgentSnapshot.objects.get(pk=pruned.pk)
-    assert (agent.min_seq, agent.head_seq, agent.timeline_epoch) == (11, 20, "paseo-epoch")
+    assert (agent.timeline_head.min_seq, agent.timeline_head.head_seq, agent.timeline_head.epoch) == (
+        11,
+        20,
+        "paseo-epoch",
+    )
     assert list(TimelineRow.objects.filter(agent=agent).values_list("seq", flat=True)) == list(range(11, 21))
     # Later appends continue the same history.
     result = append_timeline_items(
@@ -43,16 +47,16 @@ def test_carry_over_keeps_seqs_epoch_and_sets_min_seq(pruned):
 def test_carry_over_only_into_an_empty_timeline(pruned):
     with pytest.raises(Conflict):
         carry_over_history(pruned.pk, start_seq=30, count=1)
-    assert AgentSnapshot.objects.get(pk=pruned.pk).head_seq == 20
+    assert TimelineHead.objects.get(pk=pruned.pk).head_seq == 20
 
 
 def test_the_database_refuses_a_min_seq_above_head_plus_one():
     agent = AgentFactory()
     with pytest.raises(IntegrityError), transaction.atomic():
-        AgentSnapshot.objects.filter(pk=agent.pk).update(min_seq=2)
-    AgentSnapshot.objects.filter(pk=agent.pk).update(min_seq=1)
+        TimelineHead.objects.filter(pk=agent.pk).update(min_seq=2)
+    TimelineHead.objects.filter(pk=agent.pk).update(min_seq=1)
     with pytest.raises(IntegrityError), transaction.atomic():
-        AgentSnapshot.objects.filter(pk=agent.pk).update(min_seq=0)
+        TimelineHead.objects.filter(pk=agent.pk).update(min_seq=0)
 
 
 def test_window_describes_the_timeline_not_the_page(pruned):
@@ -108,4 +112,4 @@ def test_retained_range_rules():
 
 def test_carry_over_sets_activity_from_the_rows(pruned):
     agent = AgentSnapshot.objects.get(pk=pruned.pk)
-    assert agent.last_activity_at == agent.last_user_message_at == T0.replace(second=20)
+    assert agent.timeline_head.last_activity_at == agent.timeline_head.last_user_message_at == T0.replace(second=20)

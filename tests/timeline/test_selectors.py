@@ -6,9 +6,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from kernel.errors import NotFound
-from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory
+from timeline.models import TimelineHead
 from timeline.selectors import read_timeline
 from timeline.services import NewTimelineItem, append_timeline_items
 
@@ -70,8 +70,8 @@ def test_empty_timeline():
 
 
 def test_stale_epoch_gets_reset_and_a_tail(agent_with_10_rows):
-    old_epoch = agent_with_10_rows.timeline_epoch
-    AgentSnapshot.objects.filter(pk=agent_with_10_rows.pk).update(timeline_epoch="replaced")
+    old_epoch = agent_with_10_rows.timeline_head.epoch
+    TimelineHead.objects.filter(pk=agent_with_10_rows.pk).update(epoch="replaced")
     page = read_timeline(agent_id=agent_with_10_rows.pk, direction="after", seq=2, limit=4, epoch=old_epoch)
     assert page.reset and page.direction == "tail" and page_seqs(page) == [7, 8, 9, 10]
     assert page.epoch == "replaced"

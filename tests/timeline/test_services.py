@@ -39,8 +39,8 @@ class TestAppend:
         assert [r.seq for r in first.rows] == [1, 2] and first.head_seq == 2 and first.created == 2
         assert [r.seq for r in second.rows] == [3] and second.head_seq == 3
         agent.refresh_from_db()
-        assert agent.head_seq == 3 and seqs(agent) == [1, 2, 3]
-        assert first.epoch == agent.timeline_epoch
+        assert agent.timeline_head.head_seq == 3 and seqs(agent) == [1, 2, 3]
+        assert first.epoch == agent.timeline_head.epoch
         row = TimelineRow.objects.get(agent=agent, seq=1)
         assert row.item_type == "user_message" and row.item == {"type": "user_message", "text": "a"}
 
@@ -116,7 +116,7 @@ class TestAppend:
         assert "items[2].item" in exc.value.message_dict
         assert seqs(agent) == []
         agent.refresh_from_db()
-        assert agent.head_seq == 0
+        assert agent.timeline_head.head_seq == 0
 
     @pytest.mark.parametrize(
         "item",
@@ -218,8 +218,8 @@ class TestBulkAppend:
         result = bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(1, "x1"), checked(2), checked(3, "x3")])
         assert (result.first_seq, result.head_seq, result.created) == (3, 5, 3)
         agent.refresh_from_db()
-        assert agent.head_seq == 5 and seqs(agent) == [1, 2, 3, 4, 5]
-        assert result.epoch == agent.timeline_epoch
+        assert agent.timeline_head.head_seq == 5 and seqs(agent) == [1, 2, 3, 4, 5]
+        assert result.epoch == agent.timeline_head.epoch
         stored = list(
             TimelineRow.objects.filter(agent=agent, seq__gt=2)
             .order_by("seq")
@@ -275,7 +275,7 @@ class TestBulkAppend:
             bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(1), checked(2, "k1")], batch_size=batch_size)
         assert exc.value.extra == {"item_id": "k1", "seq": 2}
         agent.refresh_from_db()
-        assert agent.head_seq == 2 and seqs(agent) == [1, 2]
+        assert agent.timeline_head.head_seq == 2 and seqs(agent) == [1, 2]
 
     def test_an_item_id_repeated_in_a_later_batch_of_the_call_is_refused(self):
         agent = AgentFactory()
@@ -299,7 +299,7 @@ class TestBulkAppendInTheCallersTransaction:
             with transaction.atomic():
                 bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(n) for n in range(1, 6)], batch_size=2)
                 assert heard.events == []
-            assert heard.events == [(agent.pk, 5, agent.timeline_epoch)]
+            assert heard.events == [(agent.pk, 5, agent.timeline_head.epoch)]
         assert seqs(agent) == [1, 2, 3, 4, 5]
 
     def test_a_rollback_of_the_caller_leaves_nothing_and_says_nothing(self):
@@ -309,13 +309,13 @@ class TestBulkAppendInTheCallersTransaction:
             raise RuntimeError("the caller gives up")
         assert heard.events == [] and seqs(agent) == []
         agent.refresh_from_db()
-        assert agent.head_seq == 0
+        assert agent.timeline_head.head_seq == 0
 
     def test_on_its_own_it_commits_and_announces(self):
         agent = AgentFactory()
         with Heard() as heard:
             bulk_append_timeline_rows(agent_id=agent.pk, rows=[checked(1)])
-        assert heard.events == [(agent.pk, 1, agent.timeline_epoch)]
+        assert heard.events == [(agent.pk, 1, agent.timeline_head.epoch)]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -345,5 +345,5 @@ def test_concurrent_appenders_get_exactly_one_to_n():
     total = threads * appends
     assert seqs(agent) == list(range(1, total + 1))
     agent.refresh_from_db()
-    assert agent.head_seq == total
+    assert agent.timeline_head.head_seq == total
     assert TimelineRow.objects.filter(agent=agent).values("item_id").distinct().count() == total

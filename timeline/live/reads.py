@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import Any, TypeVar
 
 from django.db import DatabaseError, connections
+from django.db.models import F
 
 from snapshots.models import AgentSnapshot
 from timeline.live.sse import encode_committed_row
@@ -22,7 +23,7 @@ from timeline.selectors import RetainedRange, rows_after
 
 T = TypeVar("T")
 
-#: The agent snapshot fields an ``agent`` event carries.
+#: The agent snapshot fields an ``agent`` event carries, then its timeline head's (one query).
 AGENT_STATE_FIELDS = (
     "agent_id",
     "lifecycle",
@@ -32,12 +33,15 @@ AGENT_STATE_FIELDS = (
     "archived_at",
     "updated_at",
     "version",
-    "head_seq",
-    "min_seq",
-    "timeline_epoch",
-    # Not sent: whether the history has holes (``RetainedRange.has_holes``).
-    "committed_rows",
 )
+#: The head's, by the names the event gives them.
+HEAD_STATE_FIELDS = {
+    "head_seq": F("timeline_head__head_seq"),
+    "min_seq": F("timeline_head__min_seq"),
+    "timeline_epoch": F("timeline_head__epoch"),
+    # Not sent: whether the history has holes (``RetainedRange.has_holes``).
+    "committed_rows": F("timeline_head__committed_rows"),
+}
 
 #: Agents per ``IN`` list when polling heads, so the list stays bounded.
 HEADS_PER_QUERY = 500
@@ -64,8 +68,8 @@ class LiveBatch:
 
 
 def read_agent_state(agent_id: str) -> dict | None:
-    """The agent snapshot fields an ``agent`` event carries, or None if the agent is gone."""
-    return AgentSnapshot.objects.filter(pk=agent_id).values(*AGENT_STATE_FIELDS).first()
+    """The agent snapshot fields an ``agent`` event carries, with its head's, or None if the agent is gone."""
+    return AgentSnapshot.objects.filter(pk=agent_id).values(*AGENT_STATE_FIELDS, **HEAD_STATE_FIELDS).first()
 
 
 def read_batch(agent_id: str, after_seq: int, limit: int) -> LiveBatch:
@@ -82,7 +86,7 @@ def read_heads(agent_ids: list[str]) -> dict[str, tuple[int, str, int]]:
     heads: dict[str, tuple[int, str, int]] = {}
     for start in range(0, len(agent_ids), HEADS_PER_QUERY):
         rows = AgentSnapshot.objects.filter(pk__in=agent_ids[start : start + HEADS_PER_QUERY]).values_list(
-            "agent_id", "head_seq", "timeline_epoch", "version"
+            "agent_id", "timeline_head__head_seq", "timeline_head__epoch", "version"
         )
         heads.update((agent_id, (head, epoch, version)) for agent_id, head, epoch, version in rows)
     return heads

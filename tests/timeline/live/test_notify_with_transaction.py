@@ -64,7 +64,7 @@ def test_the_notification_is_sent_in_the_transaction_and_arrives_with_the_commit
         assert heard(listener_and_hub, timeout=0.3) == []
     agent.refresh_from_db()
     assert heard(listener_and_hub, timeout=2) == [
-        ("sender", Committed(agent_id=agent.agent_id, head_seq=1, epoch=agent.timeline_epoch))
+        ("sender", Committed(agent_id=agent.agent_id, head_seq=1, epoch=agent.timeline_head.epoch))
     ]
 
 
@@ -77,7 +77,7 @@ def test_an_append_rolled_back_is_never_announced(listener_and_hub):
     append(agent.agent_id, "kept")
     agent.refresh_from_db()
     assert heard(listener_and_hub, timeout=2) == [
-        ("sender", Committed(agent_id=agent.agent_id, head_seq=1, epoch=agent.timeline_epoch))
+        ("sender", Committed(agent_id=agent.agent_id, head_seq=1, epoch=agent.timeline_head.epoch))
     ]
     assert heard(listener_and_hub, timeout=0.3) == [], "one append, one notification"
 
@@ -91,7 +91,7 @@ def test_the_notification_goes_in_the_statement_that_inserts_the_rows(listener_a
     assert "INSERT INTO" in notifying[0], "a round trip of its own"
     agent.refresh_from_db()
     assert heard(listener_and_hub, timeout=2) == [
-        ("sender", Committed(agent_id=agent.agent_id, head_seq=1, epoch=agent.timeline_epoch))
+        ("sender", Committed(agent_id=agent.agent_id, head_seq=1, epoch=agent.timeline_head.epoch))
     ]
 
 
@@ -107,5 +107,5 @@ def test_an_append_in_several_batches_is_announced_once_with_its_last_head(liste
     bulk_append_timeline_rows(agent_id=agent.agent_id, rows=rows, batch_size=2)
     agent.refresh_from_db()
     assert heard(listener_and_hub, timeout=2) == [
-        ("sender", Committed(agent_id=agent.agent_id, head_seq=5, epoch=agent.timeline_epoch))
+        ("sender", Committed(agent_id=agent.agent_id, head_seq=5, epoch=agent.timeline_head.epoch))
     ]

@@ -24,4 +24,4 @@ def test_provisional_reaches_current_subscribers_only_and_is_not_stored():
 
     run(scenario)
     agent.refresh_from_db()
-    assert agent.head_seq == 0 and not agent.timeline_rows.exists()
+    assert agent.timeline_head.head_seq == 0 and not agent.timeline_rows.exists()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent, delete_agent
 from tests.factories import AgentFactory
 from tests.timeline.histories import carry_over_history
@@ -14,6 +13,7 @@ from timeline.live import hub as live_hub
 from timeline.live.hub import Hub
 from timeline.live.messages import AgentsChanged, Committed, Provisional
 from timeline.live.stream import TimelineStream
+from timeline.models import TimelineHead
 
 
 @db
@@ -57,6 +57,7 @@ def test_without_a_cursor_only_new_rows_come():
 @override_settings(CHARTR_SSE_KEEPALIVE_SECONDS=0.2)
 def test_gap_is_filled_from_the_database_and_stale_news_is_dropped():
     agent = AgentFactory()
+    epoch = agent.timeline_head.epoch
 
     async def scenario(hub: Hub):
         reader = Reader(TimelineStream(hub, agent.pk, after_seq=0, epoch=None))
@@ -65,11 +66,11 @@ def test_gap_is_filled_from_the_database_and_stale_news_is_dropped():
         live_hub.set_hub(Hub(transport="local"))
         await in_thread(append, agent.pk, "1", "2", "3")
         # ...then news of seq 3 alone: the stream reads 1..3 from the database.
-        hub.deliver(Committed(agent.pk, 3, agent.timeline_epoch))
+        hub.deliver(Committed(agent.pk, 3, epoch))
         assert await reader.committed_seqs(3) == [1, 2, 3]
         # News at or below the last seq sent is dropped: only a keep-alive follows.
-        hub.deliver(Committed(agent.pk, 2, agent.timeline_epoch))
-        hub.deliver(Committed(agent.pk, 3, agent.timeline_epoch))
+        hub.deliver(Committed(agent.pk, 2, epoch))
+        hub.deliver(Committed(agent.pk, 3, epoch))
         await reader.nothing_but_keepalive()
         await reader.close()
 
@@ -123,15 +124,21 @@ def test_a_slow_subscriber_overflows_back_to_catch_up_and_does_not_hold_up_other
 @db
 def test_epoch_change_sends_reset():
     agent = AgentFactory()
+    epoch = agent.timeline_head.epoch
     append(agent.pk, "a", "b")
 
     async def scenario(hub: Hub):
         reader = Reader(TimelineStream(hub, agent.pk, after_seq=1, epoch="not-the-epoch"))
         kind, data, _ = await reader.next()
-        assert (kind, data["reason"], data["epoch"], data["head_seq"]) == ("reset", "epoch", agent.timeline_epoch, 2)
+        assert (kind, data["reason"], data["epoch"], data["head_seq"]) == (
+            "reset",
+            "epoch",
+            epoch,
+            2,
+        )
         assert (await reader.next())[0] == "agent"
         # The history is replaced while streaming (as a restore would do).
-        await in_thread(lambda: AgentSnapshot.objects.filter(pk=agent.pk).update(timeline_epoch="replaced"))
+        await in_thread(lambda: TimelineHead.objects.filter(pk=agent.pk).update(epoch="replaced"))
         hub.deliver(Committed(agent.pk, 2, "replaced"))
         kind, data, _ = await reader.next()
         assert (kind, data["epoch"]) == ("reset", "replaced")

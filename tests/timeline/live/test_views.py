@@ -175,7 +175,7 @@ def test_provisional_is_accepted_and_never_stored(api):
     assert response.status_code == 202, response.content
     assert response.json() == {"agent_id": agent.pk, "item_id": "m1"}
     agent.refresh_from_db()
-    assert agent.head_seq == 0 and not agent.timeline_rows.exists()
+    assert agent.timeline_head.head_seq == 0 and not agent.timeline_rows.exists()
 
 
 @pytest.mark.django_db
