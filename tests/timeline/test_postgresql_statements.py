@@ -97,7 +97,7 @@ def test_with_prepare_threshold_the_statements_are_prepared_once(preparing_conne
     agent = AgentFactory()
     for text in ("a", "b", "c"):
         append_timeline_items(agent_id=agent.agent_id, items=[NewTimelineItem(item={"type": "note", "text": text})])
-    prepared = [text for text in _prepared_here() if "snapshots_agentsnapshot" in text]
+    prepared = [text for text in _prepared_here() if "timeline_head" in text]
     # The lock read, the rows with the head and the NOTIFY: each prepared by the first append, reused by the others.
     assert len(prepared) == 2, prepared
     assert [row.seq for row in TimelineRow.objects.filter(agent=agent).order_by("seq")] == [1, 2, 3]
@@ -119,11 +119,11 @@ def test_prepared_statements_come_back_after_psycopg_deallocates_its_own(prepari
 
 
 def test_a_failed_prepare_is_djangos_error_and_nothing_is_recorded(preparing_connection):
-    statement = PostgreSQLStatement("SELECT no_such_column FROM snapshots_agentsnapshot WHERE agent_id = %s")
+    statement = PostgreSQLStatement("SELECT no_such_column FROM timeline_head WHERE agent_id = %s")
     with pytest.raises(ProgrammingError), transaction.atomic():
         statement.fetchone(["x"], connection=connection)
     assert _prepared_here() == []
     # Prepared again at its next run, now that it is right.
-    fixed = PostgreSQLStatement("SELECT head_seq FROM snapshots_agentsnapshot WHERE agent_id = %s")
+    fixed = PostgreSQLStatement("SELECT head_seq FROM timeline_head WHERE agent_id = %s")
     assert fixed.fetchone(["x"], connection=connection) is None
     assert len(_prepared_here()) == 1
