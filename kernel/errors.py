@@ -47,6 +47,13 @@ class VersionMismatch(ChartrError):
     status = 412
 
 
+class PreconditionFailed(ChartrError):
+    """An ``If-Match`` sent to an operation that has no entity tag to hold it to."""
+
+    code = "precondition_failed"
+    status = 412
+
+
 class PayloadTooLarge(ChartrError):
     code = "payload_too_large"
     status = 413
