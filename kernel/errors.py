@@ -92,3 +92,10 @@ __all__ = [
     "ValidationError",
     "VersionMismatch",
 ]
+
+
+class IdempotencyKeyReused(ChartrError):
+    """An ``Idempotency-Key`` sent again with another request than the one it first came with."""
+
+    code = "idempotency_key_reused"
+    status = 422

@@ -16,6 +16,8 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from kernel.api.idempotency import IDEMPOTENCY_KEY_HEADER, create_once
+from kernel.api.schema import documents_errors
 from kernel.api.views import ApiViewSet, validated
 from kernel.errors import VersionMismatch
 from registry.models import Workspace
@@ -111,9 +113,13 @@ class AgentViewSet(ApiViewSet):
         summary="Create an agent in a workspace",
         request=AgentCreateSerializer,
         responses={201: AgentSerializer},
-        parameters=[ETAG_HEADER],
+        parameters=[IDEMPOTENCY_KEY_HEADER, ETAG_HEADER],
     )
+    @documents_errors(422)
     def create(self, request):
+        return create_once(request, lambda: self.create_new(request))
+
+    def create_new(self, request):
         data = validated(AgentCreateSerializer, request.data)
         workspace = Workspace.objects.filter(pk=data.pop("workspace_id")).first()
         if workspace is None:

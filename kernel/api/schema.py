@@ -27,6 +27,10 @@ ERROR_CODES: dict[int, tuple[tuple[str, ...], str]] = {
         '`If-Match` names a version that is not the current one (ETags compare as strings: `"0010"` is not '
         '`"10"`); `version` is the current one. Or `If-Match` was sent to an operation without an ETag.',
     ),
+    422: (
+        ("idempotency_key_reused",),
+        "The `Idempotency-Key` was first sent with another request; a new create needs a new key.",
+    ),
     413: (("payload_too_large",), "The request body is larger than the server's limit (1 MiB by default)."),
     415: (("unsupported_media_type",), "The request body is not `application/json`."),
     429: (("throttled",), "Too many requests for this token; retry after `Retry-After` seconds."),
