@@ -157,6 +157,38 @@ def test_patch_bumps_version_and_honours_if_match(api):
     assert AgentSnapshot.objects.get(pk="a1").title == "none"
 
 
+def test_if_match_compares_tags_as_strings(api):
+    AgentFactory(agent_id="a1")
+    api.patch("/api/v1/agents/a1", {"title": "x"}, format="json")
+    assert AgentSnapshot.objects.get(pk="a1").version == 2
+    for padded in ('"02"', '"002"', 'W/"02"'):
+        response = api.patch("/api/v1/agents/a1", {"title": "padded"}, format="json", HTTP_IF_MATCH=padded)
+        assert assert_error(response, 412, "version_mismatch")["version"] == 2
+    assert AgentSnapshot.objects.get(pk="a1").title == "x"
+    assert api.patch("/api/v1/agents/a1", {"title": "y"}, format="json", HTTP_IF_MATCH='"2"').status_code == 200
+
+
+def test_if_match_on_an_operation_without_an_etag_is_412(api):
+    agent = AgentFactory(agent_id="a1")
+    for method, url, body in [
+        ("post", "/api/v1/agents/a1/archive", None),
+        ("post", "/api/v1/agents/a1/heartbeat", None),
+        ("post", "/api/v1/agents", {"agent_id": "a2", "workspace_id": agent.workspace_id}),
+        ("patch", f"/api/v1/workspaces/{agent.workspace_id}", {"display_name": "w"}),
+        ("patch", f"/api/v1/projects/{agent.workspace.project_id}", {"display_name": "p"}),
+        ("post", f"/api/v1/projects/{agent.workspace.project_id}/archive", None),
+        ("get", "/api/v1/projects", None),
+    ]:
+        for tag in ('"1"', "*"):
+            response = getattr(api, method)(url, body, format="json", HTTP_IF_MATCH=tag)
+            assert_error(response, 412, "precondition_failed")
+    agent = AgentSnapshot.objects.select_related("workspace__project").get(pk="a1")
+    assert agent.version == 1 and not agent.is_archived
+    assert not AgentSnapshot.objects.filter(pk="a2").exists()
+    assert agent.workspace.display_name != "w" and agent.workspace.project.display_name != "p"
+    assert not agent.workspace.project.is_archived
+
+
 def test_patch_every_updatable_field(api):
     AgentFactory(agent_id="a1")
     at = "2030-01-02T03:04:05.678901+02:00"
