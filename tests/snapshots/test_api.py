@@ -6,6 +6,7 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from snapshots.models import AgentSnapshot
+from snapshots.services import CWD_OUTSIDE_WORKSPACE
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 from tests.support.api import assert_error
 
@@ -347,7 +348,7 @@ def test_a_cwd_outside_the_workspace_is_refused_and_nothing_is_written(api, cwd)
         format="json",
     )
     assert_error(response, 400, "invalid", fields=["cwd"])
-    assert "/srv/repo" in response.json()["error"]["fields"]["cwd"][0]
+    assert response.json()["error"]["fields"]["cwd"] == [CWD_OUTSIDE_WORKSPACE]
     assert not AgentSnapshot.objects.filter(pk="out").exists()
 
 
