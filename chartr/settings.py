@@ -17,6 +17,7 @@ generated from their declarations; a test keeps it so.
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import environ
@@ -51,6 +52,7 @@ SECRET_KEY = _env["CHARTR_SECRET_KEY"] or load_or_create_secret_key(CONFIG_DIR)
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
+    "axes",  # admin login lockout (AXES_* below, docs/operations.md)
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
@@ -88,6 +90,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "chartr.middleware.TryAgainLaterMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "chartr.urls"
@@ -295,6 +298,19 @@ SECURE_SSL_REDIRECT = _env["CHARTR_SSL_REDIRECT"]
 SECURE_HSTS_SECONDS = _env["CHARTR_HSTS_SECONDS"]
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _env["CHARTR_HSTS_INCLUDE_SUBDOMAINS"]
 SECURE_HSTS_PRELOAD = _env["CHARTR_HSTS_PRELOAD"]
+# Admin login lockout (django-axes): each (user name, client address) pair
+# gets CHARTR_ADMIN_LOGIN_FAILURE_LIMIT wrong passwords, then 429 until the
+# lockout ends or `manage.py axes_reset` (docs/operations.md). The API's
+# bearer tokens never go through authenticate(), so axes does not see them.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = _env["CHARTR_ADMIN_LOGIN_FAILURE_LIMIT"]
+AXES_COOLOFF_TIME = dt.timedelta(seconds=_env["CHARTR_ADMIN_LOGIN_LOCKOUT_SECONDS"]) or None
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False  # no start-up banner on stdout (commands print what they are asked for)
 # Only behind a proxy that overwrites X-Forwarded-Proto on every request;
 # otherwise a client could claim https.
 if _env["CHARTR_TRUST_X_FORWARDED_PROTO"]:

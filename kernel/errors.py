@@ -43,6 +43,13 @@ class VersionMismatch(ChartrError):
     status = 412
 
 
+class PreconditionFailed(ChartrError):
+    """An ``If-Match`` sent to an operation that has no entity tag to hold it to."""
+
+    code = "precondition_failed"
+    status = 412
+
+
 class PayloadTooLarge(ChartrError):
     code = "payload_too_large"
     status = 413
@@ -66,3 +73,10 @@ __all__ = [
     "ValidationError",
     "VersionMismatch",
 ]
+
+
+class IdempotencyKeyReused(ChartrError):
+    """An ``Idempotency-Key`` sent again with another request than the one it first came with."""
+
+    code = "idempotency_key_reused"
+    status = 422

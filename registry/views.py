@@ -7,6 +7,8 @@ from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from kernel.api.idempotency import IDEMPOTENCY_KEY_HEADER, create_once
+from kernel.api.schema import documents_errors
 from kernel.api.views import ApiViewSet, row_id, validated
 from kernel.errors import NotFound
 from registry import services
@@ -54,8 +56,17 @@ class ProjectViewSet(ApiViewSet):
     def list(self, request):
         return self.list_page(request)
 
-    @extend_schema(summary="Create a project", request=ProjectCreateSerializer, responses={201: ProjectSerializer})
+    @extend_schema(
+        summary="Create a project",
+        request=ProjectCreateSerializer,
+        responses={201: ProjectSerializer},
+        parameters=[IDEMPOTENCY_KEY_HEADER],
+    )
+    @documents_errors(422)
     def create(self, request):
+        return create_once(request, lambda: self.create_new(request))
+
+    def create_new(self, request):
         project = services.create_project(**validated(ProjectCreateSerializer, request.data))
         return Response(
             ProjectSerializer(get_project(project.pk)).data,
@@ -127,8 +138,13 @@ class WorkspaceViewSet(ApiViewSet):
         summary="Create a workspace in a project",
         request=WorkspaceCreateSerializer,
         responses={201: WorkspaceSerializer},
+        parameters=[IDEMPOTENCY_KEY_HEADER],
     )
+    @documents_errors(422)
     def create(self, request):
+        return create_once(request, lambda: self.create_new(request))
+
+    def create_new(self, request):
         data = validated(WorkspaceCreateSerializer, request.data)
         project = Project.objects.filter(pk=data.pop("project_id")).first()
         if project is None:

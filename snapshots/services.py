@@ -114,13 +114,17 @@ def restore_archived_agents(operation: uuid.UUID) -> tuple[int, list[str]]:
     return restored, agent_ids
 
 
+#: The refusal of a cwd outside the agent's workspace (data, not schema: the workspace's directory decides).
+CWD_OUTSIDE_WORKSPACE = "An agent's cwd must be its workspace's directory or a directory below it."
+
+
 def _check_workspace_takes(workspace: Workspace, agent: AgentSnapshot) -> None:
     """A new agent goes only into a live workspace, with its cwd at or below the workspace's directory."""
     if workspace.is_archived:
         raise ArchivedConflict(f"Workspace {workspace.pk} is archived; agents cannot be added to it.")
     if agent.cwd and not is_within(agent.cwd, workspace.directory):
         raise ValidationError(
-            {"cwd": [f"An agent's cwd must be its workspace's directory {workspace.directory!r} or below it."]},
+            {"cwd": [CWD_OUTSIDE_WORKSPACE]},
             code="invalid",
         )
 

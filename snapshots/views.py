@@ -3,6 +3,8 @@
 An agent's ETag is its version (``"7"``). PATCH with ``If-Match: "7"`` changes
 the agent only if it is still at version 7, and answers 412
 ``version_mismatch`` otherwise; without If-Match the change is unconditional.
+Tags compare as strings: ``"0010"`` names no version, so it never matches.
+Every other action refuses If-Match with 412 ``precondition_failed`` (ApiViewSet).
 """
 
 from __future__ import annotations
@@ -14,8 +16,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
 from rest_framework.response import Response
 
+from kernel.api.idempotency import IDEMPOTENCY_KEY_HEADER, create_once
 from kernel.api.schema import documents_errors
 from kernel.api.views import ApiViewSet, validated
+from kernel.errors import VersionMismatch
 from registry.models import Workspace
 from snapshots import services
 from snapshots.filters import AgentFilter
@@ -46,7 +50,7 @@ IF_MATCH_HEADER = OpenApiParameter(
     OpenApiParameter.HEADER,
     required=False,
     description='The ETag of the version this change is based on, e.g. `"7"`, or `*`. '
-    "A stale version gets 412 `version_mismatch`; a malformed value gets 400 `invalid`.",
+    "A stale version (tags compare as strings) gets 412 `version_mismatch`; a malformed value gets 400 `invalid`.",
 )
 
 
@@ -54,14 +58,28 @@ def etag(agent: AgentSnapshot) -> str:
     return f'"{agent.version}"'
 
 
-def expected_version(request) -> int | None:
+def if_match_tag(request) -> str | None:
+    """The entity tag's digits in ``If-Match``; None without the header or for ``*``."""
     header = request.headers.get("If-Match")
     if header is None:
         return None
     match = IF_MATCH_RE.fullmatch(header.strip(" \t"))
     if match is None:
         raise serializers.ValidationError({"If-Match": ['Expected one entity tag such as "7", or *.']})
-    return None if match.group(1) is None else int(match.group(1))
+    return match.group(1)
+
+
+def expected_version(tag: str | None, agent: AgentSnapshot) -> int | None:
+    """The version ``tag`` names. Tags compare as strings, so one no ETag can
+    equal (``"0010"``: ETags have no leading zeros) is a mismatch at once."""
+    if tag is None:
+        return None
+    if tag != str(int(tag)):
+        raise VersionMismatch(
+            f'Agent {agent.agent_id} is at version {agent.version}; If-Match "{tag}" names no version.',
+            extra={"version": agent.version},
+        )
+    return int(tag)
 
 
 def agent_response(agent: AgentSnapshot, *, status_code: int = status.HTTP_200_OK, **headers) -> Response:
@@ -82,6 +100,7 @@ class AgentViewSet(ApiViewSet):
         "-last_activity_at": (f"-{TIMELINE_HEAD}__last_activity_at", "-agent_id"),
     }
     actions_without_body = ApiViewSet.actions_without_body | {"heartbeat"}
+    if_match_actions = frozenset({"partial_update"})
 
     def get_queryset(self):
         return agents_for_api()
@@ -94,9 +113,13 @@ class AgentViewSet(ApiViewSet):
         summary="Create an agent in a workspace",
         request=AgentCreateSerializer,
         responses={201: AgentSerializer},
-        parameters=[ETAG_HEADER],
+        parameters=[IDEMPOTENCY_KEY_HEADER, ETAG_HEADER],
     )
+    @documents_errors(422)
     def create(self, request):
+        return create_once(request, lambda: self.create_new(request))
+
+    def create_new(self, request):
         data = validated(AgentCreateSerializer, request.data)
         workspace = Workspace.objects.filter(pk=data.pop("workspace_id")).first()
         if workspace is None:
@@ -118,11 +141,11 @@ class AgentViewSet(ApiViewSet):
         responses=AgentSerializer,
         parameters=[IF_MATCH_HEADER, ETAG_HEADER],
     )
-    @documents_errors(412)
     def partial_update(self, request, agent_id):
-        version = expected_version(request)
+        tag = if_match_tag(request)
         changes = validated(AgentUpdateSerializer, request.data, partial=True)
-        agent = services.update_agent(agent=agent_for_api(agent_id=agent_id), expected_version=version, **changes)
+        agent = agent_for_api(agent_id=agent_id)
+        agent = services.update_agent(agent=agent, expected_version=expected_version(tag, agent), **changes)
         return agent_response(agent_for_api(agent_id=agent.agent_id))
 
     @extend_schema(

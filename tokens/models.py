@@ -38,3 +38,35 @@ class ApiToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class IdempotentCreate(models.Model):
+    """The first answer to a create sent with an ``Idempotency-Key``, replayed to its retries.
+
+    One row per (token, key): the unique constraint is what makes two racing
+    retries create one thing (kernel/api/idempotency.py). A row older than
+    ``kernel.api.idempotency.KEY_LIFETIME`` no longer replays: reusing its key
+    replaces it.
+    """
+
+    token = models.ForeignKey(ApiToken, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=255)
+    # SHA-256 of the request (method, path, parsed body): a retry must send the same one.
+    fingerprint = models.CharField(max_length=64)
+    status = models.PositiveSmallIntegerField()
+    body = models.JSONField()
+    headers = models.JSONField(default=dict)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        verbose_name = "idempotent create"
+        constraints = [
+            models.UniqueConstraint(fields=["token", "key"], name="idempotent_create_one_per_token_and_key"),
+            models.CheckConstraint(condition=~models.Q(key=""), name="idempotent_create_key_not_empty"),
+            models.CheckConstraint(
+                condition=models.Q(status__gte=200, status__lte=299), name="idempotent_create_status_is_success"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.status})"

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import secrets
+from collections.abc import Callable
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from kernel.api.idempotency import Answer
+from kernel.errors import Conflict, IdempotencyKeyReused
 from kernel.services import validate_fields
 from tokens.cache import token_cache
-from tokens.models import ApiToken
+from tokens.models import ApiToken, IdempotentCreate
 
 
 def hash_token(raw: str) -> str:
@@ -57,3 +61,51 @@ def revoke_api_token(*, token: ApiToken) -> bool:
         token_cache.forget(token.token_hash)
         transaction.on_commit(lambda: token_cache.forget(token.token_hash))
     return bool(changed)
+
+
+def create_idempotently(
+    *, token: ApiToken, key: str, fingerprint: str, lifetime: dt.timedelta, create: Callable[[], Answer]
+) -> Answer:
+    """``create()``'s answer, remembered under (token, key); a retry with the same
+    fingerprint gets it again without creating anything, another fingerprint is a 422.
+
+    The key's row is written before ``create()`` runs, in the same transaction,
+    so a racing retry waits on the unique constraint and then replays.
+    """
+    try:
+        with transaction.atomic():
+            stored = IdempotentCreate.objects.select_for_update().filter(token=token, key=key).first()
+            now = timezone.now()
+            if stored is not None and stored.created_at > now - lifetime:
+                return _replay(stored, fingerprint)
+            if stored is not None:
+                stored.delete()
+            try:
+                with transaction.atomic():
+                    record = IdempotentCreate.objects.create(
+                        token=token, key=key, fingerprint=fingerprint, status=200, body={}, created_at=now
+                    )
+            except IntegrityError:
+                raise _LostRace from None
+            answer = create()
+            record.status, record.body, record.headers = answer.status, answer.body, answer.headers
+            record.save(update_fields=["status", "body", "headers"])
+            return answer
+    except _LostRace:
+        stored = IdempotentCreate.objects.filter(token=token, key=key).first()
+        if stored is None:
+            raise Conflict("Another request with this Idempotency-Key was running; retry it.") from None
+        return _replay(stored, fingerprint)
+
+
+class _LostRace(Exception):
+    """Another request committed this key first."""
+
+
+def _replay(stored: IdempotentCreate, fingerprint: str) -> Answer:
+    if stored.fingerprint != fingerprint:
+        raise IdempotencyKeyReused(
+            "This Idempotency-Key was first sent with another request (method, path or body); "
+            "a retry must send the same request, a new create needs a new key."
+        )
+    return Answer(status=stored.status, body=stored.body, headers=stored.headers)

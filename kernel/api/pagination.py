@@ -14,8 +14,10 @@ sort their nulls last in either direction, and the "after this key" condition
 says so, so paging stays exact over nulls.
 
 The cursor is opaque to clients: base64url of a JSON list of the key values,
-followed by the ordering's name when it is not the default one, so a cursor
-only continues the ordering it came from.
+followed by the list's scope: a digest of the list's path, its ordering and its
+filters (every query parameter but ``cursor`` and ``limit``). A cursor thus
+only continues the list, ordering and filters it came from; used anywhere else
+it is a 400 ``invalid`` on ``cursor`` saying so, never a page of another list.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as dt
+import hashlib
 import json
 from collections import OrderedDict
 
@@ -54,16 +57,29 @@ def parse_limit(raw: str | None, *, default: int, maximum: int) -> int:
     return value
 
 
-def encode_cursor(values: list) -> str:
+SCOPE_CHARS = 16
+
+
+def list_scope(path: str, ordering_name: str | None, filters: list[tuple[str, list[str]]]) -> str:
+    """The digest a cursor carries of the list it belongs to: the path, the
+    ordering's name (None: the default) and the non-empty filter values, in a
+    canonical order so that the same list always gives the same scope."""
+    canonical = [path, ordering_name, sorted((name, values) for name, values in filters if any(values))]
+    digest = hashlib.sha256(json.dumps(canonical, separators=(",", ":")).encode("utf-8"))
+    return digest.hexdigest()[:SCOPE_CHARS]
+
+
+def encode_cursor(values: list, *, scope: str) -> str:
     plain = [v.isoformat() if isinstance(v, dt.datetime) else v for v in values]
-    raw = json.dumps(plain, separators=(",", ":")).encode("utf-8")
+    raw = json.dumps([*plain, scope], separators=(",", ":")).encode("utf-8")
     return base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
 
 
-def decode_cursor(cursor: str, fields: list[models.Field], *, ordering_name: str | None = None) -> list:
-    """The key values a cursor carries, checked against the fields they belong to.
+def decode_cursor(cursor: str, fields: list[models.Field], *, scope: str) -> list:
+    """The key values a cursor carries, checked against the fields they belong to
+    and against the scope of the list it is used on.
 
-    Anything that is not a cursor this API produced for these fields is a 400,
+    Anything that is not a cursor this API produced for this list is a 400,
     never a database error.
     """
     bad = invalid("cursor", "The cursor is not valid for this list.")
@@ -71,16 +87,19 @@ def decode_cursor(cursor: str, fields: list[models.Field], *, ordering_name: str
         raise bad
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        values = json.loads(raw.decode("utf-8"))
+        payload = json.loads(raw.decode("utf-8"))
     except (binascii.Error, UnicodeDecodeError, ValueError, RecursionError):
         raise bad from None
-    if ordering_name is not None:
-        if not isinstance(values, list) or not values or values[-1] != ordering_name:
-            raise bad
-        values = values[:-1]
-    if not isinstance(values, list) or len(values) != len(fields):
+    if not isinstance(payload, list) or len(payload) != len(fields) + 1 or not isinstance(payload[-1], str):
         raise bad
-    return [_decode_value(value, field, bad) for value, field in zip(values, fields)]
+    values = [_decode_value(value, field, bad) for value, field in zip(payload, fields)]
+    if payload[-1] != scope:
+        raise invalid(
+            "cursor",
+            "The cursor belongs to another list, or to other filters or another ordering: "
+            "use it only with the path and query it came from (omit it to start again).",
+        )
+    return values
 
 
 def _decode_value(value, field: models.Field, bad: Exception):
@@ -181,8 +200,14 @@ class KeysetCursorPagination(BasePagination):
             raise invalid(self.ordering_query_param, f"Use one of: {', '.join(named)}.")
         return raw, tuple(named[raw])
 
+    def scope_for(self, request, ordering_name: str | None) -> str:
+        skipped = {self.cursor_query_param, self.limit_query_param, self.ordering_query_param}
+        filters = [(name, values) for name, values in request.query_params.lists() if name not in skipped]
+        return list_scope(request.path, ordering_name, filters)
+
     def paginate_queryset(self, queryset, request, view=None):
         ordering_name, ordering = self.ordering_for(view, request)
+        scope = self.scope_for(request, ordering_name)
         limit = parse_limit(
             request.query_params.get(self.limit_query_param), default=self.default_limit, maximum=self.max_limit
         )
@@ -191,7 +216,7 @@ class KeysetCursorPagination(BasePagination):
         cursor = request.query_params.get(self.cursor_query_param)
         if cursor:
             model_fields = [key_field(model, _term(term)[0]) for term in ordering]
-            values = decode_cursor(cursor, model_fields, ordering_name=ordering_name)
+            values = decode_cursor(cursor, model_fields, scope=scope)
             queryset = queryset.filter(
                 after_key(list(ordering), values, nullable=[field.null for field in model_fields])
             )
@@ -201,7 +226,7 @@ class KeysetCursorPagination(BasePagination):
         if len(rows) > limit:
             last = page[-1]
             values = [key_value(last, _term(term)[0]) for term in ordering]
-            self.next_cursor = encode_cursor(values if ordering_name is None else [*values, ordering_name])
+            self.next_cursor = encode_cursor(values, scope=scope)
         return page
 
     def get_paginated_response(self, data):
@@ -241,7 +266,9 @@ class KeysetCursorPagination(BasePagination):
                 "name": self.cursor_query_param,
                 "required": False,
                 "in": "query",
-                "description": "The `next_cursor` of the previous page. Omit for the first page.",
+                "description": "The `next_cursor` of the previous page, with the same path, filters and "
+                "ordering. Omit for the first page. A cursor of another list (or of other filters or "
+                "another ordering) is a 400 `invalid` on `cursor`.",
                 "schema": {"type": "string"},
             },
             {

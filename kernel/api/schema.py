@@ -24,7 +24,15 @@ ERROR_CODES: dict[int, tuple[tuple[str, ...], str]] = {
         "the directory is taken, the id already exists, or (timeline appends) `expected_head_seq` is stale "
         "or an `item_id` is already committed with other content.",
     ),
-    412: (("version_mismatch",), "`If-Match` names a version that is no longer current; `version` is the current one."),
+    412: (
+        ("version_mismatch", "precondition_failed"),
+        '`If-Match` names a version that is not the current one (ETags compare as strings: `"0010"` is not '
+        '`"10"`); `version` is the current one. Or `If-Match` was sent to an operation without an ETag.',
+    ),
+    422: (
+        ("idempotency_key_reused",),
+        "The `Idempotency-Key` was first sent with another request; a new create needs a new key.",
+    ),
     413: (("payload_too_large",), "The request body is larger than the server's limit (1 MiB by default)."),
     415: (("unsupported_media_type",), "The request body is not `application/json`."),
     429: (("throttled",), "Too many requests for this token; retry after `Retry-After` seconds."),
@@ -64,8 +72,9 @@ class AutoSchema(SpectacularAutoSchema):
     The statuses follow from the finished operation, so views (including
     other apps' plain APIViews) get them without repeating anything:
     401/429/500 everywhere; 400 with a body, query or header parameters;
-    413/415 with a body; 403/409 on writes; 404 with path parameters; and
-    whatever a method adds with ``@documents_errors``.
+    413/415 with a body; 403/409 on writes; 404 with path parameters; 412 on
+    the viewsets' operations (``If-Match``); and whatever a method adds with
+    ``@documents_errors``.
     """
 
     def get_operation(self, *args, **kwargs):
@@ -101,7 +110,10 @@ class AutoSchema(SpectacularAutoSchema):
 
     def error_statuses(self, operation: dict) -> list[int]:
         handler = getattr(self.view, getattr(self.view, "action", None) or self.method.lower(), None)
-        return error_statuses(self.method, operation, getattr(handler, "chartr_error_statuses", ()))
+        extra = set(getattr(handler, "chartr_error_statuses", ()))
+        if getattr(self.view, "if_match_actions", None) is not None:
+            extra.add(412)  # ApiViewSet: If-Match is evaluated or refused, never ignored
+        return error_statuses(self.method, operation, extra)
 
 
 def error_statuses(method: str, operation: dict, extra=()) -> list[int]:

@@ -16,7 +16,7 @@ from rest_framework import serializers, viewsets
 from rest_framework.renderers import JSONRenderer
 
 from kernel.api.serializers import INT64_MAX
-from kernel.errors import NotFound
+from kernel.errors import NotFound, PreconditionFailed
 
 
 def validated(serializer_class, data, *, partial: bool = False) -> dict:
@@ -39,13 +39,24 @@ class ApiViewSet(viewsets.GenericViewSet):
 
     #: Actions that take no request body (``request=None`` in their schema).
     actions_without_body: frozenset[str] = frozenset({"archive", "unarchive"})
+    #: Actions that evaluate ``If-Match`` against an ETag; every other one refuses the header with 412.
+    if_match_actions: frozenset[str] = frozenset()
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         if self.action is not None:  # an unsupported method gets its 405 first
+            self.refuse_if_match_without_etag(request)
             self.refuse_unknown_query_parameters(request)
             if self.action in self.actions_without_body:
                 self.refuse_a_body(request)
+
+    def refuse_if_match_without_etag(self, request) -> None:
+        # A condition the server cannot check must not be taken as met: the
+        # client would believe it guarded a change that nothing guarded.
+        if "If-Match" in request.headers and self.action not in self.if_match_actions:
+            raise PreconditionFailed(
+                "This operation has no entity tag to compare If-Match with; send it without If-Match."
+            )
 
     @staticmethod
     def refuse_a_body(request) -> None:

@@ -20,6 +20,8 @@ UNSTATABLE_REFUSALS = {
     # A body that names a row by id: whether that row exists is data, not schema.
     "project_id": "No project has this id.",
     "workspace_id": "No workspace has this id.",
+    # Whether a cwd lies in the workspace depends on the workspace's stored directory.
+    "cwd": "An agent's cwd must be its workspace's directory or a directory below it.",
     # Whether a reason is needed depends on the agent's stored state as well as the body.
     "attention_reason": "An attention reason is required when requires_attention is true.",
 }

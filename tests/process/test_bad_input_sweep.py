@@ -138,10 +138,11 @@ def envelope_problem(response: httpx.Response, body: bytes) -> str | None:
 class Examples:
     """Well-formed values for the schema's parameters and bodies; fresh where they must be unique."""
 
-    def __init__(self, schema: dict, *, project_id: int, workspace_id: int):
+    def __init__(self, schema: dict, *, project_id: int, workspace_id: int, workspace_directory: str):
         self.components = schema["components"]["schemas"]
         self.project_id = project_id
         self.workspace_id = workspace_id
+        self.workspace_directory = workspace_directory
         self.counter = itertools.count()
 
     def resolve(self, node: dict) -> dict:
@@ -157,7 +158,8 @@ class Examples:
         return {
             "agent_id": f"sweep-new-{n}",
             "directory": f"/srv/sweep/new-{n}",
-            "cwd": f"/srv/sweep/new-{n}",
+            # An agent's cwd is its workspace's directory or below it.
+            "cwd": f"{self.workspace_directory.rstrip('/')}/sweep-{n}",
             "worktree_root": f"/srv/sweep/new-{n}",
             "project_id": self.project_id,
             "workspace_id": self.workspace_id,
@@ -293,7 +295,13 @@ def test_no_bad_input_gets_a_5xx_and_every_4xx_has_the_envelope(server, caplog):
     with httpx.Client(base_url=server.base_url, headers=headers, timeout=20, limits=limits) as client:
         schema = client.get("/api/v1/schema", params={"format": "json"}).raise_for_status().json()
         agent = client.get(f"/api/v1/agents/{AGENT}").raise_for_status().json()
-        examples = Examples(schema, project_id=agent["project_id"], workspace_id=agent["workspace_id"])
+        workspace = client.get(f"/api/v1/workspaces/{agent['workspace_id']}").raise_for_status().json()
+        examples = Examples(
+            schema,
+            project_id=agent["project_id"],
+            workspace_id=agent["workspace_id"],
+            workspace_directory=workspace["directory"],
+        )
         sweep = Sweep(client)
         ops = operations(schema)
         assert len(ops) >= 20, [f"{m} {p}" for m, p, _ in ops]

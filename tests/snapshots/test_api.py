@@ -6,6 +6,7 @@ import pytest
 from django.db import IntegrityError, transaction
 
 from snapshots.models import AgentSnapshot
+from snapshots.services import CWD_OUTSIDE_WORKSPACE
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 from tests.support.api import assert_error
 
@@ -155,6 +156,38 @@ def test_patch_bumps_version_and_honours_if_match(api):
         response = api.patch("/api/v1/agents/a1", {"title": "x"}, format="json", HTTP_IF_MATCH=malformed)
         assert_error(response, 400, "invalid", fields=["If-Match"])
     assert AgentSnapshot.objects.get(pk="a1").title == "none"
+
+
+def test_if_match_compares_tags_as_strings(api):
+    AgentFactory(agent_id="a1")
+    api.patch("/api/v1/agents/a1", {"title": "x"}, format="json")
+    assert AgentSnapshot.objects.get(pk="a1").version == 2
+    for padded in ('"02"', '"002"', 'W/"02"'):
+        response = api.patch("/api/v1/agents/a1", {"title": "padded"}, format="json", HTTP_IF_MATCH=padded)
+        assert assert_error(response, 412, "version_mismatch")["version"] == 2
+    assert AgentSnapshot.objects.get(pk="a1").title == "x"
+    assert api.patch("/api/v1/agents/a1", {"title": "y"}, format="json", HTTP_IF_MATCH='"2"').status_code == 200
+
+
+def test_if_match_on_an_operation_without_an_etag_is_412(api):
+    agent = AgentFactory(agent_id="a1")
+    for method, url, body in [
+        ("post", "/api/v1/agents/a1/archive", None),
+        ("post", "/api/v1/agents/a1/heartbeat", None),
+        ("post", "/api/v1/agents", {"agent_id": "a2", "workspace_id": agent.workspace_id}),
+        ("patch", f"/api/v1/workspaces/{agent.workspace_id}", {"display_name": "w"}),
+        ("patch", f"/api/v1/projects/{agent.workspace.project_id}", {"display_name": "p"}),
+        ("post", f"/api/v1/projects/{agent.workspace.project_id}/archive", None),
+        ("get", "/api/v1/projects", None),
+    ]:
+        for tag in ('"1"', "*"):
+            response = getattr(api, method)(url, body, format="json", HTTP_IF_MATCH=tag)
+            assert_error(response, 412, "precondition_failed")
+    agent = AgentSnapshot.objects.select_related("workspace__project").get(pk="a1")
+    assert agent.version == 1 and not agent.is_archived
+    assert not AgentSnapshot.objects.filter(pk="a2").exists()
+    assert agent.workspace.display_name != "w" and agent.workspace.project.display_name != "p"
+    assert not agent.workspace.project.is_archived
 
 
 def test_patch_every_updatable_field(api):
@@ -315,7 +348,7 @@ def test_a_cwd_outside_the_workspace_is_refused_and_nothing_is_written(api, cwd)
         format="json",
     )
     assert_error(response, 400, "invalid", fields=["cwd"])
-    assert "/srv/repo" in response.json()["error"]["fields"]["cwd"][0]
+    assert response.json()["error"]["fields"]["cwd"] == [CWD_OUTSIDE_WORKSPACE]
     assert not AgentSnapshot.objects.filter(pk="out").exists()
 
 

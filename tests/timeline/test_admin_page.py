@@ -205,11 +205,10 @@ def test_the_stream_wants_a_staff_session_and_a_known_agent(fresh_hub, django_us
     agent = AgentFactory()
     client = AsyncClient()
     assert asyncio.run(client.get(stream_url(agent.pk))).status_code == 403
-    django_user_model.objects.create_user(username="plain", password="pw", is_staff=False)
-    asyncio.run(client.alogin(username="plain", password="pw"))
+    # force_login: the lockout backend (django-axes) needs the request, which alogin() does not pass.
+    asyncio.run(client.aforce_login(django_user_model.objects.create_user(username="plain", is_staff=False)))
     assert asyncio.run(client.get(stream_url(agent.pk))).status_code == 403
-    django_user_model.objects.create_superuser(username="boss", password="pw")
-    asyncio.run(client.alogin(username="boss", password="pw"))
+    asyncio.run(client.aforce_login(django_user_model.objects.create_superuser(username="boss", password="pw")))
     assert asyncio.run(client.get(stream_url("no-such-agent"))).status_code == 404
     assert asyncio.run(client.get(stream_url(agent.pk) + "?after_seq=x")).status_code == 400
     assert asyncio.run(client.post(stream_url(agent.pk))).status_code == 405

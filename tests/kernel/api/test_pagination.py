@@ -7,7 +7,7 @@ import json
 import pytest
 from django.utils import timezone
 
-from kernel.api.pagination import encode_cursor
+from kernel.api.pagination import encode_cursor, list_scope
 from snapshots.models import AgentSnapshot
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 from tests.support.api import assert_error
@@ -126,7 +126,8 @@ def test_invalid_project_cursor_is_400(api, cursor):
 )
 def test_invalid_agent_cursor_is_400(api, values):
     AgentFactory()
-    assert_error(api.get(f"/api/v1/agents?cursor={b64(values)}"), 400, "invalid", fields=["cursor"])
+    cursor = b64([*values, list_scope("/api/v1/agents", None, [])])
+    assert_error(api.get(f"/api/v1/agents?cursor={cursor}"), 400, "invalid", fields=["cursor"])
 
 
 def test_cursor_round_trips_values(api):
@@ -134,6 +135,33 @@ def test_cursor_round_trips_values(api):
     AgentFactory(workspace=workspace, agent_id="a")
     second = AgentFactory(workspace=workspace, agent_id="b")
     first = AgentSnapshot.objects.get(pk="a")
-    cursor = encode_cursor([first.created_at, first.agent_id])
+    cursor = encode_cursor([first.created_at, first.agent_id], scope=list_scope("/api/v1/agents", None, []))
     rows = api.get(f"/api/v1/agents?cursor={cursor}").json()["results"]
     assert [row["agent_id"] for row in rows] == [second.agent_id]
+
+
+def test_a_cursor_continues_only_the_list_it_came_from(api):
+    for n in range(3):
+        ProjectFactory(directory=f"/p/{n}")
+        WorkspaceFactory()
+    cursor = api.get("/api/v1/projects?limit=1").json()["next_cursor"]
+    # Its own list, same filters: the next page.
+    assert api.get(f"/api/v1/projects?limit=1&cursor={cursor}").status_code == 200
+    # /workspaces pages by the same key: the values would parse, the list is another.
+    response = api.get(f"/api/v1/workspaces?limit=1&cursor={cursor}")
+    assert_error(response, 400, "invalid", fields=["cursor"])
+    assert "another list" in response.json()["error"]["fields"]["cursor"][0]
+    # The same list with other filters is another list too.
+    assert_error(api.get(f"/api/v1/projects?archived=true&cursor={cursor}"), 400, "invalid", fields=["cursor"])
+
+
+def test_a_cursor_keeps_working_with_its_filters_in_any_order(api):
+    for n in range(4):
+        ProjectFactory(directory=f"/p/{n}")
+    first = api.get("/api/v1/projects?limit=1&archived=false&kind=git").json()
+    cursor = first["next_cursor"]
+    second = api.get(f"/api/v1/projects?kind=git&cursor={cursor}&archived=false&limit=2")
+    assert second.status_code == 200, second.content
+    assert [row["id"] for row in second.json()["results"]] == [
+        row["id"] for row in api.get("/api/v1/projects?limit=3&archived=false&kind=git").json()["results"][1:]
+    ]
