@@ -5,35 +5,41 @@ from __future__ import annotations
 from kernel.errors import ChartrError, Conflict, NotFound
 
 
-class SnapshotsDisabled(Conflict):
+class OperatorOnly:
+    """Raised to the admin and the commands only: the API has no data-snapshot operation."""
+
+    in_api = False
+
+
+class SnapshotsDisabled(OperatorOnly, Conflict):
     code = "snapshots_disabled"
 
 
-class StoreBusy(Conflict):
+class StoreBusy(OperatorOnly, Conflict):
     """Another snapshot or restore holds the store lock."""
 
     code = "store_busy"
 
 
-class SnapshotNotFound(NotFound):
+class SnapshotNotFound(OperatorOnly, NotFound):
     code = "snapshot_not_found"
 
 
-class SnapshotCorrupt(Conflict):
+class SnapshotCorrupt(OperatorOnly, Conflict):
     """The snapshot cannot be trusted; nothing was changed."""
 
     code = "snapshot_corrupt"
 
 
-class EngineMismatch(Conflict):
+class EngineMismatch(OperatorOnly, Conflict):
     code = "engine_mismatch"
 
 
-class SnapshotToolMissing(ChartrError):
+class SnapshotToolMissing(OperatorOnly, ChartrError):
     code = "tool_missing"
     status = 503
 
 
-class SnapshotFailed(ChartrError):
+class SnapshotFailed(OperatorOnly, ChartrError):
     code = "snapshot_failed"
     status = 503

@@ -15,6 +15,8 @@ class ChartrError(Exception):
     status = 409
     #: Seconds a client is asked to wait before retrying (a ``Retry-After`` header), or None.
     retry_after: int | None = None
+    #: Whether an API operation can answer it (the OpenAPI document lists the codes of those).
+    in_api = True
 
     def __init__(self, message: str, *, code: str | None = None, extra: dict | None = None):
         super().__init__(message)
@@ -35,10 +37,14 @@ class Conflict(ChartrError):
 
 
 class ArchivedConflict(Conflict):
+    """The target, or its parent, is archived."""
+
     code = "archived"
 
 
 class VersionMismatch(ChartrError):
+    """``If-Match`` names another version than the current one (``version``); ETags compare as strings."""
+
     code = "version_mismatch"
     status = 412
 

@@ -23,7 +23,7 @@ from psycopg.types.json import Jsonb
 
 from kernel.engines import for_engine
 from snapshots.models import AgentSnapshot
-from timeline.models import TimelineHead, TimelineRow
+from timeline.models import ROW_FIELDS, TimelineHead, TimelineRow
 
 #: The ``TimelineHead`` columns an append reads under its lock and writes back, in ``AgentHead`` order
 #: (timeline.agent_head).
@@ -31,19 +31,7 @@ HEAD_COLUMNS = ("head_seq", "min_seq", "epoch", "last_activity_at", "last_user_m
 #: The growth counters an append adds to (``AgentHead.added_rows`` and ``added_bytes``).
 COUNTER_COLUMNS = ("committed_rows", "committed_bytes")
 #: The columns of an inserted timeline row, in the order ``AppendSQL.insert_row`` takes them.
-ROW_COLUMNS = (
-    "agent",
-    "seq",
-    "committed_at",
-    "item_type",
-    "item",
-    "item_id",
-    "turn_id",
-    "provider_message_id",
-    "provider_timeline_item_id",
-    "revert_token",
-    "extra",
-)
+ROW_COLUMNS = ("agent", *ROW_FIELDS)
 
 
 class Statement:

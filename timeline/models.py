@@ -8,6 +8,19 @@ from snapshots.models import AgentSnapshot, new_timeline_epoch
 #: The longest epoch a timeline keeps: chartr makes 16 hex digits (``new_timeline_epoch``),
 #: a history carried over keeps its own (Paseo's are 36-character UUIDs).
 EPOCH_MAX_LENGTH = 128
+#: What a row carries besides its agent, in the order pages render it and appends insert it.
+ROW_FIELDS = (
+    "seq",
+    "committed_at",
+    "item_type",
+    "item",
+    "item_id",
+    "turn_id",
+    "provider_message_id",
+    "provider_timeline_item_id",
+    "revert_token",
+    "extra",
+)
 
 
 class TimelineHead(models.Model):

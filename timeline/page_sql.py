@@ -34,26 +34,13 @@ from typing import Any, ClassVar, Literal
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.utils.dateparse import parse_datetime
+from msgspec.json import decode
 
-from kernel import fastjson
 from kernel.engines import for_engine
 from timeline.models import TimelineHead, TimelineRow
 
 Direction = Literal["tail", "before", "after"]
 
-#: What a page row carries, in the order the API renders it.
-ROW_FIELDS = (
-    "seq",
-    "committed_at",
-    "item_type",
-    "item",
-    "item_id",
-    "turn_id",
-    "provider_message_id",
-    "provider_timeline_item_id",
-    "revert_token",
-    "extra",
-)
 #: The columns after the item that come back as they are.
 PLAIN_COLUMNS = "item_id, turn_id, provider_message_id, provider_timeline_item_id"
 
@@ -168,10 +155,10 @@ class PageSql:
         tokens = [row[8] for row in found]
         extras = [row[9] for row in found]
         if decode_items:
-            items = fastjson.loads_many(items)
+            items = list(map(decode, items))
             # A row without a revert token holds SQL NULL; one with a null token, JSON null.
-            tokens = [None if token is None else fastjson.loads(token) for token in tokens]
-            extras = fastjson.loads_many(extras)
+            tokens = [None if token is None else decode(token) for token in tokens]
+            extras = list(map(decode, extras))
         times = self.aware_times([row[1] for row in found])
         return [
             {

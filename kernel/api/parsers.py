@@ -58,26 +58,14 @@ def _object_without_duplicate_keys(pairs: list[tuple[str, object]]) -> dict:
     return document
 
 
-#: What ``json.loads`` is given for a body; it builds a decoder from them on every call.
+#: How a body is decoded.
 STRICT_HOOKS = {
     "parse_float": _finite_float,
     "parse_constant": _reject_constant,
     "object_pairs_hook": _object_without_duplicate_keys,
 }
-#: That decoder's C scanner, built once and called directly (as ``kernel.fastjson.loads`` does):
-#: ``json.loads``' own wrapping was a third of parsing a 1-item append's body.
-_strict_scan_once = json.JSONDecoder(**STRICT_HOOKS).scan_once
-
-
-def strict_loads(text: str):
-    """``json.loads(text, **STRICT_HOOKS)``: the same values, and the same errors from the hooks and the scanner."""
-    try:
-        value, end = _strict_scan_once(text, 0)
-    except StopIteration:
-        return json.loads(text, **STRICT_HOOKS)  # leading whitespace, a BOM, or no JSON value: json explains
-    if end != len(text):
-        return json.loads(text, **STRICT_HOOKS)  # trailing whitespace, or extra data after the value
-    return value
+#: Built once: ``json.loads`` would build a decoder from the hooks on every call.
+strict_loads = json.JSONDecoder(**STRICT_HOOKS).decode
 
 
 def text_problem(value: str) -> str | None:

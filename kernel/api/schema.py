@@ -7,37 +7,52 @@ fuzz test can hold the app to it.
 
 from __future__ import annotations
 
+from functools import cache
+
+from django.utils.module_loading import autodiscover_modules
 from drf_spectacular.openapi import AutoSchema as SpectacularAutoSchema
 from rest_framework import serializers
 
 from kernel.api.parsers import NOT_ONLY_WHITESPACE
+from kernel.errors import ChartrError
 
-#: status → (codes, when). The single source for the docs and the tests.
-ERROR_CODES: dict[int, tuple[tuple[str, ...], str]] = {
+#: status → (the generic codes, when). Each app's refusals (``ChartrError`` subclasses in its
+#: ``errors`` module) add their own codes, so the kernel names none of them: ``error_codes()``.
+STATUS_MEANINGS: dict[int, tuple[tuple[str, ...], str]] = {
     400: (("invalid",), "The request is malformed or fails validation; `fields` names what is wrong."),
     401: (("not_authenticated",), "The bearer token is missing, malformed, unknown or revoked."),
     403: (("permission_denied",), "The token is read-only."),
-    404: (("not_found",), "Nothing exists at this address."),
-    409: (
-        ("archived", "duplicate_directory", "conflict", "seq_conflict", "item_conflict"),
-        "The change conflicts with the current state: the target (or its parent) is archived, "
-        "the directory is taken, the id already exists, or (timeline appends) `expected_head_seq` is stale "
-        "or an `item_id` is already committed with other content.",
-    ),
-    412: (
-        ("version_mismatch", "precondition_failed"),
-        '`If-Match` names a version that is not the current one (ETags compare as strings: `"0010"` is not '
-        '`"10"`); `version` is the current one. Or `If-Match` was sent to an operation without an ETag.',
-    ),
-    422: (
-        ("idempotency_key_reused",),
-        "The `Idempotency-Key` was first sent with another request; a new create needs a new key.",
-    ),
-    413: (("payload_too_large",), "The request body is larger than the server's limit (1 MiB by default)."),
+    404: ((), "Nothing exists at this address."),
+    409: ((), "The change conflicts with the current state."),
+    412: ((), "`If-Match` does not hold."),
+    413: ((), "The request body is larger than the server's limit (1 MiB by default)."),
     415: (("unsupported_media_type",), "The request body is not `application/json`."),
+    422: ((), "The request cannot be taken as sent."),
     429: (("throttled",), "Too many requests for this token; retry after `Retry-After` seconds."),
     500: (("server_error",), "An unexpected failure. The response carries no internals."),
 }
+
+
+def _refusals(base: type[ChartrError]) -> list[type[ChartrError]]:
+    found = []
+    for error in base.__subclasses__():
+        found += [error, *_refusals(error)]
+    return found
+
+
+@cache
+def error_codes() -> dict[int, tuple[tuple[str, ...], str]]:
+    """status → (codes, when), for the docs and the tests: STATUS_MEANINGS with every app's refusals."""
+    autodiscover_modules("errors")
+    codes = {status: dict.fromkeys(generic) for status, (generic, _) in STATUS_MEANINGS.items()}
+    meanings = {status: [when] for status, (_, when) in STATUS_MEANINGS.items()}
+    codes[ChartrError.status][ChartrError.code] = None
+    for error in _refusals(ChartrError):
+        if error.in_api and error.status in codes and error.code not in codes[error.status]:
+            codes[error.status][error.code] = None
+            if error.__doc__:
+                meanings[error.status].append(f"`{error.code}`: {error.__doc__.split(chr(10))[0].strip()}")
+    return {status: (tuple(codes[status]), " ".join(meanings[status])) for status in STATUS_MEANINGS}
 
 
 class ErrorBodySerializer(serializers.Serializer):
@@ -133,7 +148,7 @@ def error_statuses(method: str, operation: dict, extra=()) -> list[int]:
 
 
 def error_response(status: int, error_ref) -> dict:
-    codes, when = ERROR_CODES[status]
+    codes, when = error_codes()[status]
     listed = ", ".join(f"`{code}`" for code in codes)
     return {"description": f"{when} Code: {listed}.", "content": {"application/json": {"schema": error_ref}}}
 

@@ -9,10 +9,8 @@ import pytest
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from kernel import fastjson
 from tests.factories import AgentFactory
-from timeline.models import TimelineRow
-from timeline.page_sql import ROW_FIELDS
+from timeline.models import ROW_FIELDS, TimelineRow
 from timeline.selectors import read_timeline
 from timeline.services import NewTimelineItem, append_timeline_items
 
@@ -79,42 +77,6 @@ def test_times_keep_their_microseconds_and_whole_seconds():
     page = read_timeline(agent_id=agent.pk)
     assert page.rows[0]["committed_at"] == whole
     assert page.rows == orm_rows(agent.pk)
-
-
-@pytest.mark.parametrize(
-    "text",
-    ['{"a": 1}', ' {"a": 1}', '{"a": 1}\n', "[1.5, 123456789012345678901234567890]", '"\\ud800"', "[]", "null"],
-)
-def test_fastjson_loads_is_json_loads(text):
-    assert fastjson.loads(text) == json.loads(text)
-
-
-@pytest.mark.parametrize("text", ['{"a":', "", '{"a": 1} x', "{'a': 1}"])
-def test_fastjson_loads_refuses_what_json_refuses(text):
-    with pytest.raises(json.JSONDecodeError):
-        json.loads(text)
-    with pytest.raises(json.JSONDecodeError):
-        fastjson.loads(text)
-
-
-@pytest.mark.parametrize(
-    "texts",
-    [
-        [],
-        ['{"a": 1}', " [2] ", '"x"\n', "null", "123456789012345678901234567890", '"\\ud800"'],
-        [json.dumps(item) for item in AWKWARD_ITEMS],
-    ],
-)
-def test_fastjson_loads_many_is_json_loads_of_each(texts):
-    assert fastjson.loads_many(texts) == [json.loads(text) for text in texts]
-
-
-@pytest.mark.parametrize("texts", [['{"a": 1}', ""], ["[1", "2]"], ["1]", "[2"], ["1, 2"], ['{"a": 1} x']])
-def test_fastjson_loads_many_refuses_what_json_refuses_text_by_text(texts):
-    with pytest.raises(json.JSONDecodeError):
-        [json.loads(text) for text in texts]
-    with pytest.raises(json.JSONDecodeError):
-        fastjson.loads_many(texts)
 
 
 def test_a_page_read_while_queries_are_recorded_gives_the_same_rows(awkward_agent):

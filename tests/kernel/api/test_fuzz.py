@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.generation import GenerationMode
 
 from chartr import config
-from kernel.api.schema import ERROR_CODES
+from kernel.api.schema import error_codes
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 from timeline.schema import stream_path
 from tokens.services import create_api_token
@@ -80,7 +80,7 @@ def error_code_matches_contract(response, case) -> None:
     if status < 400:
         return
     body = response.json()
-    codes = ERROR_CODES.get(status, (("method_not_allowed",),) if status == 405 else ((),))[0]
+    codes = error_codes().get(status, (("method_not_allowed",),) if status == 405 else ((),))[0]
     assert body["error"]["code"] in codes, f"{status} with code {body['error']['code']!r}"
     assert ("fields" in body["error"]) == (status == 400 and "fields" in body["error"])
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kernel.api.schema import ERROR_CODES
+from kernel.api.schema import error_codes
 from tests.factories import AgentFactory, WorkspaceFactory
 
 # Every code point, including NUL and the lone surrogates no UTF-8 encoder accepts.
@@ -70,7 +70,7 @@ def send(client, method: str, url: str, body: dict, **extra):
     assert response.status_code < 500, (response.status_code, body)
     if response.status_code >= 400:
         error = response.json()["error"]
-        assert error["code"] in ERROR_CODES[response.status_code][0], error
+        assert error["code"] in error_codes()[response.status_code][0], error
     return response
 
 

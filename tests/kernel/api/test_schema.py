@@ -8,7 +8,7 @@ from django.core.management import call_command
 from drf_spectacular.validation import validate_schema
 from rest_framework.test import APIClient
 
-from kernel.api.schema import ERROR_CODES
+from kernel.api.schema import error_codes
 from tests.support.api import assert_error
 from timeline.schema import stream_path
 
@@ -94,7 +94,7 @@ def test_every_operation_documents_its_errors_with_the_envelope(schema):
         for status in expected:
             content = responses[str(status)]["content"]["application/json"]["schema"]
             assert content == {"$ref": "#/components/schemas/Error"}
-            for code in ERROR_CODES[status][0]:
+            for code in error_codes()[status][0]:
                 assert f"`{code}`" in responses[str(status)]["description"]
         assert operation["security"] == [{"bearerAuth": []}]
 
@@ -209,7 +209,7 @@ def test_docs_api_md_lists_every_error_code():
     from pathlib import Path
 
     doc = (Path(__file__).resolve().parents[3] / "docs" / "api.md").read_text()
-    codes = {code for codes, _ in ERROR_CODES.values() for code in codes}
+    codes = {code for codes, _ in error_codes().values() for code in codes}
     codes |= {"method_not_allowed", "not_acceptable", "busy", "maintenance", "shutting_down", "asgi_required"}
     missing = sorted(code for code in codes if f"`{code}`" not in doc)
     assert not missing, f"docs/api.md does not list {missing}"
