@@ -56,6 +56,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 from bench.common import create_agents, new_item, prepare_environment, setup_django  # noqa: E402
+from kernel.engines import for_engine  # noqa: E402
 
 
 def cost_line(case: str, ratios: list[float], chartr: float, peer_name: str, peer: float, unit: str) -> str:
@@ -207,7 +208,7 @@ def server_cpu_seconds() -> float:
     """CPU time of the PostgreSQL backends serving this database (0 on SQLite, or when /proc does not show them)."""
     from django.db import connection
 
-    if connection.vendor != "postgresql":
+    if not for_engine(connection, {"postgresql": True}, default=False):
         return 0.0
     with connection.cursor() as cursor:
         cursor.execute("SELECT pid FROM pg_stat_activity WHERE datname = current_database()")
@@ -245,7 +246,7 @@ def analyze_after_seeding() -> None:
     the freshly seeded tables the planner may read a history through another index and sort it."""
     from django.db import connection
 
-    if connection.vendor == "postgresql":
+    if for_engine(connection, {"postgresql": True}, default=False):
         with connection.cursor() as cursor:
             cursor.execute("ANALYZE")
 

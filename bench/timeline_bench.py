@@ -54,6 +54,7 @@ from bench.common import (  # noqa: E402
 from bench.delivery import bench_delivery  # noqa: E402
 from bench.lean_http import CLIENT_KINDS, http_client  # noqa: E402
 from bench.raw_store import RawStore  # noqa: E402
+from kernel.engines import for_engine  # noqa: E402
 from tests.support.processes import Server  # noqa: E402
 
 READ_LIMIT = 100
@@ -164,7 +165,7 @@ def print_read_plans(agent_id: str, rows: int, label: str) -> None:
 
     from timeline.selectors import read_timeline
 
-    explain = "EXPLAIN QUERY PLAN " if connection.vendor == "sqlite" else "EXPLAIN "
+    explain = for_engine(connection, {"sqlite": "EXPLAIN QUERY PLAN ", "postgresql": "EXPLAIN "})
     for direction in DIRECTIONS:
         with CaptureQueriesContext(connection) as captured:
             read_timeline(agent_id=agent_id, direction=direction, seq=read_seq(direction, rows), limit=READ_LIMIT)

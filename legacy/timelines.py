@@ -40,7 +40,6 @@ class TimelinePlan:
     last_seq: int
     #: rows chartr already holds for this agent; rows after it are appended
     start_seq: int
-    agent_exists: bool
     #: the file's first seq (its header's ``min_seq``)
     first_seq: int = 1
     #: a history starting above chartr's head + 1, carried into a timeline that retains nothing
@@ -137,7 +136,6 @@ def scan_timeline(
         epoch=scan.header.epoch if agent is None else agent.epoch,
         last_seq=scan.last_seq,
         start_seq=scan.head,
-        agent_exists=agent is not None,
         first_seq=first_seq,
         carry_over=head < first_seq - 1,
     )

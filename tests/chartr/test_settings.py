@@ -106,7 +106,18 @@ def test_sqlite_runs_with_wal_foreign_keys_and_immediate_transactions():
 # --- docs/configuration.md lists every environment variable the code reads ---
 
 CONFIGURATION_DOC = REPO / "docs" / "configuration.md"
-APP_PACKAGES = ("chartr", "kernel", "tokens", "registry", "snapshots", "timeline", "legacy", "datadir", "dashboard")
+APP_PACKAGES = (
+    "chartr",
+    "kernel",
+    "tokens",
+    "registry",
+    "snapshots",
+    "timeline",
+    "legacy",
+    "datadir",
+    "retention",
+    "dashboard",
+)
 # Reads in Python: chartr.config's values (_env[NAME] in settings and gunicorn.conf.py, config.value(NAME),
 # os.environ.get(NAME, environ[NAME]; in the entrypoint and compose.yaml: ${NAME or ${NAME:-default}; in the
 # Dockerfile: NAME=.
