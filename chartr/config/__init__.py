@@ -22,6 +22,7 @@ from typing import Any
 from django.core.exceptions import ImproperlyConfigured
 
 from chartr.config.variables import BY_NAME, NOT_ENVIRONMENT, VARIABLES, Variable
+from kernel.live_transport import effective_transport
 
 __all__ = ["ConfigError", "VARIABLES", "effective_transport", "load", "serves_asgi", "value"]
 
@@ -77,16 +78,6 @@ def _unknown(environ: Mapping[str, str]) -> list[str]:
 def database_vendor(database: dict | None) -> str:
     """``postgresql`` or ``sqlite`` for a parsed ``DATABASE_URL`` (None: the SQLite default)."""
     return "postgresql" if database and "postgresql" in database["ENGINE"] else "sqlite"
-
-
-def effective_transport(setting: str, redis_url: str, vendor: str) -> str:
-    """What ``CHARTR_LIVE_TRANSPORT`` means: ``auto`` is redis when a Redis URL is set,
-    else postgres on PostgreSQL, else local."""
-    if setting != "auto":
-        return setting
-    if redis_url:
-        return "redis"
-    return "postgres" if vendor == "postgresql" else "local"
 
 
 def serves_asgi(worker_class: str) -> bool:

@@ -9,7 +9,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connections
 from django.utils.module_loading import import_string
 
-from kernel.engines import for_engine
+from kernel.live_transport import effective_transport
 from timeline.live.transports.base import LiveTransport
 
 #: Transport name -> class. Dotted paths, so only the chosen backend's client library is imported.
@@ -21,15 +21,8 @@ TRANSPORT_CLASSES = {
 
 
 def transport_name() -> str:
-    """The configured transport; ``auto`` is redis when ``CHARTR_REDIS_URL`` is set,
-    else postgres on PostgreSQL, else local (chartr.config.effective_transport applies the same rule at start
-    to refuse several workers on the local transport)."""
-    wanted = settings.CHARTR_LIVE_TRANSPORT
-    if wanted != "auto":
-        return wanted
-    if settings.CHARTR_REDIS_URL:
-        return "redis"
-    return for_engine(connections["default"], {"postgresql": "postgres"}, default="local")
+    """The configured transport, ``auto`` resolved (kernel.live_transport)."""
+    return effective_transport(settings.CHARTR_LIVE_TRANSPORT, settings.CHARTR_REDIS_URL, connections["default"].vendor)
 
 
 def default_channel_name() -> str:
