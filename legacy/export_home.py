@@ -27,7 +27,11 @@ from registry.models import Project, ProjectKind, Workspace, WorkspaceKind
 from snapshots.models import AgentSnapshot
 
 PROJECT_KINDS = {ProjectKind.GIT: "git", ProjectKind.DIRECTORY: "non_git"}
-WORKSPACE_KINDS = {WorkspaceKind.CHECKOUT: "local_checkout", WorkspaceKind.WORKTREE: "worktree"}
+WORKSPACE_KINDS = {
+    WorkspaceKind.CHECKOUT: "local_checkout",
+    WorkspaceKind.DIRECTORY: "directory",
+    WorkspaceKind.WORKTREE: "worktree",
+}
 
 
 def paseo_time(value: dt.datetime | None) -> str | None:

@@ -31,7 +31,7 @@ HEAD_ACTIVITY_FIELDS = ("last_activity_at", "last_user_message_at")
 PROJECT_KINDS = {"git": ProjectKind.GIT, "non_git": ProjectKind.DIRECTORY}
 WORKSPACE_KINDS = {
     "local_checkout": WorkspaceKind.CHECKOUT,
-    "directory": WorkspaceKind.CHECKOUT,
+    "directory": WorkspaceKind.DIRECTORY,
     "worktree": WorkspaceKind.WORKTREE,
 }
 TMP_AGENT_PREFIX = ".agent.tmp-"

@@ -96,6 +96,8 @@ class ProjectKind(models.TextChoices):
 
 class WorkspaceKind(models.TextChoices):
     CHECKOUT = "checkout", "checkout"
+    #: A plain directory, not a git checkout (Paseo's ``directory``).
+    DIRECTORY = "directory", "directory"
     WORKTREE = "worktree", "worktree"
 
 

@@ -58,11 +58,11 @@ class TestQuirks:
         old = Project.objects.get(directory="/home/me/old")
         assert old.archived_at == dt.datetime(2024, 3, 2, 10, tzinfo=UTC) and old.archive_operation is not None
 
-        # workspaces: local_checkout and directory -> checkout, worktree stays
+        # workspaces: local_checkout -> checkout; directory and worktree stay
         kinds = dict(Workspace.objects.values_list("directory", "kind"))
         assert kinds[APP] == "checkout"
         assert kinds[APP + "/.worktrees/feature x"] == "worktree"
-        assert kinds["/home/me/notes"] == "checkout"
+        assert kinds["/home/me/notes"] == "directory"
         feature = Workspace.objects.get(directory=APP + "/.worktrees/feature x")
         assert feature.branch == "feature x" and feature.project == app
         # each record the legacy data archived has its own operation

@@ -72,6 +72,7 @@ def whole_home(legacy_home: LegacyHome) -> LegacyHome:
         isPaseoOwnedWorktree=False,
     )
     home.workspace("w-old", "p-app", APP_DIR + "/old", archivedAt=ARCHIVED_AT)
+    home.workspace("w-plain", "p-app", APP_DIR + "/plain", kind="directory", branch=None)
     home.agent("a-uuid", APP_DIR, **AGENT_EXTRA)
     home.agent("a-live-in-archive", APP_DIR + "/old", lastStatus="running")
     document = {"version": 1, "epoch": EPOCH, "rows": paseo_rows(), "nextSeq": 7}

@@ -54,7 +54,7 @@ class TestRecords:
         }
         assert [parse_workspace({**base, "kind": k}).kind for k in ("local_checkout", "directory", "worktree")] == [
             "checkout",
-            "checkout",
+            "directory",
             "worktree",
         ]
         with pytest.raises(RecordError, match="kind must be one of"):
