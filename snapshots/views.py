@@ -34,7 +34,7 @@ from snapshots.serializers import (
 )
 
 #: ``*`` or one entity tag (the HTTP server strips spaces around it); the schema publishes the same pattern.
-IF_MATCH_PATTERN = r'^(?:\*|(?:W/)?"([0-9]{1,20})")$'
+IF_MATCH_PATTERN = r'^(?:\*|(W/)?"([0-9]{1,20})")$'
 IF_MATCH_RE = re.compile(IF_MATCH_PATTERN)
 
 ETAG_HEADER = OpenApiParameter(
@@ -66,15 +66,17 @@ def if_match_tag(request) -> str | None:
     match = IF_MATCH_RE.fullmatch(header.strip(" \t"))
     if match is None:
         raise serializers.ValidationError({"If-Match": ['Expected one entity tag such as "7", or *.']})
-    return match.group(1)
+    weak, digits = match.groups()
+    return None if digits is None else (weak or "") + digits
 
 
 def expected_version(tag: str | None, agent: AgentSnapshot) -> int | None:
     """The version ``tag`` names. Tags compare as strings, so one no ETag can
-    equal (``"0010"``: ETags have no leading zeros) is a mismatch at once."""
+    equal (``"0010"``: ETags have no leading zeros) is a mismatch at once. If-Match
+    compares strongly (RFC 9110, 13.1.1): a weak tag (``W/"7"``) never matches."""
     if tag is None:
         return None
-    if tag != str(int(tag)):
+    if tag.startswith("W/") or tag != str(int(tag)):
         raise VersionMismatch(
             f'Agent {agent.agent_id} is at version {agent.version}; If-Match "{tag}" names no version.',
             extra={"version": agent.version},

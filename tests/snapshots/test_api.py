@@ -146,8 +146,10 @@ def test_patch_bumps_version_and_honours_if_match(api):
     assert error["version"] == 2
     assert AgentSnapshot.objects.get(pk="a1").title == "one"
 
+    # If-Match compares strongly (RFC 9110): a weak tag never matches, even one naming the version.
     weak = api.patch("/api/v1/agents/a1", {"title": "three"}, format="json", HTTP_IF_MATCH='W/"2"')
-    assert weak.status_code == 200 and weak["ETag"] == '"3"'
+    assert assert_error(weak, 412, "version_mismatch")["version"] == 2
+    assert api.patch("/api/v1/agents/a1", {"title": "three"}, format="json", HTTP_IF_MATCH='"2"')["ETag"] == '"3"'
     assert api.patch("/api/v1/agents/a1", {"title": "any"}, format="json", HTTP_IF_MATCH="*").status_code == 200
     assert api.patch("/api/v1/agents/a1", {"title": "none"}, format="json").status_code == 200
     huge = api.patch("/api/v1/agents/a1", {"title": "x"}, format="json", HTTP_IF_MATCH='"99999999999999999999"')
