@@ -3,7 +3,9 @@
 - ``RedactSecrets`` (on every handler: Django's in settings.LOGGING,
   gunicorn's and so uvicorn's through ``GunicornLogger``): API tokens and
   secret-looking query parameters (``?token=``, ``?access_token=``,
-  ``?api_key=``, ``?auth=``, ...) become ``[redacted]``. The API refuses
+  ``?api_key=``, ``?auth=``, ...) become ``[redacted]``, written plainly or
+  percent-encoded (``?%74oken=``, ``chartr%5F...``: the server decodes both
+  before it reads them). The API refuses
   tokens in a query string, but the access log writes the request line
   before anyone has refused anything, and a token in a log file is a leaked
   token.
@@ -28,23 +30,39 @@ from gunicorn.glogging import Logger
 
 REDACTED = "[redacted]"
 
+
+def spelled(word: str) -> str:
+    """A pattern for ``word`` with any of its characters percent-encoded (``token``, ``%74oken``, ``%54OKEN``).
+
+    A server decodes the path and the query before it reads them, so ``%74oken=``
+    and ``access%5Ftoken=`` carry a token as surely as ``token=`` does.
+    """
+    return "".join(f"(?:{re.escape(c)}|%{ord(c.lower()):02X}|%{ord(c.upper()):02X})" for c in word)
+
+
+SECRET_NAMES = ("token", "key", "auth", "secret", "passw", "pwd", "signature", "credential", "session", "jwt", "bearer")
 # A query parameter whose name says it carries a credential, in a request
-# line or URL: the name stays (it tells what was sent), the value goes.
+# line or URL: the name stays (it tells what was sent), the value goes. The
+# separators may come percent-encoded too (``%3Ftoken%3D`` in a path).
 SECRET_QUERY_PARAMETER = re.compile(
-    r"(?P<name>[?&;][^=&;#\s\"'?]*?(?:token|key|auth|secret|passw|pwd|signature|credential|session|jwt|bearer)"
-    r"[^=&;#\s\"'?]*=)[^&;#\s\"']*",
+    rf"(?P<name>(?:[?&;]|%3F|%26|%3B)[^=&;#\s\"'?]*?(?:{'|'.join(spelled(name) for name in SECRET_NAMES)})"
+    r"[^=&;#\s\"'?]*?(?:=|%3D))[^&;#\s\"']*",
     re.IGNORECASE,
 )
-# An API token wherever it appears (tokens/services.py: "chartr_" + 43 URL-safe characters).
-API_TOKEN = re.compile(r"chartr_[A-Za-z0-9_-]{40,}")
+# A character of a token (URL-safe base64), as itself or percent-encoded (hex digits of either case).
+TOKEN_CHARACTER = r"(?:[A-Za-z0-9_-]|(?i:%(?:2D|3[0-9]|4[1-9A-F]|5[0-9A]|5F|6[1-9A-F]|7[0-9A])))"
+# An API token wherever it appears (tokens/services.py: "chartr_" + 43 URL-safe
+# characters), any of its characters percent-encoded or not.
+API_TOKEN = re.compile("".join(f"(?:{c}|(?i:%{ord(c):02X}))" for c in "chartr_") + TOKEN_CHARACTER + "{40,}")
 
 
 def redact(text: str) -> str:
     # Each pattern runs only on text that holds its first character or its prefix:
-    # most lines (an access line without a query string) hold neither.
-    if "?" in text or "&" in text or ";" in text:
+    # most lines (an access line without a query string or an escape) hold neither.
+    escaped = "%" in text
+    if escaped or "?" in text or "&" in text or ";" in text:
         text = SECRET_QUERY_PARAMETER.sub(rf"\g<name>{REDACTED}", text)
-    if "chartr_" in text:
+    if escaped or "chartr_" in text:
         text = API_TOKEN.sub(f"chartr_{REDACTED}", text)
     return text
 

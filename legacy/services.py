@@ -13,7 +13,11 @@ The whole run is one transaction:
    statistics are refreshed (``timeline.planner_statistics``; PostgreSQL's
    ``ANALYZE``) when it added rows.
 0. **Snapshot** the data (reason ``pre-import``) before anything else, so a
-   bad import is one ``restore`` away from undone (not in a dry run).
+   bad import is one ``restore`` away from undone (not in a dry run). A rerun
+   (an import run is on record) is rehearsed first, in a transaction rolled
+   back if it would change anything: one that changes nothing commits just
+   its ``ImportRun`` and takes no snapshot, so reruns never rotate away the
+   snapshot that undoes the real import.
 3. **Back up** the input files to ``<data dir>/backup/pre-migration/<timestamp>/``,
    only when the import changed something, still inside the transaction so a
    failed copy imports nothing (``legacy.backup``; never in a dry run, which
@@ -60,12 +64,29 @@ def import_legacy(
     """Import the legacy directory ``source``; raise ``LegacyImportInvalid`` (nothing written) on bad input."""
     source = Path(source)
     check_source(source)
-    started_at = timezone.now()
-    report = ImportReport(source=str(source), dry_run=dry_run)
     progress = progress or no_progress
-    backup: Path | None = None
+    if not dry_run and not connection.in_atomic_block and ImportRun.objects.exists():
+        # A rerun: rehearse it first, so one that changes nothing takes no data snapshot.
+        report = ImportReport(source=str(source), dry_run=False)
+        if _import_once(source, report, skip_invalid=skip_invalid, progress=progress, only_if_unchanged=True):
+            return report
+    report = ImportReport(source=str(source), dry_run=dry_run)
     if not dry_run:
         _snapshot_first(source, report)
+    _import_once(source, report, skip_invalid=skip_invalid, progress=progress, only_if_unchanged=False)
+    return report
+
+
+def _import_once(
+    source: Path, report: ImportReport, *, skip_invalid: bool, progress: Progress, only_if_unchanged: bool
+) -> bool:
+    """One run of the import, in one transaction; whether it was kept.
+
+    ``only_if_unchanged``: a run that would change anything is rolled back
+    (False), so that the caller can snapshot first and run it again.
+    """
+    started_at = timezone.now()
+    backup: Path | None = None
     try:
         with transaction.atomic():
             plan = scan_home(source, report, skip_invalid=skip_invalid, progress=progress)
@@ -76,16 +97,19 @@ def import_legacy(
                 write_histories(plan.histories.values(), report, progress=progress)
             except IntegrityError as exc:
                 raise Conflict(f"The database refused the import ({exc}); nothing was imported.") from exc
-            if report.counts["timeline_rows"].created and not dry_run:
+            if only_if_unchanged and report.changed_anything:
+                transaction.set_rollback(True)
+                return False
+            if report.counts["timeline_rows"].created and not report.dry_run:
                 # Once committed, so the sample holds the imported rows: page reads must not wait
                 # for autovacuum to plan them off the (agent, seq) index (timeline/planner_statistics.py).
                 transaction.on_commit(refresh_timeline_statistics)
-            if report.changed_anything and not dry_run:
+            if report.changed_anything and not report.dry_run:
                 progress("backing up the input", 0, 1)
                 backup = back_up_source(source, started_at)
                 report.backup_path = str(backup)
             run = _record_run(report, started_at=started_at)
-            if dry_run:
+            if report.dry_run:
                 transaction.set_rollback(True)
             else:
                 report.import_run_id = run.pk
@@ -94,7 +118,7 @@ def import_legacy(
         if backup is not None:
             discard_backup(backup)
         raise
-    return report
+    return True
 
 
 def _snapshot_first(source: Path, report: ImportReport) -> None:

@@ -7,12 +7,15 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
-from kernel.constraints import choices_check
+from kernel.constraints import characters_check, choices_check
 from registry.directories import MAX_DIRECTORY_LENGTH
 from registry.models import EXTRA_HELP, ArchivableQuerySet, Workspace
 
-# \A and \Z, not ^ and $: "$" would also accept a trailing newline (in Python and SQLite).
-AGENT_ID_PATTERN = r"\A[A-Za-z0-9._:-]{1,128}\Z"
+# The characters of an agent id, as a bracket expression (the database's check, kernel/constraints.py).
+AGENT_ID_CHARACTERS = "A-Za-z0-9._:-"
+AGENT_ID_MAX_LENGTH = 128
+# \A and \Z, not ^ and $: "$" would also accept a trailing newline.
+AGENT_ID_PATTERN = rf"\A[{AGENT_ID_CHARACTERS}]{{1,{AGENT_ID_MAX_LENGTH}}}\Z"
 AGENT_ID_RE = re.compile(AGENT_ID_PATTERN)
 agent_id_validator = RegexValidator(
     AGENT_ID_RE,
@@ -105,7 +108,9 @@ class AgentSnapshot(models.Model):
         verbose_name_plural = "agents"
         ordering = ["created_at", "agent_id"]
         constraints = [
-            models.CheckConstraint(condition=models.Q(agent_id__regex=AGENT_ID_PATTERN), name="agent_id_valid"),
+            characters_check(
+                "agent_id", AGENT_ID_CHARACTERS, min_length=1, max_length=AGENT_ID_MAX_LENGTH, name="agent_id_valid"
+            ),
             models.CheckConstraint(condition=~models.Q(agent_id__in=DOT_SEGMENT_IDS), name="agent_id_not_dot_segment"),
             choices_check("lifecycle", Lifecycle.choices, "agent_lifecycle_valid"),
             choices_check("attention_reason", AttentionReason.choices, "agent_attention_reason_valid", nullable=True),

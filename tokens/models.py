@@ -5,6 +5,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from kernel.constraints import characters_check
+
 
 class ApiToken(models.Model):
     """A bearer token for /api/. Only its SHA-256 is stored, so it can never be read back."""
@@ -27,9 +29,7 @@ class ApiToken(models.Model):
         ordering = ["-created_at"]
         verbose_name = "API token"
         constraints = [
-            models.CheckConstraint(
-                condition=models.Q(token_hash__regex=r"^[0-9a-f]{64}$"), name="api_token_hash_is_sha256"
-            ),
+            characters_check("token_hash", "0-9a-f", min_length=64, max_length=64, name="api_token_hash_is_sha256"),
         ]
 
     def __str__(self) -> str:

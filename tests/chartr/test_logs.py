@@ -31,7 +31,15 @@ TOKEN = "chartr_" + "A1b2-C3d4_" * 5
         ("/p?x-client-secret=abc&password=p&sig=s", "/p?x-client-secret=[redacted]&password=[redacted]&sig=s"),
         ("/p?access%5Ftoken=abc%26def", "/p?access%5Ftoken=[redacted]"),
         (f"Not Found: /api/v1/{TOKEN}", "Not Found: /api/v1/chartr_[redacted]"),
+        # Percent-encoded: a server decodes these before it reads them, so the log must not keep them.
+        ("/p?%74oken=abc&x=1", "/p?%74oken=[redacted]&x=1"),
+        ("/p?%54%4F%4B%45%4E=abc", "/p?%54%4F%4B%45%4E=[redacted]"),
+        ("/p?x=1&api%5fkey%3Dabc", "/p?x=1&api%5fkey%3D[redacted]"),
+        ("/m%3Fsession%3Dabc HTTP/1.1", "/m%3Fsession%3D[redacted] HTTP/1.1"),
+        (f"/api/v1/{TOKEN.replace('_', '%5F')}/x", "/api/v1/chartr_[redacted]/x"),
+        ("/q?q=" + "".join(f"%{ord(c):02x}" for c in TOKEN), "/q?q=chartr_[redacted]"),
         ("/p?limit=5&cursor=abc", "/p?limit=5&cursor=abc"),
+        ("/p?q=chartr%5Fshort%20name&k=%41", "/p?q=chartr%5Fshort%20name&k=%41"),
         ("database chartr_w12c is ready", "database chartr_w12c is ready"),
     ],
 )

@@ -64,9 +64,12 @@ def test_attention_reason_only_with_attention():
 
 def test_agent_id_shape_is_enforced():
     workspace = WorkspaceFactory()
-    for bad in ["", "has space", "x" * 129, "a/b", "newline\n"]:
+    for bad in ["", "has space", "x" * 129, "a/b", "newline\n", "é", "a*", "[x]", "^", "a\\b", "a\x00"]:
         with pytest.raises(REFUSED), transaction.atomic():
             AgentSnapshot.objects.bulk_create([AgentSnapshot(agent_id=bad, workspace=workspace, provider="p")])
+    good = ["Az09._:-", "x" * 128, "-", "z"]
+    AgentSnapshot.objects.bulk_create([AgentSnapshot(agent_id=ok, workspace=workspace, provider="p") for ok in good])
+    assert set(AgentSnapshot.objects.values_list("agent_id", flat=True)) == set(good)
 
 
 def test_archived_record_must_carry_its_operation():

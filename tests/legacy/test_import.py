@@ -589,3 +589,36 @@ def test_imported_running_agents_are_stale_at_once(quirks_home, api):
     assert stale == ["a-nested"]
     assert api.post("/api/v1/agents/a-nested/heartbeat").status_code == 204
     assert api.get("/api/v1/agents?stale=true").json()["results"] == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rerun_snapshots_only_when_it_changes_something(legacy_home, settings):
+    """A no-op rerun takes no data snapshot (legacy/services.py rehearses it first); one with news takes one."""
+    settings.CHARTR_SNAPSHOTS_KEEP = 14
+
+    def snapshots() -> list[str]:
+        return sorted(p.name for p in (settings.DATA_DIR / "snapshots").iterdir())
+
+    legacy_home.project("p1", "/srv/app")
+    legacy_home.agent("a1", "/srv/app")
+    legacy_home.save()
+    first = import_legacy(source=legacy_home.root)
+    assert first.snapshot is not None and snapshots() == [first.snapshot]
+    before = dump_database()
+
+    for _ in range(2):
+        again = import_legacy(source=legacy_home.root)
+        assert (again.snapshot, again.changed_anything, again.backup_path) == (None, False, "")
+        assert again.import_run_id is not None and not again.warnings
+    assert snapshots() == [first.snapshot] and len(backups()) == 1
+    assert {k: v for k, v in dump_database().items() if k != "legacy.ImportRun"} == {
+        k: v for k, v in before.items() if k != "legacy.ImportRun"
+    }
+
+    legacy_home.agent("a1", "/srv/app", updatedAt="2099-01-01T00:00:00Z", title="renamed")
+    legacy_home.save()
+    changed = import_legacy(source=legacy_home.root)
+    assert changed.changed_anything and changed.counts["agents"].updated == 1
+    assert changed.snapshot is not None and snapshots() == [first.snapshot, changed.snapshot]
+    assert AgentSnapshot.objects.get(pk="a1").title == "renamed"
+    assert ImportRun.objects.count() == 4 and len(backups()) == 2

@@ -40,6 +40,11 @@ def access_lines(server: Server, marker: str) -> list[str]:
     return [line for line in server.output.splitlines() if marker in line and '" 4' in line]
 
 
+def escaped(text: str) -> str:
+    """``text`` with every character percent-encoded."""
+    return "".join(f"%{ord(c):02X}" for c in text)
+
+
 def test_tokens_in_a_query_string_are_refused_and_redacted_from_every_log_line(server):
     secret = {name: f"{name}-{secrets.token_hex(12)}" for name in ("access_token", "api_key", "auth", "sig")}
     marker = secrets.token_hex(6)
@@ -54,6 +59,10 @@ def test_tokens_in_a_query_string_are_refused_and_redacted_from_every_log_line(s
         # An escaped "?" makes the query part of the path, which Django's "Not Found" line writes out.
         (f"/api/v1/m{marker}%3Ftoken%3D{server.token}", bearer, 404),
         (f"/no-such-page/{marker}?signature={secret['sig']}", {}, 404),
+        # Percent-encoded, the server reads the same token: the log must not keep it either.
+        (f"/api/v1/projects?m={marker}&%74oken={server.token}", {}, 401),
+        (f"/api/v1/m{marker}/{escaped(server.token)}", bearer, 404),
+        (f"/api/v1/projects?m={marker}&q={escaped(server.token)}", bearer, 400),
     ]
     for path, headers, status in requests:
         response = httpx.get(server.url(path), headers=headers, timeout=10)
@@ -62,10 +71,10 @@ def test_tokens_in_a_query_string_are_refused_and_redacted_from_every_log_line(s
 
     wait_for(lambda: len(access_lines(server, marker)) >= len(requests), timeout=10, what="the access log lines")
     log = server.output
-    for leaked in (server.token, server.token[len("chartr_") :], *secret.values()):
+    for leaked in (server.token, server.token[len("chartr_") :], escaped(server.token)[30:], *secret.values()):
         assert leaked not in log
     assert "token=[redacted]" in log and "access_token=[redacted]" in log and "API_KEY=[redacted]" in log
-    assert "auth=[redacted]" in log and "signature=[redacted]" in log
+    assert "auth=[redacted]" in log and "signature=[redacted]" in log and "%74oken=[redacted]" in log
     assert f"Not Found: /api/v1/m{marker}?token=[redacted]" in log
     # The redaction keeps everything else of a line.
     assert any(f"GET /api/v1/projects?m={marker}&token=[redacted] HTTP/1.1" in line for line in log.splitlines())
