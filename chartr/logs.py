@@ -1,9 +1,11 @@
 """What chartr's log lines may not carry, and the filters that keep it out.
 
 - ``RedactSecrets`` (on every handler: Django's in settings.LOGGING,
-  gunicorn's and so uvicorn's through ``GunicornLogger``): API tokens and
-  secret-looking query parameters (``?token=``, ``?access_token=``,
-  ``?api_key=``, ``?auth=``, ...) become ``[redacted]``. The API refuses
+  gunicorn's and so uvicorn's through ``GunicornLogger``): API tokens, stream
+  tickets and secret-looking query parameters (``?ticket=``, ``?token=``,
+  ``?access_token=``, ``?api_key=``, ``?auth=``, ...) become ``[redacted]``.
+  A stream ticket is meant for a URL, and opens a stream only once, but until
+  it is spent (or for a client that never spends it) it is as good as a read. The API refuses
   tokens in a query string, but the access log writes the request line
   before anyone has refused anything, and a token in a log file is a leaked
   token.
@@ -31,11 +33,12 @@ REDACTED = "[redacted]"
 # A query parameter whose name says it carries a credential, in a request
 # line or URL: the name stays (it tells what was sent), the value goes.
 SECRET_QUERY_PARAMETER = re.compile(
-    r"(?P<name>[?&;][^=&;#\s\"'?]*?(?:token|key|auth|secret|passw|pwd|signature|credential|session|jwt|bearer)"
+    r"(?P<name>[?&;][^=&;#\s\"'?]*?(?:token|ticket|key|auth|secret|passw|pwd|signature|credential|session|jwt|bearer)"
     r"[^=&;#\s\"'?]*=)[^&;#\s\"']*",
     re.IGNORECASE,
 )
-# An API token wherever it appears (tokens/services.py: "chartr_" + 43 URL-safe characters).
+# An API token or a stream ticket wherever it appears (tokens/services.py: "chartr_" + 43
+# URL-safe characters; a ticket "chartr_st_" + 43).
 API_TOKEN = re.compile(r"chartr_[A-Za-z0-9_-]{40,}")
 
 

@@ -17,6 +17,7 @@ from gunicorn.config import Config
 from chartr.logs import AccessLog, GunicornLogger, RedactSecrets, WithoutTraceback, redact
 
 TOKEN = "chartr_" + "A1b2-C3d4_" * 5
+TICKET = "chartr_st_" + "Z9y8-X7w6_" * 5
 
 
 @pytest.mark.parametrize(
@@ -31,6 +32,12 @@ TOKEN = "chartr_" + "A1b2-C3d4_" * 5
         ("/p?x-client-secret=abc&password=p&sig=s", "/p?x-client-secret=[redacted]&password=[redacted]&sig=s"),
         ("/p?access%5Ftoken=abc%26def", "/p?access%5Ftoken=[redacted]"),
         (f"Not Found: /api/v1/{TOKEN}", "Not Found: /api/v1/chartr_[redacted]"),
+        (
+            '127.0.0.1:5 - "GET /api/v1/agents/a/timeline/stream?after_seq=4&ticket=abc HTTP/1.1" 200',
+            '127.0.0.1:5 - "GET /api/v1/agents/a/timeline/stream?after_seq=4&ticket=[redacted] HTTP/1.1" 200',
+        ),
+        (f"/s?ticket={TICKET}&after_seq=4", "/s?ticket=[redacted]&after_seq=4"),
+        (f"minted {TICKET}", "minted chartr_[redacted]"),
         ("/p?limit=5&cursor=abc", "/p?limit=5&cursor=abc"),
         ("database chartr_w12c is ready", "database chartr_w12c is ready"),
     ],
