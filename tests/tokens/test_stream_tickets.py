@@ -137,3 +137,18 @@ def test_a_ticket_with_a_header_or_twice_is_a_400_and_spends_nothing(token):
             authorize_stream(request, "a1")
         assert list(refused.value.fields) == ["ticket"] and problem in refused.value.fields["ticket"][0]
     assert StreamTicket.objects.get().used_at is None
+
+
+def test_an_empty_ticket_is_no_ticket(token):
+    _, raw = create_api_token(name="t2")
+    assert authorize_stream(_stream_request("?ticket=", authorization=f"Bearer {raw}"), "a1").name == "t2"
+    with pytest.raises(NotAuthenticated) as refused:
+        authorize_stream(_stream_request("?ticket="), "a1")
+    assert refused.value.code == "not_authenticated"
+
+
+def test_the_fuzz_run_excuses_exactly_the_ticket_and_header_refusal():
+    from tests.process.schemathesis_hooks import UNSTATABLE_REFUSALS
+    from tokens.access import TICKET_AND_HEADER_MESSAGE
+
+    assert UNSTATABLE_REFUSALS["ticket"] == TICKET_AND_HEADER_MESSAGE
