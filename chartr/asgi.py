@@ -14,6 +14,10 @@ resolves to in the URL configuration (``django.urls.resolve``):
   thread keeps its database connection between requests
   (``CHARTR_CONN_MAX_AGE``); Django's ASGI handler would run every sync
   request on a brand-new thread with a fresh connection.
+
+Both handlers run the whole of ``settings.MIDDLEWARE``, so CORS (when
+``CHARTR_CORS_ORIGINS`` installs it) answers the stream's preflight and
+headers as it does the API's (tests/process/test_cross_origin.py).
 """
 
 from __future__ import annotations

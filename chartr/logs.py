@@ -1,8 +1,8 @@
 """What chartr's log lines may not carry, and the filters that keep it out.
 
 - ``RedactSecrets`` (on every handler: Django's in settings.LOGGING,
-  gunicorn's and so uvicorn's through ``GunicornLogger``): API tokens and
-  secret-looking query parameters (``?token=``, ``?access_token=``,
+  gunicorn's and so uvicorn's through ``GunicornLogger``): API tokens, stream
+  tickets and secret-looking query parameters (``?ticket=``, ``?token=``, ``?access_token=``,
   ``?api_key=``, ``?auth=``, ...) become ``[redacted]``, written plainly or
   percent-encoded (``?%74oken=``, ``chartr%5F...``: the server decodes both
   before it reads them). The API refuses
@@ -40,7 +40,20 @@ def spelled(word: str) -> str:
     return "".join(f"(?:{re.escape(c)}|%{ord(c.lower()):02X}|%{ord(c.upper()):02X})" for c in word)
 
 
-SECRET_NAMES = ("token", "key", "auth", "secret", "passw", "pwd", "signature", "credential", "session", "jwt", "bearer")
+SECRET_NAMES = (
+    "token",
+    "ticket",
+    "key",
+    "auth",
+    "secret",
+    "passw",
+    "pwd",
+    "signature",
+    "credential",
+    "session",
+    "jwt",
+    "bearer",
+)
 # A query parameter whose name says it carries a credential, in a request
 # line or URL: the name stays (it tells what was sent), the value goes. The
 # separators may come percent-encoded too (``%3Ftoken%3D`` in a path).
@@ -51,8 +64,8 @@ SECRET_QUERY_PARAMETER = re.compile(
 )
 # A character of a token (URL-safe base64), as itself or percent-encoded (hex digits of either case).
 TOKEN_CHARACTER = r"(?:[A-Za-z0-9_-]|(?i:%(?:2D|3[0-9]|4[1-9A-F]|5[0-9A]|5F|6[1-9A-F]|7[0-9A])))"
-# An API token wherever it appears (tokens/services.py: "chartr_" + 43 URL-safe
-# characters), any of its characters percent-encoded or not.
+# An API token or a stream ticket wherever it appears (tokens/services.py: "chartr_" + 43
+# URL-safe characters; a ticket "chartr_st_" + 43), any of its characters percent-encoded or not.
 API_TOKEN = re.compile("".join(f"(?:{c}|(?i:%{ord(c):02X}))" for c in "chartr_") + TOKEN_CHARACTER + "{40,}")
 
 

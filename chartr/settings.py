@@ -21,6 +21,7 @@ import datetime as dt
 from pathlib import Path
 
 import environ
+from corsheaders.defaults import default_headers as default_cors_headers
 from whitenoise.compress import Compressor
 
 from chartr import config
@@ -62,6 +63,7 @@ INSTALLED_APPS = [
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "corsheaders",
     "chartr",
     "tokens",
     "registry",
@@ -192,6 +194,9 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = max(CHARTR_MAX_BODY_BYTES, 2_621_440)
 # another process is refused here at most this long after; 0 turns it off.
 CHARTR_TOKEN_CACHE_SECONDS = _env["CHARTR_TOKEN_CACHE_SECONDS"]
 
+# Seconds a stream ticket may wait before opening its stream (it opens one, once).
+CHARTR_STREAM_TICKET_SECONDS = _env["CHARTR_STREAM_TICKET_SECONDS"]
+
 # --- Agents -----------------------------------------------------------------
 # A running or initializing agent with no append, update or heartbeat for this
 # long is stale: its daemon is presumably gone (docs/snapshots-api in README).
@@ -287,6 +292,18 @@ CHARTR_MAINTENANCE_WAIT = _env["CHARTR_MAINTENANCE_WAIT"]
 DEBUG = _env["CHARTR_DEBUG"]
 ALLOWED_HOSTS = _env["CHARTR_ALLOWED_HOSTS"]
 CSRF_TRUSTED_ORIGINS = _env["CHARTR_CSRF_TRUSTED_ORIGINS"]
+# Cross-origin browser access to /api/ (django-cors-headers), for the origins named
+# only; with none, its middleware is not installed at all. Bearer tokens and stream
+# tickets, not cookies: no credentials. docs/api.md, "Browsers (CORS)".
+CHARTR_CORS_ORIGINS = _env["CHARTR_CORS_ORIGINS"]
+CORS_ALLOWED_ORIGINS = [origin.rstrip("/") for origin in CHARTR_CORS_ORIGINS]
+CORS_URLS_REGEX = r"^/api/"
+CORS_ALLOW_HEADERS = (*default_cors_headers, "idempotency-key", "if-match", "last-event-id")
+CORS_EXPOSE_HEADERS = ["ETag", "Location", "Retry-After"]
+CORS_PREFLIGHT_MAX_AGE = 600
+if CORS_ALLOWED_ORIGINS:
+    # First: a preflight is answered before anything else looks at the request.
+    MIDDLEWARE.insert(0, "corsheaders.middleware.CorsMiddleware")
 # The defaults serve plain http on 127.0.0.1. Behind a TLS-terminating proxy,
 # set the production environment from docs/deploy.md; with it,
 # `manage.py check --deploy` reports no issue. Health probes answer before

@@ -138,6 +138,16 @@ class ProvisionalAccepted(msgspec.Struct):
     item_id: str | None
 
 
+class StreamTicketMinted(msgspec.Struct):
+    """A stream ticket: opens ``stream_url`` (the agent's stream with ``?ticket=``) once, within ``expires_in`` s."""
+
+    ticket: str
+    agent_id: str
+    expires_at: Timestamp
+    expires_in: int
+    stream_url: str
+
+
 class CanonicalRow(msgspec.Struct):
     """One committed row, as stored (``projection=canonical`` and the stream's ``committed`` events)."""
 

@@ -33,6 +33,10 @@ across any number of reconnects.
 
 Resume point: the `Last-Event-ID` header, else `after_seq`, else the current head (only new events).
 
+Credentials: `Authorization: Bearer <token>`, or (for EventSource, which cannot send a header)
+`?ticket=` from `POST .../timeline/stream-tickets`, which opens one stream once. Reconnect with a
+fresh ticket and `after_seq` (docs/api.md, "Stream tickets").
+
 Events:
 - `committed`: `id:` is the seq; `data` is the row `{seq, committed_at, item_type, item, item_id, turn_id, provider_message_id, provider_timeline_item_id, revert_token, extra}`.
 - `provisional`: no `id`; `data` is `{item, item_id}`. Never stored.
@@ -152,15 +156,27 @@ def _error(description: str) -> dict:
     }
 
 
+#: The stream's second credential, for EventSource: a ticket from POST .../stream-tickets (tokens/access.py).
+STREAM_TICKET_SCHEME = {
+    "type": "apiKey",
+    "in": "query",
+    "name": "ticket",
+    "description": "A stream ticket (`POST /api/v1/agents/{agent_id}/timeline/stream-tickets`): opens this "
+    "agent's stream once, within 60 s. For EventSource, which cannot send `Authorization`; never both at once.",
+}
+
+
 def document_timeline_stream(result, generator, request, public):
-    result.setdefault("components", {}).setdefault("schemas", {}).update(stream_event_components())
+    components = result.setdefault("components", {})
+    components.setdefault("schemas", {}).update(stream_event_components())
+    components.setdefault("securitySchemes", {})["streamTicket"] = STREAM_TICKET_SCHEME
     result.setdefault("paths", {})[stream_path()] = {
         "get": {
             "operationId": "timeline_stream",
             "summary": "Stream the agent's timeline (catch-up, then live)",
             "description": STREAM_DESCRIPTION,
             "tags": ["timeline"],
-            "security": [{"bearerAuth": []}],
+            "security": [{"bearerAuth": []}, {"streamTicket": []}],
             "parameters": [
                 {"name": "agent_id", "in": "path", "required": True, "schema": {"type": "string"}},
                 {
@@ -193,8 +209,15 @@ def document_timeline_stream(result, generator, request, public):
                     "(`contentSchema`), and `id` is present exactly on the events that move the resume cursor.",
                     "content": {"text/event-stream": {"schema": _ref("TimelineStreamEvent")}},
                 },
-                "400": _error("`after_seq` or `Last-Event-ID` is not a whole number in range (`invalid`)."),
-                "401": _error("The bearer token is missing, malformed, unknown or revoked (`not_authenticated`)."),
+                "400": _error(
+                    "`after_seq` or `Last-Event-ID` is not a whole number in range, or a ticket came with an "
+                    "`Authorization` header (`invalid`)."
+                ),
+                "401": _error(
+                    "The bearer token is missing, malformed, unknown or revoked (`not_authenticated`); or the "
+                    "ticket is unknown, expired, already used, or its token was revoked (`stream_ticket_invalid`)."
+                ),
+                "403": _error("The ticket opens another agent's stream (`stream_ticket_other_agent`)."),
                 "404": _error("The agent does not exist (`not_found`)."),
                 "500": _error("An unexpected failure before the stream started (`server_error`)."),
                 "503": _error("The server runs under WSGI, which cannot stream (`asgi_required`)."),

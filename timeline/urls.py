@@ -1,12 +1,14 @@
 from django.urls import path
 
 from timeline import views
+from timeline.live import tickets as live_tickets
 from timeline.live import views as live_views
 
 urlpatterns = [
     path("agents/<str:agent_id>/timeline", views.agent_timeline, name="agent-timeline"),
     # A plain async view (see timeline/live/views.py); timeline/schema.py documents it.
     path("agents/<str:agent_id>/timeline/stream", live_views.timeline_stream, name="timeline-stream"),
+    path("agents/<str:agent_id>/timeline/stream-tickets", live_tickets.stream_tickets, name="timeline-stream-tickets"),
     path(
         "agents/<str:agent_id>/timeline/provisional",
         live_views.provisional,

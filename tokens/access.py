@@ -1,4 +1,5 @@
-"""Who may call /api/: the one implementation of the bearer token, its permission and its throttle.
+"""Who may call /api/: the one implementation of the bearer token, its permission and its throttle,
+and of the stream ticket (``?ticket=``, the one credential a URL may carry).
 
 DRF's classes (tokens/authentication.py, permissions.py, throttling.py), the timeline's plain
 views (kernel/api/plain.py) and the live stream (timeline/live/views.py) all call these. A
@@ -7,10 +8,10 @@ refusal is a ``kernel.api.errors`` error, answered with the API's envelope where
 
 from __future__ import annotations
 
-from kernel.api.errors import NotAuthenticated, PermissionDenied, Throttled
+from kernel.api.errors import Invalid, NotAuthenticated, PermissionDenied, Throttled
 from tokens.cache import token_cache
 from tokens.models import ApiToken
-from tokens.services import hash_token, record_api_token_use
+from tokens.services import hash_token, record_api_token_use, redeem_stream_ticket
 from tokens.throttling import throttle_wait
 
 KEYWORD = "Bearer"
@@ -56,16 +57,54 @@ def token_may(token: ApiToken | None, method: str) -> bool:
     return method in SAFE_METHODS or not token.read_only
 
 
-def authorize(request, *, throttle: bool = True) -> ApiToken:
+def authorize(request, *, throttle: bool = True, as_read: bool = False) -> ApiToken:
     """The request's token, checked as DRF checks a view's: authentication (401), permission for
-    the method (403), then the token's rate (429, unless ``throttle`` is off)."""
+    the method (403; none with ``as_read``, for a POST that grants reading only), then the token's
+    rate (429, unless ``throttle`` is off)."""
     token = bearer_token(request)
     if token is None:
         raise NotAuthenticated(NO_CREDENTIALS_MESSAGE)
-    if not token_may(token, request.method):
+    if not as_read and not token_may(token, request.method):
         raise PermissionDenied(READ_ONLY_MESSAGE)
     if throttle:
         wait = throttle_wait(token)
         if wait is not None:
             raise Throttled(wait)
+    return token
+
+
+def authorize_as_read(request) -> ApiToken:
+    """``authorize`` for a POST that only grants reading (minting a stream ticket): any token may."""
+    return authorize(request, as_read=True)
+
+
+#: The stream's one URL credential; a token in a URL (``?token=``) is never read.
+TICKET_PARAMETER = "ticket"
+
+
+def stream_ticket(request) -> str | None:
+    """The raw ``?ticket=`` the request carries, or None without one (empty is none, as for any
+    query parameter). Given twice is a 400."""
+    given = request.GET.getlist(TICKET_PARAMETER)
+    if len(given) > 1:
+        raise Invalid({TICKET_PARAMETER: ["Give this parameter once."]})
+    return given[0] if given and given[0] else None
+
+
+#: The refusal of a ticket sent with ``Authorization``; tests/process/schemathesis_hooks.py names it
+#: (OpenAPI's security alternatives cannot say "one, not both").
+TICKET_AND_HEADER_MESSAGE = "Send a ticket or an Authorization header, not both."
+
+
+def authorize_stream(request, agent_id: str) -> ApiToken:
+    """The stream's caller: ``?ticket=`` for ``agent_id`` (spent here, once), else the bearer
+    token as ``authorize`` checks it, unthrottled (a stream is one request). Both at once is a 400:
+    which one speaks for the request would be a guess. Blocking (ORM)."""
+    raw = stream_ticket(request)
+    if raw is None:
+        return authorize(request, throttle=False)
+    if authorization_header(request):
+        raise Invalid({TICKET_PARAMETER: [TICKET_AND_HEADER_MESSAGE]})
+    token = redeem_stream_ticket(raw=raw, agent_id=agent_id)
+    record_api_token_use(token=token)
     return token

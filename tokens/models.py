@@ -70,3 +70,39 @@ class IdempotentCreate(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} ({self.status})"
+
+
+class StreamTicket(models.Model):
+    """A short-lived, single-use credential for one agent's live stream, for clients that cannot
+    send a header (a browser's ``EventSource``): ``?ticket=`` in the stream's URL.
+
+    Minted by a token (``tokens.services.mint_stream_ticket``), read-only whatever the token,
+    stored as its SHA-256 like the token itself. The first stream it opens spends it
+    (``used_at``); after ``expires_at`` it opens nothing. Revoking the token voids its tickets.
+    """
+
+    token = models.ForeignKey(ApiToken, on_delete=models.CASCADE, related_name="+")
+    ticket_hash = models.CharField(max_length=64, unique=True, editable=False)
+    # The one agent whose stream it opens (an id, not a key: tokens know nothing of agents).
+    agent_id = models.CharField(max_length=128)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "stream ticket"
+        # Minting deletes the expired ones (tokens.services.mint_stream_ticket).
+        indexes = [models.Index(fields=["expires_at"], name="stream_ticket_expires_at")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(expires_at__gt=models.F("created_at")), name="stream_ticket_expires_after_creation"
+            ),
+            models.CheckConstraint(
+                condition=models.Q(used_at__isnull=True) | models.Q(used_at__gte=models.F("created_at")),
+                name="stream_ticket_used_after_creation",
+            ),
+            models.CheckConstraint(condition=~models.Q(agent_id=""), name="stream_ticket_agent_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"stream ticket for {self.agent_id}"

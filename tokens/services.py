@@ -1,4 +1,4 @@
-"""Every write to API tokens: create, record a use, revoke."""
+"""Every write to API tokens: create, record a use, revoke; and to stream tickets: mint, redeem."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import hashlib
 import secrets
 from collections.abc import Callable
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -15,7 +16,8 @@ from kernel.api.idempotency import Answer
 from kernel.errors import Conflict, IdempotencyKeyReused
 from kernel.services import validate_fields
 from tokens.cache import token_cache
-from tokens.models import ApiToken, IdempotentCreate
+from tokens.errors import StreamTicketInvalid, StreamTicketOtherAgent
+from tokens.models import ApiToken, IdempotentCreate, StreamTicket
 
 
 def hash_token(raw: str) -> str:
@@ -111,3 +113,49 @@ def _replay(stored: IdempotentCreate, fingerprint: str) -> Answer:
             "a retry must send the same request, a new create needs a new key."
         )
     return Answer(status=stored.status, body=stored.body, headers=stored.headers)
+
+
+#: What every stream ticket starts with (chartr/logs.py redacts them, as it redacts tokens).
+STREAM_TICKET_PREFIX = "chartr_st_"
+
+
+def mint_stream_ticket(*, token: ApiToken, agent_id: str) -> tuple[StreamTicket, str]:
+    """A new single-use ticket for ``agent_id``'s stream, and its raw value (never stored).
+
+    Minting again mints another: each ticket is independent, and opens one stream once.
+    The tickets that expired before now are deleted here, so the table stays small."""
+    now = timezone.now()
+    raw = STREAM_TICKET_PREFIX + secrets.token_urlsafe(32)
+    lifetime = dt.timedelta(seconds=settings.CHARTR_STREAM_TICKET_SECONDS)
+    ticket = StreamTicket(
+        token=token, ticket_hash=hash_token(raw), agent_id=agent_id, created_at=now, expires_at=now + lifetime
+    )
+    with transaction.atomic():
+        StreamTicket.objects.filter(expires_at__lte=now).delete()
+        ticket.save(force_insert=True)
+    return ticket, raw
+
+
+def redeem_stream_ticket(*, raw: str, agent_id: str) -> ApiToken:
+    """Spend the ticket on ``agent_id``'s stream: the token it was minted by.
+
+    Unknown, expired, spent, or its token revoked: ``StreamTicketInvalid``; another agent's:
+    ``StreamTicketOtherAgent`` (and the ticket stays unspent). Of two requests racing with
+    one ticket, one conditional update wins; the other is refused."""
+    found = list(StreamTicket.objects.select_related("token").filter(ticket_hash=hash_token(raw)).order_by()[:1])
+    ticket = found[0] if found else None
+    now = timezone.now()
+    if ticket is None or ticket.token.revoked_at is not None:
+        raise StreamTicketInvalid(TICKET_INVALID_MESSAGE)
+    if ticket.agent_id != agent_id:
+        raise StreamTicketOtherAgent("This stream ticket opens another agent's stream.")
+    spent = StreamTicket.objects.filter(pk=ticket.pk, used_at__isnull=True, expires_at__gt=now).update(used_at=now)
+    if not spent:
+        raise StreamTicketInvalid(TICKET_INVALID_MESSAGE)
+    return ticket.token
+
+
+TICKET_INVALID_MESSAGE = (
+    "The stream ticket is unknown, expired or already used (a ticket opens one stream, once); "
+    "mint a new one with POST .../timeline/stream-tickets."
+)

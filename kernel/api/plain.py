@@ -3,7 +3,8 @@
 ``json_view(*operations)`` builds one view for one URL; each request takes one path:
 
 1. content negotiation: only ``application/json`` is rendered (406 otherwise);
-2. the caller (``authorize``: for the API, ``tokens.access.authorize``: token, permission, throttle);
+2. the caller (``authorize``: for the API, ``tokens.access.authorize``: token, permission, throttle),
+   handed to the handlers that ask for it (``Operation.with_caller``);
 3. the method (405 with ``Allow``; ``OPTIONS`` answers ``Allow``; ``HEAD`` is ``GET``);
 4. the query and the body, each into its msgspec ``Struct`` (``forbid_unknown_fields=True``).
    The body is parsed first by the API's one strict JSON parser (kernel/api/parsers.py: size,
@@ -59,6 +60,8 @@ class Operation:
     tags: tuple[str, ...] = ()
     #: ``(component name, shapes)``: a ``oneOf`` component for a field msgspec cannot describe itself.
     one_of: tuple[tuple[str, tuple[type, ...]], ...] = ()
+    #: Whether the handler is given ``caller``: what ``authorize`` returned (for the API, the token).
+    with_caller: bool = False
 
 
 def json_view(*operations: Operation, authorize: Callable):
@@ -83,7 +86,7 @@ def json_view(*operations: Operation, authorize: Callable):
 def _serve(request, by_method: dict[str, Operation], allowed: list[str], authorize, kwargs: dict) -> HttpResponse:
     if not accepts_json(request):
         raise NotAcceptable("Could not satisfy the request Accept header.")
-    authorize(request)
+    caller = authorize(request)
     operation = by_method.get(request.method)
     if operation is None:
         if request.method == "OPTIONS":
@@ -92,6 +95,8 @@ def _serve(request, by_method: dict[str, Operation], allowed: list[str], authori
             return response
         raise MethodNotAllowed(request.method, allowed)
     arguments = dict(kwargs)
+    if operation.with_caller:
+        arguments["caller"] = caller
     if operation.query is not None:
         arguments["query"] = read_query(request, operation.query)
     if operation.body is not None:

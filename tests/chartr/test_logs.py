@@ -17,6 +17,7 @@ from gunicorn.config import Config
 from chartr.logs import AccessLog, GunicornLogger, RedactSecrets, WithoutTraceback, redact
 
 TOKEN = "chartr_" + "A1b2-C3d4_" * 5
+TICKET = "chartr_st_" + "Z9y8-X7w6_" * 5
 
 
 @pytest.mark.parametrize(
@@ -38,6 +39,12 @@ TOKEN = "chartr_" + "A1b2-C3d4_" * 5
         ("/m%3Fsession%3Dabc HTTP/1.1", "/m%3Fsession%3D[redacted] HTTP/1.1"),
         (f"/api/v1/{TOKEN.replace('_', '%5F')}/x", "/api/v1/chartr_[redacted]/x"),
         ("/q?q=" + "".join(f"%{ord(c):02x}" for c in TOKEN), "/q?q=chartr_[redacted]"),
+        (
+            '127.0.0.1:5 - "GET /api/v1/agents/a/timeline/stream?after_seq=4&ticket=abc HTTP/1.1" 200',
+            '127.0.0.1:5 - "GET /api/v1/agents/a/timeline/stream?after_seq=4&ticket=[redacted] HTTP/1.1" 200',
+        ),
+        (f"/s?ticket={TICKET}&after_seq=4", "/s?ticket=[redacted]&after_seq=4"),
+        (f"minted {TICKET}", "minted chartr_[redacted]"),
         ("/p?limit=5&cursor=abc", "/p?limit=5&cursor=abc"),
         ("/p?q=chartr%5Fshort%20name&k=%41", "/p?q=chartr%5Fshort%20name&k=%41"),
         ("database chartr_w12c is ready", "database chartr_w12c is ready"),

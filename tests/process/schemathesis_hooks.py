@@ -24,6 +24,8 @@ UNSTATABLE_REFUSALS = {
     "cwd": "An agent's cwd must be its workspace's directory or a directory below it.",
     # Whether a reason is needed depends on the agent's stored state as well as the body.
     "attention_reason": "An attention reason is required when requires_attention is true.",
+    # The stream takes a bearer token or a ticket (two security alternatives): OpenAPI cannot say "not both".
+    "ticket": "Send a ticket or an Authorization header, not both.",
 }
 
 

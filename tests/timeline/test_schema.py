@@ -122,3 +122,26 @@ def test_the_stream_names_its_four_events_with_their_data_and_ids(document):
 
 def test_the_documented_stream_path_is_the_routed_one():
     assert stream_path() == "/api/v1/agents/{agent_id}/timeline/stream"
+
+
+def test_the_stream_takes_a_token_or_a_ticket_and_the_ticket_endpoint_is_documented(document):
+    stream = document["paths"][stream_path()]["get"]
+    assert stream["security"] == [{"bearerAuth": []}, {"streamTicket": []}]
+    assert document["components"]["securitySchemes"]["streamTicket"] | {"description": ""} == {
+        "type": "apiKey",
+        "in": "query",
+        "name": "ticket",
+        "description": "",
+    }
+    assert "stream_ticket_invalid" in stream["responses"]["401"]["description"]
+    assert "stream_ticket_other_agent" in stream["responses"]["403"]["description"]
+    mint = document["paths"][stream_path() + "-tickets"]["post"]
+    assert mint["operationId"] == "timeline_stream_ticket" and "requestBody" not in mint
+    created = mint["responses"]["201"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    assert sorted(schema_for(document, created)["required"]) == [
+        "agent_id",
+        "expires_at",
+        "expires_in",
+        "stream_url",
+        "ticket",
+    ]

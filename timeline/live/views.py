@@ -28,7 +28,7 @@ from timeline.live.hub import get_hub
 from timeline.live.provisional import publish_provisional
 from timeline.live.stream import TimelineStream
 from timeline.selectors import get_agent_for_timeline
-from tokens.access import authorize
+from tokens.access import authorize, authorize_stream
 
 #: What a Last-Event-ID must look like; timeline/schema.py publishes it.
 LAST_EVENT_ID_PATTERN = "^[0-9]+$"
@@ -62,8 +62,9 @@ def _last_event_id(raw: str) -> int:
 
 
 def _authorize_stream(request: HttpRequest, agent_id: str) -> None:
-    """The API's token checks (a stream is one request, not throttled), then that the agent exists. Blocking (ORM)."""
-    authorize(request, throttle=False)
+    """The stream's caller (a stream ticket, else the API's token checks, not throttled: a stream is
+    one request), then that the agent exists. Blocking (ORM)."""
+    authorize_stream(request, agent_id)
     get_agent_for_timeline(agent_id=agent_id)
 
 

@@ -37,6 +37,7 @@ OPERATIONS = {
     ("/api/v1/agents/{agent_id}/timeline", "post"),
     ("/api/v1/agents/{agent_id}/timeline/provisional", "post"),
     ("/api/v1/agents/{agent_id}/timeline/stream", "get"),
+    ("/api/v1/agents/{agent_id}/timeline/stream-tickets", "post"),
 }
 
 
