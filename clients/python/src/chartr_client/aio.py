@@ -261,6 +261,8 @@ class AsyncFollow(AsyncIterator[StreamEvent]):
         self._http = http
         self._policy = policy
         self._timeout = stream_timeout(read_timeout)
+        self._closed = False
+        self._response: httpx.Response | None = None
         self._events = self._run()
 
     @property
@@ -275,7 +277,13 @@ class AsyncFollow(AsyncIterator[StreamEvent]):
         return await anext(self._events)
 
     async def aclose(self) -> None:
-        await self._events.aclose()
+        """End the iteration; from another task too (the open connection is closed under it)."""
+        self._closed = True
+        try:
+            await self._events.aclose()
+        except RuntimeError:  # another task is inside __anext__
+            if self._response is not None:
+                await self._response.aclose()
 
     async def __aenter__(self) -> AsyncFollow:
         return self
@@ -285,7 +293,7 @@ class AsyncFollow(AsyncIterator[StreamEvent]):
 
     async def _run(self) -> AsyncIterator[StreamEvent]:
         failures, failing_since = 0, None
-        while not self.state.ended:
+        while not self.state.ended and not self._closed:
             error: ApiError | None = None
             cause: Exception | None = None
             try:
@@ -298,7 +306,7 @@ class AsyncFollow(AsyncIterator[StreamEvent]):
                 if not reconnectable(exc):
                     raise
                 error, cause = exc, exc
-            if self.state.ended:
+            if self.state.ended or self._closed:
                 return
             failures += 1
             now = time.monotonic()
@@ -315,6 +323,7 @@ class AsyncFollow(AsyncIterator[StreamEvent]):
         async with self._http.stream(
             "GET", self.state.path, params=params, headers=headers, timeout=self._timeout
         ) as response:
+            self._response = response
             if response.status_code != 200:
                 await response.aread()
                 raise error_from_response(response)

@@ -286,6 +286,8 @@ class Follow(Iterator[StreamEvent]):
         self._http = http
         self._policy = policy
         self._timeout = stream_timeout(read_timeout)
+        self._closed = False
+        self._response: httpx.Response | None = None
         self._events = self._run()
 
     @property
@@ -300,7 +302,12 @@ class Follow(Iterator[StreamEvent]):
         return next(self._events)
 
     def close(self) -> None:
-        self._events.close()
+        """End the iteration; from another thread too (the open connection is closed under it)."""
+        self._closed = True
+        if not self._events.gi_running:
+            self._events.close()
+        elif self._response is not None:
+            self._response.close()
 
     def __enter__(self) -> Follow:
         return self
@@ -310,7 +317,7 @@ class Follow(Iterator[StreamEvent]):
 
     def _run(self) -> Iterator[StreamEvent]:
         failures, failing_since = 0, None
-        while not self.state.ended:
+        while not self.state.ended and not self._closed:
             error: ApiError | None = None
             cause: Exception | None = None
             try:
@@ -323,7 +330,7 @@ class Follow(Iterator[StreamEvent]):
                 if not reconnectable(exc):
                     raise
                 error, cause = exc, exc
-            if self.state.ended:
+            if self.state.ended or self._closed:
                 return
             failures += 1
             now = time.monotonic()
@@ -340,6 +347,7 @@ class Follow(Iterator[StreamEvent]):
         with self._http.stream(
             "GET", self.state.path, params=params, headers=headers, timeout=self._timeout
         ) as response:
+            self._response = response
             if response.status_code != 200:
                 response.read()
                 raise error_from_response(response)

@@ -6,7 +6,8 @@ A loop calls ``append_entry`` as things happen, ``load_entries`` to resume a ses
 
 - **a session is an agent** in the store's workspace, whose ``agent_id`` is the session id and
   whose ``provider`` is the store's (so embedders sharing a workspace do not resume each other's
-  sessions). The first ``append_entry`` of a new id creates the agent;
+  sessions). The first ``append_entry`` of a new id creates the agent; an id that is an agent of
+  another workspace or provider is refused (``SessionNotOwned``), checked once per id and store;
 - **an entry is one timeline row**: its item is the entry (a JSON object with a string ``type``,
   the timeline's rule, e.g. ``{"type": "user_message", "text": "hi"}``), and ``entry_id`` is the
   row's ``item_id`` (a new UUID unless given: pass a stable one and a repeated ``append_entry``,
@@ -91,6 +92,8 @@ class _Owner:
         self.workspace_id = workspace_id
         self.provider = provider
         self.cwd = cwd
+        #: Session ids checked to be this store's agents.
+        self.owned: set[str] = set()
 
     def check(self, agent: Agent) -> None:
         if agent.workspace_id != self.workspace_id or agent.provider != self.provider:
@@ -98,6 +101,7 @@ class _Owner:
                 f"session {agent.agent_id!r} is an agent of workspace {agent.workspace_id} "
                 f"({agent.provider}), not of this store's workspace {self.workspace_id} ({self.provider})"
             )
+        self.owned.add(agent.agent_id)
 
     def create_fields(self, session_id: str) -> dict[str, Any]:
         fields: dict[str, Any] = {"agent_id": session_id}
@@ -123,27 +127,32 @@ class ChartrSessionStore:
         self._owner = _Owner(workspace_id, provider, cwd)
 
     def append_entry(self, session_id: str, entry: Mapping[str, Any], *, entry_id: str | None = None) -> None:
-        item = NewItem(dict(entry), entry_id)
-        try:
-            self.client.append(session_id, [item])
-        except NotFound:
-            self._create(session_id)
-            self.client.append(session_id, [item])
+        self._own(session_id, create=True)
+        self.client.append(session_id, [NewItem(dict(entry), entry_id)])
 
-    def _create(self, session_id: str) -> None:
+    def _own(self, session_id: str, *, create: bool) -> bool:
+        """Whether the session exists and is this store's (created when ``create``); checked once per id."""
         owner = self._owner
+        if session_id in owner.owned:
+            return True
         try:
-            owner.check(self.client.create_agent(owner.workspace_id, owner.provider, **owner.create_fields(session_id)))
-        except ConflictError as exc:
-            if exc.code != "conflict":
-                raise
-            owner.check(self.client.get_agent(session_id))  # created meanwhile, by another writer
+            agent = self.client.get_agent(session_id)
+        except NotFound:
+            if not create:
+                return False
+            try:
+                agent = self.client.create_agent(owner.workspace_id, owner.provider, **owner.create_fields(session_id))
+            except ConflictError as exc:
+                if exc.code != "conflict":
+                    raise
+                agent = self.client.get_agent(session_id)  # created meanwhile, by another writer
+        owner.check(agent)
+        return True
 
     def load_entries(self, session_id: str) -> list[Entry]:
-        try:
-            return [row.item for row in self.client.iter_timeline(session_id)]
-        except NotFound:
+        if not self._own(session_id, create=False):
             return []
+        return [row.item for row in self.client.iter_timeline(session_id)]
 
     def latest_session(self) -> str | None:
         page = self.client.list_agents(**self._owner.latest_query())
@@ -160,30 +169,33 @@ class AsyncChartrSessionStore:
         self._owner = _Owner(workspace_id, provider, cwd)
 
     async def append_entry(self, session_id: str, entry: Mapping[str, Any], *, entry_id: str | None = None) -> None:
-        item = NewItem(dict(entry), entry_id)
-        try:
-            await self.client.append(session_id, [item])
-        except NotFound:
-            await self._create(session_id)
-            await self.client.append(session_id, [item])
+        await self._own(session_id, create=True)
+        await self.client.append(session_id, [NewItem(dict(entry), entry_id)])
 
-    async def _create(self, session_id: str) -> None:
+    async def _own(self, session_id: str, *, create: bool) -> bool:
         owner = self._owner
+        if session_id in owner.owned:
+            return True
         try:
-            agent = await self.client.create_agent(
-                owner.workspace_id, owner.provider, **owner.create_fields(session_id)
-            )
-        except ConflictError as exc:
-            if exc.code != "conflict":
-                raise
             agent = await self.client.get_agent(session_id)
+        except NotFound:
+            if not create:
+                return False
+            try:
+                agent = await self.client.create_agent(
+                    owner.workspace_id, owner.provider, **owner.create_fields(session_id)
+                )
+            except ConflictError as exc:
+                if exc.code != "conflict":
+                    raise
+                agent = await self.client.get_agent(session_id)
         owner.check(agent)
+        return True
 
     async def load_entries(self, session_id: str) -> list[Entry]:
-        try:
-            return [row.item async for row in self.client.iter_timeline(session_id)]
-        except NotFound:
+        if not await self._own(session_id, create=False):
             return []
+        return [row.item async for row in self.client.iter_timeline(session_id)]
 
     async def latest_session(self) -> str | None:
         page = await self.client.list_agents(**self._owner.latest_query())
