@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
@@ -291,7 +291,7 @@ class AsyncFollow(AsyncIterator[StreamEvent]):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
 
-    async def _run(self) -> AsyncIterator[StreamEvent]:
+    async def _run(self) -> AsyncGenerator[StreamEvent, None]:
         failures, failing_since = 0, None
         while not self.state.ended and not self._closed:
             error: ApiError | None = None
@@ -317,7 +317,7 @@ class AsyncFollow(AsyncIterator[StreamEvent]):
                 raise ConnectionFailed(f"no stream for {self.state.path}: {cause!r}") from cause
             await asyncio.sleep(reconnect_delay(self._policy, failures, error))
 
-    async def _connection(self) -> AsyncIterator[StreamEvent]:
+    async def _connection(self) -> AsyncGenerator[StreamEvent, None]:
         params, headers = self.state.request()
         self.state.connections += 1
         async with self._http.stream(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
@@ -304,10 +304,11 @@ class Follow(Iterator[StreamEvent]):
     def close(self) -> None:
         """End the iteration; from another thread too (the open connection is closed under it)."""
         self._closed = True
-        if not self._events.gi_running:
+        try:
             self._events.close()
-        elif self._response is not None:
-            self._response.close()
+        except ValueError:  # another thread is inside __next__
+            if self._response is not None:
+                self._response.close()
 
     def __enter__(self) -> Follow:
         return self
@@ -315,7 +316,7 @@ class Follow(Iterator[StreamEvent]):
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _run(self) -> Iterator[StreamEvent]:
+    def _run(self) -> Generator[StreamEvent, None, None]:
         failures, failing_since = 0, None
         while not self.state.ended and not self._closed:
             error: ApiError | None = None
@@ -341,7 +342,7 @@ class Follow(Iterator[StreamEvent]):
                 raise ConnectionFailed(f"no stream for {self.state.path}: {cause!r}") from cause
             time.sleep(reconnect_delay(self._policy, failures, error))
 
-    def _connection(self) -> Iterator[StreamEvent]:
+    def _connection(self) -> Generator[StreamEvent, None, None]:
         params, headers = self.state.request()
         self.state.connections += 1
         with self._http.stream(

@@ -175,7 +175,8 @@ class ServerError(ApiError):
 class ServiceUnavailable(ApiError):
     """503, and the base of its codes."""
 
-    status, code_name = 503, None
+    status = 503
+    code_name: ClassVar[str | None] = None
 
 
 class Busy(ServiceUnavailable):

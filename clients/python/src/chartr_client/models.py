@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import functools
 import types
 import typing
 from dataclasses import dataclass, field
@@ -21,9 +20,13 @@ T = TypeVar("T")
 JsonObject = dict[str, Any]
 
 
-@functools.cache
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
 
 
 def _convert(tp: Any, value: Any) -> Any:
@@ -45,7 +48,7 @@ def _convert(tp: Any, value: Any) -> Any:
 def decode(cls: type[T], data: JsonObject) -> T:
     """``cls`` from a JSON object: the fields it names (converted), the rest kept in ``raw``."""
     hints = _hints(cls)
-    values = {}
+    values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         if f.name == "raw":
             values["raw"] = data

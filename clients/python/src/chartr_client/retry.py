@@ -37,7 +37,7 @@ class RetryPolicy:
 
     def backoff(self, attempt: int) -> float:
         """The wait after failed attempt ``attempt`` (1-based): doubling from ``initial_backoff``."""
-        return min(self.initial_backoff * 2 ** (attempt - 1), self.max_backoff)
+        return min(self.initial_backoff * 2.0 ** (attempt - 1), self.max_backoff)
 
     def after_transport_error(self, exc: httpx.TransportError, *, repeats_safely: bool, attempt: int) -> float | None:
         """Seconds to wait before the next attempt, or None to give up."""
@@ -74,7 +74,7 @@ class ReconnectPolicy:
     max_retry_after: float = 30.0
 
     def delay(self, failures: int, retry_after: float | None = None) -> float:
-        backoff = min(self.initial_delay * 2 ** max(failures - 1, 0), self.max_delay)
+        backoff = min(self.initial_delay * 2.0 ** max(failures - 1, 0), self.max_delay)
         if retry_after is not None:
             return max(backoff, min(retry_after, self.max_retry_after))
         return backoff
