@@ -22,8 +22,10 @@ $(RUNTIME): pyproject.toml | $(BIN)/python
 	touch $@
 
 # The dev extras include every runtime dependency: this also satisfies $(RUNTIME).
-$(DEV): pyproject.toml | $(BIN)/python
-	$(PIP) install -e '.[dev]'
+# The first-party Python client (clients/python, package chartr-client) comes with them: its tests
+# (tests/clients/python) run against a live server in `make test`.
+$(DEV): pyproject.toml clients/python/pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[dev]' -e clients/python
 	touch $(RUNTIME) $@
 
 install: $(DEV)
