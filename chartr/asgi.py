@@ -34,9 +34,11 @@ from django.urls import Resolver404, resolve  # noqa: E402
 from chartr.logs import access_log  # noqa: E402
 from chartr.serving import RequestGuard, Scope, SharedThreadAsgiHandler, is_api_path  # noqa: E402
 from timeline.live.hub import get_hub  # noqa: E402
+from timeline.live.slots import release_request_slot  # noqa: E402
 
 
-def _stream_done() -> None:
+def _stream_done(request) -> None:
+    release_request_slot(request)
     get_hub().heap.streams_closed()
 
 

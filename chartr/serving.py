@@ -92,9 +92,10 @@ class SharedThreadAsgiHandler(ASGIHandler):
     pool of its own (the stream's reads use the live hub's pool).
     """
 
-    def __init__(self, *, when_done: Callable[[], None] | None = None):
+    def __init__(self, *, when_done: Callable[[Any], None] | None = None):
         super().__init__()
-        #: Called on the event loop once a request is over and its objects are gone.
+        #: Called on the event loop with the request (None if none was made) once it is over,
+        #: before its objects go.
         self.when_done = when_done
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -108,10 +109,10 @@ class SharedThreadAsgiHandler(ASGIHandler):
             # with everything it holds, as soon as the stream ends, not at the next
             # full collection: a thousand closed streams left 40 MiB in a fragmented heap.
             request = scope.pop(_REQUEST_KEY, None)
+            if self.when_done is not None:
+                self.when_done(request)
             if request is not None:
                 request.__dict__.clear()
-            if self.when_done is not None:
-                self.when_done()
 
     def create_request(self, scope: Scope, body_file):
         request, error_response = super().create_request(scope, body_file)

@@ -196,8 +196,16 @@ def document_timeline_stream(result, generator, request, public):
                 "400": _error("`after_seq` or `Last-Event-ID` is not a whole number in range (`invalid`)."),
                 "401": _error("The bearer token is missing, malformed, unknown or revoked (`not_authenticated`)."),
                 "404": _error("The agent does not exist (`not_found`)."),
+                "429": _error(
+                    "The token is over its request rate (`throttled`), or holds as many open streams on "
+                    "this server as it may (`too_many_streams`); retry after `Retry-After` seconds."
+                ),
                 "500": _error("An unexpected failure before the stream started (`server_error`)."),
-                "503": _error("The server runs under WSGI, which cannot stream (`asgi_required`)."),
+                "503": _error(
+                    "The server holds as many open streams as it may (`stream_capacity`, retry after "
+                    "`Retry-After`), is shutting down (`shutting_down`), or runs under WSGI, which cannot "
+                    "stream (`asgi_required`)."
+                ),
             },
         }
     }
