@@ -46,6 +46,7 @@ MODELS_SINCE_THE_OLD_LAYOUT = {
     "axes.accesslog",
     "timeline.timelinehead",
     "tokens.idempotentcreate",
+    "tokens.throttlewindow",
 }
 RESULT = "RESULT:"
 
