@@ -39,6 +39,8 @@ from chartr.errors import HeadersTooLarge, RequestTimeout, TooManyConnections, U
 
 #: Paths still served on a connection over the cap.
 PROBE_PATHS = (b"/healthz", b"/readyz")
+#: Probe connections served over the cap at most (uvicorn's ``limit_concurrency`` is the cap plus this).
+PROBE_ROOM = 64
 #: Longest chunk-size or trailer line followed; past it the framing is the parser's to refuse.
 CHUNK_LINE_BYTES = 4096
 #: After a refusal, bytes still read (and dropped) before the connection closes, so the client
@@ -287,7 +289,7 @@ class LimitedProtocol(asyncio.Protocol):
         probe = self.scanner.is_probe()
         if probe is None:
             return
-        if not probe:
+        if not probe or self.connections.count > self.limits.max_connections + PROBE_ROOM:
             self._refuse(TooManyConnections, f"This worker holds {self.limits.max_connections} connections already.")
             return
         self._start_inner()

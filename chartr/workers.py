@@ -39,7 +39,7 @@ from uvicorn.server import Server
 from uvicorn_worker import UvicornWorker
 
 from chartr import config
-from chartr.connection_limits import Limits, limited
+from chartr.connection_limits import PROBE_ROOM, Limits, limited
 from chartr.logs import access_log
 from kernel import draining
 
@@ -99,8 +99,9 @@ class DrainingUvicornWorker(UvicornWorker):
         access_log.write_to(self.log.access_log.handlers)
         self.limits = connection_limits(self.cfg)
         # uvicorn's own cap, a backstop only: it counts idle connections too, so at the cap
-        # it would refuse every request, the probes' too; LimitedProtocol refuses first.
-        self.config.limit_concurrency = self.limits.max_connections + 1
+        # it would refuse every request, the probes' too. LimitedProtocol refuses first and
+        # still lets the probes through, up to PROBE_ROOM of them over the cap.
+        self.config.limit_concurrency = self.limits.max_connections + PROBE_ROOM
         self.config.h11_max_incomplete_event_size = self.limits.header_bytes
 
     def run(self) -> None:
