@@ -78,8 +78,9 @@ class HeadScanner:
 
     ``feed`` returns None while the bytes are within the limits, else the refusal
     (an error class and a message). Malformed framing it cannot follow (a bad
-    ``Content-Length``, an upgrade) turns it off for the connection (``opaque``):
-    uvicorn's parser answers those.
+    ``Content-Length`` or chunk size) turns it off for the connection (``opaque``):
+    uvicorn's parser refuses those and closes the connection. There is no
+    upgrade to follow: the worker serves no WebSocket (chartr/workers.py).
     """
 
     def __init__(self, limits: Limits):
@@ -175,8 +176,6 @@ class HeadScanner:
             self.request_line = line
             if self.first_request_line is None:
                 self.first_request_line = line
-            if line.split(b" ", 1)[0].upper() == b"CONNECT":
-                self.state = "opaque"
             return None
         if line:
             self.fields += 1
@@ -191,8 +190,6 @@ class HeadScanner:
                     self.state = "opaque"
             elif name == b"transfer-encoding":
                 self.chunked = b"chunked" in value.lower()
-            elif name == b"upgrade":
-                self.state = "opaque"
             return None
         self.requests += 1
         if self.chunked:

@@ -92,6 +92,9 @@ class DrainingUvicornWorker(UvicornWorker):
         **UvicornWorker.CONFIG_KWARGS,
         "reset_contextvars": True,
         "access_log": False,
+        # chartr serves no WebSocket; an upgrade would also swap each connection's protocol
+        # past the limits (chartr/connection_limits.py), which count it until it closes.
+        "ws": "none",
     }
 
     def __init__(self, *args, **kwargs) -> None:

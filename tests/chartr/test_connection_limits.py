@@ -187,3 +187,10 @@ def test_limited_hands_uvicorns_arguments_to_each_connections_protocol():
 
     assert asyncio.run(scenario()) == 1
     assert made == [{"config": "c", "server_state": "s", "app_state": {}, "_loop": None}]
+
+
+def test_an_upgrade_header_does_not_take_the_connection_out_of_the_limits():
+    scanner = HeadScanner(LIMITS)
+    assert scanner.feed(b"GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n") is None
+    verdict = scanner.feed(b"GET /" + b"a" * 70 + b" HTTP/1.1\r\n")
+    assert verdict is not None and verdict[0] is UriTooLong

@@ -119,7 +119,7 @@ def test_clients_sending_headers_or_a_body_slowly_get_408_within_the_timeout(ser
     probe.assert_answered_within_the_limit(quiet)
 
 
-def test_a_huge_header_gets_431_before_the_worker_holds_it(server):
+def test_a_huge_header_gets_431_and_a_huge_request_line_414_before_the_worker_holds_them(server):
     quiet = baseline(server)
     before = rss_kib(server.worker)
     sent_totals = []
@@ -138,8 +138,13 @@ def test_a_huge_header_gets_431_before_the_worker_holds_it(server):
             status, headers, body = read_answer(sock, timeout=10)
             sock.close()
             assert (status, body["error"]["code"], headers["connection"]) == (431, "headers_too_large", "close")
+        sock = connect(server)
+        sock.sendall(b"GET /api/v1/projects?directory=" + b"%2F" * 30000 + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        status, _, body = read_answer(sock, timeout=10)
+        sock.close()
+        assert (status, body["error"]["code"]) == (414, "uri_too_long")
     grown = rss_kib(server.worker) - before
-    # The server stopped reading at the limit (8 KiB a field, 64 KiB a head), not after 128 MiB.
+    # The server stopped reading at the limit (8 KiB a field, 128 KiB a head), not after 128 MiB.
     assert max(sent_totals) < 16 * 1024 * 1024, sent_totals
     assert grown < 16 * 1024, f"the worker grew by {grown} KiB"
     probe.assert_answered_within_the_limit(quiet)
