@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from chartr.errors import HeadersTooLarge, RequestTimeout, TooManyConnections, UriTooLong
+from chartr.errors import HeadersTooLarge, MalformedRequest, RequestTimeout, TooManyConnections, UriTooLong
 
 #: Paths still served on a connection over the cap.
 PROBE_PATHS = (b"/healthz", b"/readyz")
@@ -77,10 +77,10 @@ class HeadScanner:
     """Follows one connection's request bytes: each head's line and fields, then its body's framing.
 
     ``feed`` returns None while the bytes are within the limits, else the refusal
-    (an error class and a message). Malformed framing it cannot follow (a bad
-    ``Content-Length`` or chunk size) turns it off for the connection (``opaque``):
-    uvicorn's parser refuses those and closes the connection. There is no
-    upgrade to follow: the worker serves no WebSocket (chartr/workers.py).
+    (an error class and a message). Framing it cannot follow (a bad
+    ``Content-Length``, a chunk-size line it cannot read) is a 400 ``invalid``:
+    it never stops following a connection. There is no upgrade to follow: the
+    worker serves no WebSocket (chartr/workers.py).
     """
 
     def __init__(self, limits: Limits):
@@ -108,7 +108,7 @@ class HeadScanner:
     def feed(self, data: bytes) -> tuple[type, str] | None:
         view = memoryview(data)
         position = 0
-        while position < len(view) and self.state != "opaque":
+        while position < len(view):
             if self.state == "length":
                 taken = min(self.remaining, len(view) - position)
                 position += taken
@@ -139,7 +139,7 @@ class HeadScanner:
         self.line += piece
         if self.state != "head":
             if len(self.line) > CHUNK_LINE_BYTES:
-                self.state = "opaque"
+                return MalformedRequest, f"A chunk-size line is longer than {CHUNK_LINE_BYTES} bytes."
             return None
         self.head_bytes += len(piece)
         if self.request_line is None:
@@ -159,8 +159,7 @@ class HeadScanner:
             try:
                 self.remaining = int(line.split(b";", 1)[0].strip(), 16)
             except ValueError:
-                self.state = "opaque"
-                return None
+                return MalformedRequest, "A chunk size is not a hexadecimal number."
             self.state = "chunk-data" if self.remaining else "trailers"
         elif self.state == "chunk-end":
             self.state = "chunk-size"
@@ -187,7 +186,9 @@ class HeadScanner:
                 try:
                     self.length = int(value.strip())
                 except ValueError:
-                    self.state = "opaque"
+                    return MalformedRequest, "Content-Length is not a whole number."
+                if self.length < 0:
+                    return MalformedRequest, "Content-Length is not a whole number."
             elif name == b"transfer-encoding":
                 self.chunked = b"chunked" in value.lower()
             return None

@@ -12,6 +12,14 @@ class ServerRefusal(ChartrError):
     reason = ""
 
 
+class MalformedRequest(ServerRefusal):
+    """A request whose body's framing cannot be read (`Content-Length`, a chunk size)."""
+
+    code = "invalid"
+    status = 400
+    reason = "Bad Request"
+
+
 class RequestTimeout(ServerRefusal):
     """The request's headers or body did not arrive in time; the connection is closed."""
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from chartr.connection_limits import HeadScanner, LimitedProtocol, Limits, OpenConnections, limited
-from chartr.errors import HeadersTooLarge, UriTooLong
+from chartr.errors import HeadersTooLarge, MalformedRequest, UriTooLong
 
 LIMITS = Limits(
     max_connections=2,
@@ -194,3 +194,17 @@ def test_an_upgrade_header_does_not_take_the_connection_out_of_the_limits():
     assert scanner.feed(b"GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n") is None
     verdict = scanner.feed(b"GET /" + b"a" * 70 + b" HTTP/1.1\r\n")
     assert verdict is not None and verdict[0] is UriTooLong
+
+
+@pytest.mark.parametrize(
+    "request_bytes",
+    [
+        b"POST / HTTP/1.1\r\nContent-Length: ten\r\n\r\n",
+        b"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n",
+        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+        b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1;" + b"x" * 5000,
+    ],
+)
+def test_framing_that_cannot_be_followed_is_a_400_never_a_way_past_the_limits(request_bytes):
+    verdict = HeadScanner(LIMITS).feed(request_bytes)
+    assert verdict is not None and verdict[0] is MalformedRequest
