@@ -38,9 +38,11 @@ from django.urls import Resolver404, resolve  # noqa: E402
 from chartr.logs import access_log  # noqa: E402
 from chartr.serving import RequestGuard, Scope, SharedThreadAsgiHandler, is_api_path  # noqa: E402
 from timeline.live.hub import get_hub  # noqa: E402
+from timeline.live.slots import release_request_slot  # noqa: E402
 
 
-def _stream_done() -> None:
+def _stream_done(request) -> None:
+    release_request_slot(request)
     get_hub().heap.streams_closed()
 
 
@@ -72,7 +74,7 @@ def body_limit_for(path: str) -> int:
     return settings.CHARTR_MAX_BODY_BYTES if is_api_path(path) else settings.DATA_UPLOAD_MAX_MEMORY_SIZE
 
 
-# A fresh context per request, the body limit before anything reads the body, the
+# A fresh context per request, the body's limits (size, time) before anything reads it, the
 # JSON 500 for any failure before a response started, Connection: close once
 # draining, and the access log's line (written here when the worker hands it over).
 application = RequestGuard(
@@ -82,4 +84,5 @@ application = RequestGuard(
     json_errors=True,
     close_when_draining=True,
     access_log=access_log,
+    body_timeout=settings.CHARTR_BODY_TIMEOUT,
 )

@@ -12,7 +12,8 @@ question before Django sees a request:
 - ``limit_for``: whether the body may be read at all. A declared
   ``Content-Length`` over the limit is refused before a byte is read, and a
   chunked body is read on the event loop and cut off at the limit, so nothing
-  larger than the limit is ever buffered in memory, whoever sends it.
+  larger than the limit is ever buffered in memory, whoever sends it. With
+  ``body_timeout``, a body still incomplete after that long gets 408.
 - ``SharedThreadAsgiHandler``: which thread a stream's synchronous steps
   (request signals, middleware, closing the response) run on. Django's own
   handler gives every request a ``ThreadSensitiveContext``, and asgiref gives
@@ -46,6 +47,7 @@ from typing import Any
 from django.core.handlers.asgi import ASGIHandler
 from django.http import HttpResponseBase
 
+from chartr.errors import RequestTimeout
 from chartr.logs import AccessLog
 from kernel import draining
 from kernel.event_stream import EventStreamResponse
@@ -90,9 +92,10 @@ class SharedThreadAsgiHandler(ASGIHandler):
     pool of its own (the stream's reads use the live hub's pool).
     """
 
-    def __init__(self, *, when_done: Callable[[], None] | None = None):
+    def __init__(self, *, when_done: Callable[[Any], None] | None = None):
         super().__init__()
-        #: Called on the event loop once a request is over and its objects are gone.
+        #: Called on the event loop with the request (None if none was made) once it is over,
+        #: before its objects go.
         self.when_done = when_done
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -106,10 +109,10 @@ class SharedThreadAsgiHandler(ASGIHandler):
             # with everything it holds, as soon as the stream ends, not at the next
             # full collection: a thousand closed streams left 40 MiB in a fragmented heap.
             request = scope.pop(_REQUEST_KEY, None)
+            if self.when_done is not None:
+                self.when_done(request)
             if request is not None:
                 request.__dict__.clear()
-            if self.when_done is not None:
-                self.when_done()
 
     def create_request(self, scope: Scope, body_file):
         request, error_response = super().create_request(scope, body_file)
@@ -217,6 +220,8 @@ class RequestGuard:
     - ``limit_for``: a body over ``limit_for(path)`` bytes is refused with 413,
       a declared ``Content-Length`` before a byte is read, a chunked body once it
       passes the limit (read on the event loop), so nothing larger is ever buffered;
+      one that takes longer than ``body_timeout`` seconds gets 408 (both before the
+      handler, and so the token check, runs);
     - ``json_errors``: a failure before a response started is answered with the
       500 envelope (JSON under /api/), never the server's plain-text one;
     - ``close_when_draining``: ``Connection: close`` on every response that starts
@@ -234,8 +239,10 @@ class RequestGuard:
         json_errors: bool = False,
         close_when_draining: bool = False,
         access_log: AccessLog | None = None,
+        body_timeout: float | None = None,
     ):
         self.app = app
+        self.body_timeout = body_timeout
         self.fresh_context = fresh_context
         self.limit_for = limit_for
         self.json_errors = json_errors
@@ -260,14 +267,25 @@ class RequestGuard:
             if declared is not None and declared > limit:
                 await self._refuse(response_send, scope, limit)
                 return
-            if declared is None:
-                # With a declared length the server's parser delivers no more than that;
-                # without one (chunked), the body is read here, on the event loop, up to the
-                # limit, whichever thread the handler later reads it from.
-                receive = await read_within(receive, limit)
-                if receive is None:
-                    await self._refuse(response_send, scope, limit)
-                    return
+            # The whole body is read here, on the event loop, before any handler (and so any
+            # token check) runs: at most the limit (a declared length is all the server's
+            # parser delivers; a chunked one is cut off past the limit), within body_timeout.
+            try:
+                async with asyncio.timeout(self.body_timeout):
+                    receive = await read_within(receive, limit)
+            except TimeoutError:
+                await send_error(
+                    response_send,
+                    scope,
+                    RequestTimeout.status,
+                    RequestTimeout.code,
+                    f"The request's body did not arrive within {self.body_timeout:g} seconds.",
+                    close=True,
+                )
+                return
+            if receive is None:
+                await self._refuse(response_send, scope, limit)
+                return
         try:
             await self.app(scope, receive, response_send)
         except Exception:

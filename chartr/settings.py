@@ -188,6 +188,9 @@ CHARTR_MAX_BODY_BYTES = _env["CHARTR_MAX_BODY_BYTES"]
 # A single timeline item above this gets 413 payload_too_large.
 CHARTR_MAX_ITEM_BYTES = _env["CHARTR_MAX_ITEM_BYTES"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(CHARTR_MAX_BODY_BYTES, 2_621_440)
+# Seconds a client has to send a request's body once its headers are in (chartr/serving.py);
+# the limits on connections, request lines and headers are the server's (gunicorn.conf.py).
+CHARTR_BODY_TIMEOUT = _env["CHARTR_BODY_TIMEOUT"]
 
 # --- API tokens (tokens/cache.py) -------------------------------------------
 # Seconds a process keeps an active token it looked up; a token revoked by
@@ -273,6 +276,10 @@ CHARTR_HEAP_TRIM_SECONDS = _env["CHARTR_HEAP_TRIM_SECONDS"]
 CHARTR_LIVE_POLL_SECONDS = _env["CHARTR_LIVE_POLL_SECONDS"]
 # Seconds between keep-alive comments on an idle stream (the real-process tests set 1).
 CHARTR_SSE_KEEPALIVE_SECONDS = _env["CHARTR_SSE_KEEPALIVE_SECONDS"]
+# Open streams per worker process (503 stream_capacity over it) and per token in each
+# worker (429 too_many_streams): timeline/live/slots.py.
+CHARTR_MAX_STREAMS = _env["CHARTR_MAX_STREAMS"]
+CHARTR_MAX_STREAMS_PER_TOKEN = _env["CHARTR_MAX_STREAMS_PER_TOKEN"]
 # Fixed: no deployment needs to tune these (tests use override_settings).
 # Buffered news per subscriber before it falls back to catch-up from the database.
 CHARTR_SSE_BUFFER_SIZE = 256

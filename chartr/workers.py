@@ -17,6 +17,13 @@ too abrupt. This worker, on the first SIGTERM:
 
 A second SIGTERM, or SIGINT, skips what is left of the wait (SIGINT, Ctrl-C,
 also ends the streams and fails readiness, without waiting).
+
+Each connection goes through ``chartr.connection_limits`` first: gunicorn's
+``worker_connections``, ``limit_request_line``, ``limit_request_fields`` and
+``limit_request_field_size`` (gunicorn.conf.py sets them from ``CHARTR_*``),
+and the time to send a head (``CHARTR_HEADER_TIMEOUT``), hold for it as they
+do for gunicorn's own workers; uvicorn's ``timeout_keep_alive`` is gunicorn's
+``keepalive`` and its ``h11_max_incomplete_event_size`` ``CHARTR_MAX_HEADER_BYTES``.
 """
 
 from __future__ import annotations
@@ -32,8 +39,21 @@ from uvicorn.server import Server
 from uvicorn_worker import UvicornWorker
 
 from chartr import config
+from chartr.connection_limits import PROBE_ROOM, Limits, limited
 from chartr.logs import access_log
 from kernel import draining
+
+
+def connection_limits(cfg) -> Limits:
+    """gunicorn's limits (``cfg``, its public settings) and chartr's own for the head's bytes and time."""
+    return Limits(
+        max_connections=cfg.worker_connections,
+        request_line_bytes=cfg.limit_request_line or config.value("CHARTR_MAX_REQUEST_LINE_BYTES"),
+        header_fields=cfg.limit_request_fields,
+        header_field_bytes=cfg.limit_request_field_size or config.value("CHARTR_MAX_HEADER_FIELD_BYTES"),
+        header_bytes=config.value("CHARTR_MAX_HEADER_BYTES"),
+        header_timeout=config.value("CHARTR_HEADER_TIMEOUT"),
+    )
 
 
 def drain_seconds() -> float:
@@ -72,11 +92,20 @@ class DrainingUvicornWorker(UvicornWorker):
         **UvicornWorker.CONFIG_KWARGS,
         "reset_contextvars": True,
         "access_log": False,
+        # chartr serves no WebSocket; an upgrade would also swap each connection's protocol
+        # past the limits (chartr/connection_limits.py), which count it until it closes.
+        "ws": "none",
     }
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         access_log.write_to(self.log.access_log.handlers)
+        self.limits = connection_limits(self.cfg)
+        # uvicorn's own cap, a backstop only: it counts idle connections too, so at the cap
+        # it would refuse every request, the probes' too. LimitedProtocol refuses first and
+        # still lets the probes through, up to PROBE_ROOM of them over the cap.
+        self.config.limit_concurrency = self.limits.max_connections + PROBE_ROOM
+        self.config.h11_max_incomplete_event_size = self.limits.header_bytes
 
     def run(self) -> None:
         # UvicornWorker.run, serving through DrainingServer in place of uvicorn's Server.
@@ -85,6 +114,9 @@ class DrainingUvicornWorker(UvicornWorker):
 
     async def serve_draining(self) -> None:
         self.config.app = self.wsgi
+        # Loaded here, not in serve(), so each connection's protocol can be wrapped in the limits.
+        self.config.load()
+        self.config.http_protocol_class = limited(self.config.http_protocol_class, self.limits)
         server = DrainingServer(self.config, drain_seconds=drain_seconds())
         # As UvicornWorker does: gunicorn's SIGQUIT (a quick stop) reaches the worker's own handler.
         asyncio.get_running_loop().add_signal_handler(signal.SIGQUIT, self.handle_exit, signal.SIGQUIT, None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel.errors import Conflict
+from kernel.errors import ChartrError, Conflict
 
 
 class SeqConflict(Conflict):
@@ -15,3 +15,19 @@ class ItemConflict(Conflict):
     """An ``item_id`` already committed with other content; ``extra`` carries its ``item_id`` and ``seq``."""
 
     code = "item_conflict"
+
+
+class StreamCapacity(ChartrError):
+    """The worker holds as many open streams as it may (`CHARTR_MAX_STREAMS`); retry after `Retry-After`."""
+
+    code = "stream_capacity"
+    status = 503
+    retry_after = 2
+
+
+class TooManyStreams(ChartrError):
+    """The token holds as many open streams as it may on this worker (`CHARTR_MAX_STREAMS_PER_TOKEN`)."""
+
+    code = "too_many_streams"
+    status = 429
+    retry_after = 5

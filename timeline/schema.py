@@ -219,8 +219,16 @@ def document_timeline_stream(result, generator, request, public):
                 ),
                 "403": _error("The ticket opens another agent's stream (`stream_ticket_other_agent`)."),
                 "404": _error("The agent does not exist (`not_found`)."),
+                "429": _error(
+                    "The token is over its request rate (`throttled`), or holds as many open streams on "
+                    "this server as it may (`too_many_streams`); retry after `Retry-After` seconds."
+                ),
                 "500": _error("An unexpected failure before the stream started (`server_error`)."),
-                "503": _error("The server runs under WSGI, which cannot stream (`asgi_required`)."),
+                "503": _error(
+                    "The server holds as many open streams as it may (`stream_capacity`, retry after "
+                    "`Retry-After`), is shutting down (`shutting_down`), or runs under WSGI, which cannot "
+                    "stream (`asgi_required`)."
+                ),
             },
         }
     }

@@ -98,13 +98,17 @@ TICKET_AND_HEADER_MESSAGE = "Send a ticket or an Authorization header, not both.
 
 def authorize_stream(request, agent_id: str) -> ApiToken:
     """The stream's caller: ``?ticket=`` for ``agent_id`` (spent here, once), else the bearer
-    token as ``authorize`` checks it, unthrottled (a stream is one request). Both at once is a 400:
-    which one speaks for the request would be a guess. Blocking (ORM)."""
+    token as ``authorize`` checks it. Either way opening the stream counts against the token's
+    rate (429). Both at once is a 400: which one speaks for the request would be a guess.
+    Blocking (ORM)."""
     raw = stream_ticket(request)
     if raw is None:
-        return authorize(request, throttle=False)
+        return authorize(request)
     if authorization_header(request):
         raise Invalid({TICKET_PARAMETER: [TICKET_AND_HEADER_MESSAGE]})
     token = redeem_stream_ticket(raw=raw, agent_id=agent_id)
     record_api_token_use(token=token)
+    wait = throttle_wait(token)
+    if wait is not None:
+        raise Throttled(wait)
     return token

@@ -106,3 +106,30 @@ class StreamTicket(models.Model):
 
     def __str__(self) -> str:
         return f"stream ticket for {self.agent_id}"
+
+
+class ThrottleWindow(models.Model):
+    """How many requests one token made in one fixed window of ``CHARTR_API_THROTTLE_RATE``'s period.
+
+    One row per (token, period, window), counted by every worker and instance on
+    one database, so the rate holds across all of them (tokens/throttling.py).
+    Rows of past windows are deleted as a token opens a new one.
+    """
+
+    token = models.ForeignKey(ApiToken, on_delete=models.CASCADE, related_name="+")
+    period_seconds = models.PositiveIntegerField()
+    #: ``floor(unix time / period_seconds)``.
+    window_index = models.BigIntegerField()
+    hits = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "throttle window"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["token", "period_seconds", "window_index"], name="throttle_window_one_per_token_and_window"
+            ),
+            models.CheckConstraint(condition=models.Q(period_seconds__gte=1), name="throttle_window_period_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.token_id}: {self.hits} in window {self.window_index} of {self.period_seconds}s"

@@ -47,6 +47,7 @@ MODELS_SINCE_THE_OLD_LAYOUT = {
     "timeline.timelinehead",
     "tokens.idempotentcreate",
     "tokens.streamticket",
+    "tokens.throttlewindow",
 }
 RESULT = "RESULT:"
 

@@ -79,6 +79,37 @@ def test_an_undeclared_body_is_cut_off_at_the_limit_and_a_small_one_passes():
     assert status_and_body(call(limited, body_chunks=[b"12345", b"67890"])) == (200, {}, b"1234567890")
 
 
+def test_a_body_slower_than_the_timeout_gets_408_before_the_app_runs_and_a_prompt_one_passes():
+    calls = []
+
+    async def app(scope, receive, send):
+        calls.append(scope["path"])
+        await echo_app(scope, receive, send)
+
+    def slow_call(delay):
+        sent = []
+        chunks = [b"12345", b"67890"]
+
+        async def receive():
+            body = chunks.pop(0)
+            if not chunks:
+                await asyncio.sleep(delay)
+            return {"type": "http.request", "body": body, "more_body": bool(chunks)}
+
+        async def send(message):
+            sent.append(message)
+
+        scope = {"type": "http", "method": "POST", "path": "/api/v1/x", "headers": [(b"content-length", b"10")]}
+        asyncio.run(RequestGuard(app, limit_for=lambda path: 100, body_timeout=0.05)(scope, receive, send))
+        return status_and_body(sent)
+
+    status, headers, body = slow_call(0.2)
+    assert (status, json.loads(body)["error"]["code"], headers[b"connection"]) == (408, "request_timeout", b"close")
+    assert calls == []
+    assert slow_call(0)[::2] == (200, b"1234567890")
+    assert calls == ["/api/v1/x"]
+
+
 def test_each_request_starts_with_an_empty_context():
     seen = []
 

@@ -18,5 +18,6 @@ Modules, each importing only those listed before it:
   signal receivers that publish commits and snapshot changes;
 * ``stream``: one client's catch-up-then-live handover;
 * ``provisional``: the ``publish_provisional`` service;
+* ``slots``: the open streams, bounded per worker and per token;
 * ``views``: the SSE view and the provisional endpoint.
 """

@@ -18,7 +18,7 @@ their seq is exactly ``last + 1``. Notifications only say when to read.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from django.conf import settings
 
@@ -31,8 +31,18 @@ from timeline.live.sse import KEEPALIVE, agent_event, sse_frame
 class TimelineStream:
     """State of one client's stream: the last seq sent, the epoch and agent snapshot version it has seen."""
 
-    def __init__(self, hub: Hub, agent_id: str, *, after_seq: int | None, epoch: str | None):
+    def __init__(
+        self,
+        hub: Hub,
+        agent_id: str,
+        *,
+        after_seq: int | None,
+        epoch: str | None,
+        on_close: Callable[[], None] | None = None,
+    ):
         self.hub = hub
+        #: Called once the stream ends (its slot, timeline/live/slots.py).
+        self.on_close = on_close
         self.agent_id = agent_id
         self.requested_after = after_seq
         self.client_epoch = epoch
@@ -78,6 +88,8 @@ class TimelineStream:
                         yield frame
         finally:
             subscription.close()
+            if self.on_close is not None:
+                self.on_close()
 
     async def _read(self, subscription: Subscription) -> LiveBatch:
         return await self.hub.read(subscription, after_seq=self.last_seq, min_generation=self.generation)

@@ -24,8 +24,10 @@ from kernel.api.plain import Answer, Operation, json_view
 from kernel.errors import NotFound
 from kernel.event_stream import EventStreamResponse
 from timeline.api_shapes import MAX_SEQ, ProvisionalAccepted, ProvisionalItem
+from timeline.errors import StreamCapacity
 from timeline.live.hub import get_hub
 from timeline.live.provisional import publish_provisional
+from timeline.live.slots import REQUEST_ATTRIBUTE, stream_slots
 from timeline.live.stream import TimelineStream
 from timeline.selectors import get_agent_for_timeline
 from tokens.access import authorize, authorize_stream
@@ -61,11 +63,24 @@ def _last_event_id(raw: str) -> int:
     return min(int(digits or "0"), MAX_SEQ)
 
 
-def _authorize_stream(request: HttpRequest, agent_id: str) -> None:
-    """The stream's caller (a stream ticket, else the API's token checks, not throttled: a stream is
-    one request), then that the agent exists. Blocking (ORM)."""
-    authorize_stream(request, agent_id)
+def _authorize_stream(request: HttpRequest, agent_id: str) -> int:
+    """The stream's caller (a stream ticket, else the API's token checks; opening a stream counts
+    as a request for the throttle), then that the agent exists; the token's id. Blocking (ORM)."""
+    token = authorize_stream(request, agent_id)
     get_agent_for_timeline(agent_id=agent_id)
+    return token.pk
+
+
+def _open_stream(request: HttpRequest, hub, agent_id: str, *, owner, after_seq, epoch) -> EventStreamResponse:
+    """The stream in one of this worker's slots (timeline/live/slots.py): 503 or 429 when none is left."""
+    slot = stream_slots.take(owner)
+    setattr(request, REQUEST_ATTRIBUTE, slot)
+    stream = TimelineStream(hub, agent_id, after_seq=after_seq, epoch=epoch, on_close=slot.release)
+    response = EventStreamResponse(stream.events())
+    response["Cache-Control"] = "no-cache"
+    # Keeps nginx and similar proxies from buffering the stream.
+    response["X-Accel-Buffering"] = "no"
+    return response
 
 
 @csrf_exempt  # bearer tokens, no cookies: a wrong method gets the API's 405, not a CSRF page
@@ -95,7 +110,7 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
         return response
     try:
         hub = get_hub()
-        await hub.db.run(_authorize_stream, request, agent_id)
+        token_id = await hub.db.run(_authorize_stream, request, agent_id)
         last_event_id = request.headers.get("Last-Event-ID")
         # after_seq is checked even when Last-Event-ID wins: a bad parameter is never silently ignored.
         after_seq_param = request.GET.get("after_seq", "")
@@ -103,15 +118,9 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
         if last_event_id is not None:
             after_seq = _last_event_id(last_event_id)
         epoch = request.GET.get("epoch") or None
+        return _open_stream(request, hub, agent_id, owner=token_id, after_seq=after_seq, epoch=epoch)
     except Exception as exc:  # noqa: BLE001 - the handler maps everything, unknown errors to a logged 500
         return _error_response(exc)
-
-    stream = TimelineStream(hub, agent_id, after_seq=after_seq, epoch=epoch)
-    response = EventStreamResponse(stream.events())
-    response["Cache-Control"] = "no-cache"
-    # Keeps nginx and similar proxies from buffering the stream.
-    response["X-Accel-Buffering"] = "no"
-    return response
 
 
 def _provisional(*, agent_id: str, body: ProvisionalItem) -> Answer:
@@ -173,8 +182,10 @@ async def admin_timeline_stream(request: HttpRequest, object_id: str):
         after_seq = _non_negative_int(cursor, "after_seq") if cursor else None
     except ValidationError:
         return HttpResponse("after_seq and Last-Event-ID are whole numbers.", status=400, content_type="text/plain")
-    stream = TimelineStream(hub, agent_id, after_seq=after_seq, epoch=None)
-    response = EventStreamResponse(stream.events())
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"
-    return response
+    try:
+        # The operator's streams count against the worker's bound, not a token's.
+        return _open_stream(request, hub, agent_id, owner=None, after_seq=after_seq, epoch=None)
+    except StreamCapacity as exc:
+        response = HttpResponse(exc.message, status=exc.status, content_type="text/plain")
+        response["Retry-After"] = str(exc.retry_after)
+        return response
