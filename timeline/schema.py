@@ -177,62 +177,69 @@ def document_timeline_stream(result, generator, request, public):
             "description": STREAM_DESCRIPTION,
             "tags": ["timeline"],
             "security": [{"bearerAuth": []}, {"streamTicket": []}],
-            "parameters": [
-                {"name": "agent_id", "in": "path", "required": True, "schema": {"type": "string"}},
-                {
-                    "name": "after_seq",
-                    "in": "query",
-                    "required": False,
-                    "schema": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
-                    "description": "Resume after this seq (ignored when Last-Event-ID is sent).",
-                },
-                {
-                    "name": "epoch",
-                    "in": "query",
-                    "required": False,
-                    "schema": {"type": "string"},
-                    "description": "The epoch the client's cursor belongs to; a stale one gets `reset`.",
-                },
-                {
-                    "name": "Last-Event-ID",
-                    "in": "header",
-                    "required": False,
-                    "schema": {"type": "string", "pattern": LAST_EVENT_ID_PATTERN},
-                    "description": "The `id` of the last event the client received (a seq). "
-                    "One beyond the head gets `reset`.",
-                },
-            ],
-            "responses": {
-                "200": {
-                    "description": "An endless text/event-stream. The schema describes one event "
-                    "(OpenAPI before 3.2 has no `itemSchema`): `event` names it, `data` is JSON "
-                    "(`contentSchema`), and `id` is present exactly on the events that move the resume cursor.",
-                    "content": {"text/event-stream": {"schema": _ref("TimelineStreamEvent")}},
-                },
-                "400": _error(
-                    "`after_seq` or `Last-Event-ID` is not a whole number in range, or a ticket came with an "
-                    "`Authorization` header (`invalid`)."
-                ),
-                "401": _error(
-                    "The bearer token is missing, malformed, unknown or revoked (`not_authenticated`); or the "
-                    "ticket is unknown, expired, already used, or its token was revoked (`stream_ticket_invalid`)."
-                ),
-                "403": _error("The ticket opens another agent's stream (`stream_ticket_other_agent`)."),
-                "404": _error("The agent does not exist (`not_found`)."),
-                "429": _error(
-                    "The token is over its request rate (`throttled`), or holds as many open streams on "
-                    "this server as it may (`too_many_streams`); retry after `Retry-After` seconds."
-                ),
-                "500": _error("An unexpected failure before the stream started (`server_error`)."),
-                "503": _error(
-                    "The server holds as many open streams as it may (`stream_capacity`, retry after "
-                    "`Retry-After`), is shutting down (`shutting_down`), or runs under WSGI, which cannot "
-                    "stream (`asgi_required`)."
-                ),
-            },
+            "parameters": stream_parameters(),
+            "responses": stream_responses(),
         }
     }
     return result
+
+
+def stream_parameters() -> list[dict]:
+    return [
+        {"name": "agent_id", "in": "path", "required": True, "schema": {"type": "string"}},
+        {
+            "name": "after_seq",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
+            "description": "Resume after this seq (ignored when Last-Event-ID is sent).",
+        },
+        {
+            "name": "epoch",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "string"},
+            "description": "The epoch the client's cursor belongs to; a stale one gets `reset`.",
+        },
+        {
+            "name": "Last-Event-ID",
+            "in": "header",
+            "required": False,
+            "schema": {"type": "string", "pattern": LAST_EVENT_ID_PATTERN},
+            "description": "The `id` of the last event the client received (a seq). One beyond the head gets `reset`.",
+        },
+    ]
+
+
+def stream_responses() -> dict:
+    return {
+        "200": {
+            "description": "An endless text/event-stream. The schema describes one event "
+            "(OpenAPI before 3.2 has no `itemSchema`): `event` names it, `data` is JSON "
+            "(`contentSchema`), and `id` is present exactly on the events that move the resume cursor.",
+            "content": {"text/event-stream": {"schema": _ref("TimelineStreamEvent")}},
+        },
+        "400": _error(
+            "`after_seq` or `Last-Event-ID` is not a whole number in range, or a ticket came with an "
+            "`Authorization` header (`invalid`)."
+        ),
+        "401": _error(
+            "The bearer token is missing, malformed, unknown or revoked (`not_authenticated`); or the "
+            "ticket is unknown, expired, already used, or its token was revoked (`stream_ticket_invalid`)."
+        ),
+        "403": _error("The ticket opens another agent's stream (`stream_ticket_other_agent`)."),
+        "404": _error("The agent does not exist (`not_found`)."),
+        "429": _error(
+            "The token is over its request rate (`throttled`), or holds as many open streams on "
+            "this server as it may (`too_many_streams`); retry after `Retry-After` seconds."
+        ),
+        "500": _error("An unexpected failure before the stream started (`server_error`)."),
+        "503": _error(
+            "The server holds as many open streams as it may (`stream_capacity`, retry after "
+            "`Retry-After`), is shutting down (`shutting_down`), or runs under WSGI, which cannot "
+            "stream (`asgi_required`)."
+        ),
+    }
 
 
 def _ref(name: str) -> dict:
