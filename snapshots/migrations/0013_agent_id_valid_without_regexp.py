@@ -10,7 +10,7 @@ import kernel.constraints
 class Migration(migrations.Migration):
     dependencies = [
         ("registry", "0005_workspace_kind_directory"),
-        ("snapshots", "0011_agent_bookkeeping_moved_to_timeline_head"),
+        ("snapshots", "0012_agent_lifecycle_before_archive"),
     ]
 
     operations = [
