@@ -252,6 +252,8 @@ SPECTACULAR_SETTINGS = {
         "kernel.api.schema.forbid_unknown_request_fields",
         "timeline.schema.document_item_types",
         "timeline.schema.document_timeline_stream",
+        # Last: every string of a request, whoever documented it, refuses NUL (kernel/api/schema_text.py).
+        "kernel.api.schema_text.state_that_nul_is_refused",
     ],
     "ENUM_NAME_OVERRIDES": {
         "ProjectKindEnum": "registry.models.ProjectKind",

@@ -15,8 +15,11 @@ too abrupt. This worker, on the first SIGTERM:
 3. then stops as uvicorn does: stops accepting, lets the requests in flight
    finish (within gunicorn's ``CHARTR_GRACEFUL_TIMEOUT``), and exits.
 
-A second SIGTERM, or SIGINT, skips what is left of the wait (SIGINT, Ctrl-C,
-also ends the streams and fails readiness, without waiting).
+A SIGTERM however often it comes is one stop: sent to the process group
+(systemd's default ``KillMode=control-group``), each worker hears it itself
+and again from the master, and drains as if it heard it once. SIGINT (Ctrl-C)
+or SIGQUIT skips what is left of the wait (and also ends the streams and fails
+readiness, without waiting).
 
 Each connection goes through ``chartr.connection_limits`` first: gunicorn's
 ``worker_connections``, ``limit_request_line``, ``limit_request_fields`` and
@@ -72,7 +75,11 @@ class DrainingServer(Server):
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         # Every stop ends the open streams and fails readiness; only SIGTERM waits first.
         draining.start_draining()
-        if sig == signal.SIGTERM and self.drain_deadline is None and not self.should_exit:
+        if sig == signal.SIGTERM:
+            if self.drain_deadline is not None or self.should_exit:
+                # The same stop heard twice: a SIGTERM to the process group (systemd's default)
+                # reaches the worker itself and again through the master. It changes nothing.
+                return
             self.drain_deadline = time.monotonic() + self.drain_seconds
             if self.drain_seconds > 0:
                 return

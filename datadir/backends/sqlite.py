@@ -112,7 +112,7 @@ class SQLiteBackend(DatabaseBackend):
 def _open_copy(path: Path) -> sqlite3.Connection:
     """A raw connection to a snapshot copy, with REGEXP as Django's backend defines it
     on its own connections: the CHECK constraints of a snapshot taken before
-    ``snapshots`` 0012 and ``tokens`` 0003 call it (today's schema needs no such function)."""
+    ``snapshots`` 0013 and ``tokens`` 0003 call it (today's schema needs no such function)."""
     conn = sqlite3.connect(path)
     conn.create_function("REGEXP", 2, _regexp, deterministic=True)
     return conn

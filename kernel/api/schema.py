@@ -23,6 +23,7 @@ STATUS_MEANINGS: dict[int, tuple[tuple[str, ...], str]] = {
     401: (("not_authenticated",), "The bearer token is missing, malformed, unknown or revoked."),
     403: (("permission_denied",), "The token is read-only."),
     404: ((), "Nothing exists at this address."),
+    406: (("not_acceptable",), "The `Accept` header names nothing this operation can send."),
     409: ((), "The change conflicts with the current state."),
     412: ((), "`If-Match` does not hold."),
     413: ((), "The request body is larger than the server's limit (1 MiB by default)."),
@@ -86,8 +87,8 @@ class AutoSchema(SpectacularAutoSchema):
 
     The statuses follow from the finished operation, so views (including
     other apps' plain APIViews) get them without repeating anything:
-    401/429/500 everywhere; 400 with a body, query or header parameters;
-    413/415 with a body; 403/409 on writes; 404 with path parameters; 412 on
+    400/401/406/429/500 everywhere; 413/415 with a body and on every
+    write; 403/409 on writes; 404 with path parameters; 412 on
     the viewsets' operations (``If-Match``); and whatever a method adds with
     ``@documents_errors``.
     """
@@ -132,13 +133,16 @@ class AutoSchema(SpectacularAutoSchema):
 
 
 def error_statuses(method: str, operation: dict, extra=()) -> list[int]:
-    """The error statuses an operation can answer, from what it takes (for DRF's views and the plain ones)."""
+    """The error statuses an operation can answer, from what it takes (for DRF's views and the plain ones).
+
+    Every operation can answer 400 (an unknown or broken query parameter is
+    refused everywhere), 406 (a wrong ``Accept``), 401, 429 and 500; every
+    write 413 and 415 too, with a body or without one (an archive that is
+    sent a body still parses it), and 403 and 409.
+    """
     locations = {parameter.get("in") for parameter in operation.get("parameters", [])}
-    has_body = "requestBody" in operation
-    statuses = {401, 429, 500}
-    if has_body or locations & {"query", "header"}:
-        statuses.add(400)
-    if has_body:
+    statuses = {400, 401, 406, 429, 500}
+    if "requestBody" in operation or method not in ("GET", "HEAD", "OPTIONS"):
         statuses |= {413, 415}
     if method not in ("GET", "HEAD", "OPTIONS"):
         statuses |= {403, 409}

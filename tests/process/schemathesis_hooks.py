@@ -28,6 +28,21 @@ UNSTATABLE_REFUSALS = {
     "ticket": "Send a ticket or an Authorization header, not both.",
 }
 
+#: (field pattern, message pattern) for refusals that name a place in the body.
+UNSTATABLE_PATTERNS = [
+    # Two items of one append with the same item_id: JSON Schema's uniqueItems compares whole items.
+    (re.compile(r"items\[\d+\]\.item_id"), re.compile(r"item_id repeats items\[\d+\]\.item_id in the same call\.")),
+]
+
+
+def is_unstatable(name: str, messages: list) -> bool:
+    if UNSTATABLE_REFUSALS.get(name) is not None and messages == [UNSTATABLE_REFUSALS[name]]:
+        return True
+    return len(messages) == 1 and any(
+        field.fullmatch(name) and isinstance(messages[0], str) and message.fullmatch(messages[0])
+        for field, message in UNSTATABLE_PATTERNS
+    )
+
 
 def error_fields(response) -> dict:
     try:
@@ -40,12 +55,7 @@ def error_fields(response) -> dict:
 
 def is_unstatable_refusal(status_code: int, fields: dict) -> bool:
     return (
-        status_code == 400
-        and bool(fields)
-        and all(
-            UNSTATABLE_REFUSALS.get(name) is not None and messages == [UNSTATABLE_REFUSALS[name]]
-            for name, messages in fields.items()
-        )
+        status_code == 400 and bool(fields) and all(is_unstatable(name, messages) for name, messages in fields.items())
     )
 
 

@@ -97,6 +97,8 @@ class Sweep:
     #: operation -> how many of its requests succeeded: proof its well-formed request is well formed
     succeeded: dict[str, int] = field(default_factory=dict)
     operation: str = ""
+    #: the statuses the schema lists for the operation being swept (None outside the schema's operations)
+    documented: set[str] | None = None
 
     def send(self, what: str, method: str, url: str, **kwargs) -> None:
         self.sent += 1
@@ -110,6 +112,8 @@ class Sweep:
         status = response.status_code
         if status < 300:
             self.succeeded[self.operation] = self.succeeded.get(self.operation, 0) + 1
+        if self.documented is not None and str(status) not in self.documented:
+            self.problems.append(f"{what}: {method} {url[:200]} -> {status}, a status the schema does not list")
         if status >= 500:
             self.problems.append(f"{what}: {method} {url[:200]} -> {status} {body[:300]!r}")
         elif status >= 400:
@@ -308,13 +312,14 @@ def test_no_bad_input_gets_a_5xx_and_every_4xx_has_the_envelope(server, caplog):
         for method, template, operation in ops:
             revive(client, agent)
             sweep.operation = f"{method} {template}"
+            sweep.documented = set(operation["responses"])
             sweep.succeeded.setdefault(sweep.operation, 0)
             sweep_well_formed(sweep, method, template, operation, examples)
             sweep_path_parameters(sweep, method, template, operation, examples)
             sweep_query_and_headers(sweep, method, template, operation, examples)
             sweep_bodies(sweep, method, template, operation, examples)
             sweep_raw_and_headers(sweep, method, template, operation, examples)
-        sweep.operation = "outside the schema's operations"
+        sweep.operation, sweep.documented = "outside the schema's operations", None
         for template in sorted({path for _, path, _ in ops}):
             documented = {method for method, path, _ in ops if path == template}
             operation = next(op for _, path, op in ops if path == template)
@@ -447,6 +452,7 @@ def sweep_bodies(sweep, method, template, operation, examples) -> None:
         "a NUL in a key": json.dumps({"a\x00b": 1}).encode(),
         "a lone surrogate in a key": b'{"\\ud800": 1}',
         "utf-16": fresh.decode().encode("utf-16"),
+        "over the size limit": b'{"a": "' + b"x" * (1024 * 1024 + 1) + b'"}',
     }
     for what, content in bodies.items():
         send_body(sweep, what, method, url, content)

@@ -34,7 +34,17 @@ def server(tmp_path, scratch_db):
     server.stop()
 
 
-def test_sigterm_fails_readiness_first_then_finishes_requests_and_ends_streams(server):
+def send_sigterm(server, how: str) -> None:
+    if how == "master":
+        server.process.popen.send_signal(signal.SIGTERM)  # to gunicorn's master, as an orchestrator does
+    else:
+        # To the whole process group, as systemd does by default (KillMode=control-group): each worker
+        # hears it from the signal and again from the master, and must drain as if it heard it once.
+        server.process.signal_group(signal.SIGTERM)
+
+
+@pytest.mark.parametrize("how", ["master", "group"])
+def test_sigterm_fails_readiness_first_then_finishes_requests_and_ends_streams(server, how):
     token = server.setup(["agent-g"])["token"]
     server.start()
     headers = {"Authorization": f"Bearer {token}"}
@@ -76,7 +86,7 @@ def test_sigterm_fails_readiness_first_then_finishes_requests_and_ends_streams(s
         time.sleep(0.5)  # the slow request's headers and first half are in
         assert slow.is_alive()
 
-        server.process.popen.send_signal(signal.SIGTERM)  # to gunicorn's master, as an orchestrator does
+        send_sigterm(server, how)
         signalled = time.monotonic()
 
         def draining_answer() -> httpx.Response | None:
@@ -115,6 +125,28 @@ def test_sigterm_fails_readiness_first_then_finishes_requests_and_ends_streams(s
     assert "SIGKILL" not in server.output, server.output
     with pytest.raises(httpx.ConnectError):
         httpx.get(server.url("/healthz"), timeout=5)
+
+
+@pytest.mark.parametrize("how", ["master", "group"])
+def test_an_idle_server_drains_for_the_whole_period_then_exits_by_itself(server, how):
+    server.setup([])
+    server.start()
+    assert httpx.get(server.url("/readyz"), timeout=5).status_code == 200
+    send_sigterm(server, how)
+    signalled = time.monotonic()
+    seen = []
+    while server.process.popen.poll() is None and time.monotonic() - signalled < DRAIN_SECONDS + 15:
+        try:
+            seen.append((time.monotonic() - signalled, httpx.get(server.url("/readyz"), timeout=2).status_code))
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    assert server.process.wait(timeout=30) == 0
+    exited = time.monotonic() - signalled
+    # Answering, not ready, for the whole drain period; then gone at once, not at the grace timeout.
+    assert {status for _, status in seen} == {503} and seen[-1][0] >= DRAIN_SECONDS - 0.5, seen
+    assert DRAIN_SECONDS <= exited < DRAIN_SECONDS + 5, exited
+    assert "SIGKILL" not in server.output and "graceful shutdown exceeded" not in server.output, server.output
 
 
 def with_graceful_timeout(command: list[str], seconds: int) -> list[str]:
