@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel.errors import Conflict
+from kernel.errors import ChartrError, Conflict
 
 
 class SeqConflict(Conflict):
@@ -15,3 +15,18 @@ class ItemConflict(Conflict):
     """An ``item_id`` already committed with other content; ``extra`` carries its ``item_id`` and ``seq``."""
 
     code = "item_conflict"
+
+
+class TooManyRows(ChartrError):
+    """A read of every row (``limit=0``) whose window holds more than ``CHARTR_TIMELINE_READ_ALL_MAX_ROWS``."""
+
+    code = "too_many_rows"
+    status = 400
+
+    @classmethod
+    def for_window(cls, max_rows: int) -> TooManyRows:
+        return cls(
+            f"The window holds more than {max_rows} rows (CHARTR_TIMELINE_READ_ALL_MAX_ROWS): "
+            "read it in pages with a limit between 1 and 1000.",
+            extra={"setting": "CHARTR_TIMELINE_READ_ALL_MAX_ROWS", "max_rows": max_rows},
+        )
