@@ -94,7 +94,7 @@ class ProjectAdmin(ArchivableAdmin):
     service_arg = "project"
     cascade_key = "projects"
     archive_takes_along = ARCHIVE_TAKES_ALONG["projects"]
-    running_kind = "agents"
+    state_kind = "agents"
     archive_service = staticmethod(services.archive_project)
     unarchive_service = staticmethod(services.unarchive_project)
     archive_preview = staticmethod(selectors.project_archive_preview)
@@ -199,7 +199,7 @@ class WorkspaceAdmin(ArchivableAdmin):
     service_arg = "workspace"
     cascade_key = "workspaces"
     archive_takes_along = ARCHIVE_TAKES_ALONG["workspaces"]
-    running_kind = "agents"
+    state_kind = "agents"
     archive_service = staticmethod(services.archive_workspace)
     unarchive_service = staticmethod(services.unarchive_workspace)
     archive_preview = staticmethod(selectors.workspace_archive_preview)

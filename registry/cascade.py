@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from django.core.exceptions import ImproperlyConfigured
@@ -37,11 +37,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Counted:
-    """Records under workspaces that an archive takes (or would take)."""
+    """Records under workspaces that an archive takes or an unarchive restores (or would)."""
 
     records: int = 0
-    #: How many of them were running; archiving closes them.
-    running: int = 0
+    #: The states an archive takes them out of, or its unarchive puts them back in
+    #: (state: how many), in the owning app's order; records it leaves as they are are not counted.
+    states: dict[str, int] = field(default_factory=dict)
 
 
 class RecordsUnderWorkspaces(Protocol):
@@ -58,15 +59,15 @@ class RecordsUnderWorkspaces(Protocol):
         """
         ...
 
-    def unarchive(self, *, operation: uuid.UUID) -> int:
-        """Restore exactly the records carrying ``operation``; return how many."""
+    def unarchive(self, *, operation: uuid.UUID) -> Counted:
+        """Restore exactly the records carrying ``operation``, each in the state its archive took it out of."""
         ...
 
     def count_live(self, *, workspaces: QuerySet[Workspace]) -> Counted:
         """What ``archive_live`` would take under ``workspaces`` now. Writes nothing."""
         ...
 
-    def count_archived(self, *, operation: uuid.UUID) -> int:
+    def count_archived(self, *, operation: uuid.UUID) -> Counted:
         """What ``unarchive`` would restore for ``operation``. Writes nothing."""
         ...
 
@@ -94,7 +95,8 @@ class ArchiveResult:
 
     workspaces: int = 0
     agents: int = 0
-    running_agents: int = 0
+    #: The agents it closed, by the lifecycle each had (which their unarchive restores).
+    closed_agents: dict[str, int] = field(default_factory=dict)
     changed: bool = False
 
 
@@ -102,6 +104,8 @@ class ArchiveResult:
 class UnarchiveResult:
     workspaces: int = 0
     agents: int = 0
+    #: The agents put back in the lifecycle their archive closed, by that lifecycle.
+    reopened_agents: dict[str, int] = field(default_factory=dict)
     changed: bool = False
 
 

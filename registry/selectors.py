@@ -6,7 +6,7 @@ What lives under workspaces (agents, their timelines) is reached through
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from django.db.models import Count, Expression, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
@@ -71,7 +71,8 @@ class ArchivePreview:
 
     workspaces: int = 0
     agents: int = 0
-    running_agents: int = 0
+    #: The agents it would close, by their lifecycle now.
+    closed_agents: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ class UnarchivePreview:
 
     workspaces: int = 0
     agents: int = 0
+    #: The agents it would put back in the lifecycle their archive closed, by that lifecycle.
+    reopened_agents: dict[str, int] = field(default_factory=dict)
     blocked_by: str = ""
 
 
@@ -89,7 +92,7 @@ def project_archive_preview(*, project: Project) -> ArchivePreview:
         return ArchivePreview()
     workspaces = Workspace.objects.filter(project=project).live()
     under = records_under_workspaces().count_live(workspaces=workspaces)
-    return ArchivePreview(workspaces=workspaces.count(), agents=under.records, running_agents=under.running)
+    return ArchivePreview(workspaces=workspaces.count(), agents=under.records, closed_agents=under.states)
 
 
 def workspace_archive_preview(*, workspace: Workspace) -> ArchivePreview:
@@ -97,7 +100,7 @@ def workspace_archive_preview(*, workspace: Workspace) -> ArchivePreview:
     if workspace.is_archived:
         return ArchivePreview()
     under = records_under_workspaces().count_live(workspaces=Workspace.objects.filter(pk=workspace.pk))
-    return ArchivePreview(workspaces=1, agents=under.records, running_agents=under.running)
+    return ArchivePreview(workspaces=1, agents=under.records, closed_agents=under.states)
 
 
 def project_unarchive_preview(*, project: Project) -> UnarchivePreview:
@@ -105,9 +108,11 @@ def project_unarchive_preview(*, project: Project) -> UnarchivePreview:
     if not project.is_archived:
         return UnarchivePreview()
     operation = project.archive_operation
+    agents = records_under_workspaces().count_archived(operation=operation)
     return UnarchivePreview(
         workspaces=Workspace.objects.filter(archive_operation=operation).count(),
-        agents=records_under_workspaces().count_archived(operation=operation),
+        agents=agents.records,
+        reopened_agents=agents.states,
     )
 
 
@@ -117,7 +122,9 @@ def workspace_unarchive_preview(*, workspace: Workspace) -> UnarchivePreview:
         return UnarchivePreview()
     agents = records_under_workspaces().count_archived(operation=workspace.archive_operation)
     project = Project.objects.filter(pk=workspace.project_id, archived_at__isnull=False).first()
-    return UnarchivePreview(workspaces=1, agents=agents, blocked_by=str(project) if project else "")
+    return UnarchivePreview(
+        workspaces=1, agents=agents.records, reopened_agents=agents.states, blocked_by=str(project) if project else ""
+    )
 
 
 # --- Hard delete ----------------------------------------------------------------

@@ -105,7 +105,7 @@ def archive_project(*, project: Project) -> ArchiveResult:
         archived_workspaces = workspaces.update(archived_at=now, archive_operation=operation, updated_at=now)
         Project.objects.filter(pk=project.pk).update(archived_at=now, archive_operation=operation, updated_at=now)
     return ArchiveResult(
-        workspaces=archived_workspaces, agents=agents.records, running_agents=agents.running, changed=True
+        workspaces=archived_workspaces, agents=agents.records, closed_agents=agents.states, changed=True
     )
 
 
@@ -122,7 +122,12 @@ def unarchive_project(*, project: Project) -> UnarchiveResult:
             archived_at=None, archive_operation=None, updated_at=now
         )
         Project.objects.filter(pk=project.pk).update(archived_at=None, archive_operation=None, updated_at=now)
-    return UnarchiveResult(workspaces=restored_workspaces, agents=restored_agents, changed=True)
+    return UnarchiveResult(
+        workspaces=restored_workspaces,
+        agents=restored_agents.records,
+        reopened_agents=restored_agents.states,
+        changed=True,
+    )
 
 
 def delete_project(*, project: Project) -> None:
@@ -189,7 +194,7 @@ def archive_workspace(*, workspace: Workspace) -> ArchiveResult:
             workspaces=Workspace.objects.filter(pk=workspace.pk), operation=operation, now=now
         )
         Workspace.objects.filter(pk=workspace.pk).update(archived_at=now, archive_operation=operation, updated_at=now)
-    return ArchiveResult(workspaces=1, agents=agents.records, running_agents=agents.running, changed=True)
+    return ArchiveResult(workspaces=1, agents=agents.records, closed_agents=agents.states, changed=True)
 
 
 def unarchive_workspace(*, workspace: Workspace) -> UnarchiveResult:
@@ -208,7 +213,9 @@ def unarchive_workspace(*, workspace: Workspace) -> UnarchiveResult:
         Workspace.objects.filter(pk=workspace.pk).update(
             archived_at=None, archive_operation=None, updated_at=timezone.now()
         )
-    return UnarchiveResult(workspaces=1, agents=restored_agents, changed=True)
+    return UnarchiveResult(
+        workspaces=1, agents=restored_agents.records, reopened_agents=restored_agents.states, changed=True
+    )
 
 
 def delete_workspace(*, workspace: Workspace) -> None:

@@ -186,6 +186,7 @@ class AgentSnapshotAdmin(ArchivableAdmin):
                     "provider",
                     "title",
                     "lifecycle",
+                    "lifecycle_before_archive",
                     "last_mode_id",
                     "internal",
                     "version",
@@ -218,6 +219,7 @@ class AgentSnapshotAdmin(ArchivableAdmin):
         "updated_at",
         "last_seen_at",
         "archived_at",
+        "lifecycle_before_archive",
         # The timeline's head: set by its services, never edited here.
         *HEAD_FIELDS,
     ]
@@ -249,7 +251,7 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     service_arg = "agent"
     cascade_key = "agents"
     archive_takes_along = ARCHIVE_TAKES_ALONG["agents"]
-    running_kind = "agents"
+    state_kind = "agents"
     archive_service = staticmethod(services.archive_agent)
     unarchive_service = staticmethod(services.unarchive_agent)
     archive_preview = staticmethod(selectors.agent_archive_preview)

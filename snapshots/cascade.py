@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections import Counter
 from typing import Literal
 
-from django.db.models import BigIntegerField, Count, Expression, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models import BigIntegerField, Count, Expression, OuterRef, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
 from registry.cascade import Counted, DeletionScope
 from registry.models import Workspace
 from registry.selectors import count_subquery
 from snapshots.models import AgentSnapshot
+from snapshots.selectors import lifecycles_an_archive_closes, lifecycles_an_unarchive_restores
 from snapshots.services import archive_agent_rows, notify_agents_changed, restore_archived_agents
 
 #: The path from an agent to the records a hard delete starts from.
@@ -28,10 +30,12 @@ def _live_under(workspaces: QuerySet[Workspace]) -> QuerySet[AgentSnapshot]:
     return AgentSnapshot.objects.live().filter(workspace__in=workspaces.values("pk"))
 
 
-def _ids_and_running(agents: QuerySet[AgentSnapshot]) -> tuple[list[str], int]:
+def _ids_and_closed(agents: QuerySet[AgentSnapshot]) -> tuple[list[str], dict[str, int]]:
+    """The agents' ids, and the lifecycles archiving them closes (lifecycle: how many), from one read."""
     rows = list(agents.values_list("agent_id", "lifecycle"))
-    running = sum(1 for _, lifecycle in rows if lifecycle == AgentSnapshot.Lifecycle.RUNNING)
-    return [agent_id for agent_id, _ in rows], running
+    counts = Counter(lifecycle for _, lifecycle in rows if lifecycle != AgentSnapshot.Lifecycle.CLOSED)
+    closed = {value: counts[value] for value in AgentSnapshot.Lifecycle.values if counts[value]}
+    return [agent_id for agent_id, _ in rows], closed
 
 
 class AgentsUnderWorkspaces:
@@ -39,27 +43,26 @@ class AgentsUnderWorkspaces:
 
     def archive_live(self, *, workspaces: QuerySet[Workspace], operation: uuid.UUID, now: dt.datetime) -> Counted:
         # Read first, then update by primary key: the ids are needed for the
-        # live stream's notification, and the running count for the report.
-        agent_ids, running = _ids_and_running(_live_under(workspaces))
+        # live stream's notification, and the lifecycles for the report.
+        agent_ids, closed = _ids_and_closed(_live_under(workspaces))
         if not agent_ids:
             return Counted()
         archived = archive_agent_rows(AgentSnapshot.objects.filter(pk__in=agent_ids), operation, now)
         notify_agents_changed(agent_ids, "archived")
-        return Counted(records=archived, running=running)
+        return Counted(records=archived, states=closed)
 
-    def unarchive(self, *, operation: uuid.UUID) -> int:
-        restored, agent_ids = restore_archived_agents(operation)
+    def unarchive(self, *, operation: uuid.UUID) -> Counted:
+        restored, agent_ids, reopened = restore_archived_agents(operation)
         notify_agents_changed(agent_ids, "unarchived")
-        return restored
+        return Counted(records=restored, states=reopened)
 
     def count_live(self, *, workspaces: QuerySet[Workspace]) -> Counted:
-        counts = _live_under(workspaces).aggregate(
-            records=Count("pk"), running=Count("pk", filter=Q(lifecycle=AgentSnapshot.Lifecycle.RUNNING))
-        )
-        return Counted(records=counts["records"], running=counts["running"])
+        live = _live_under(workspaces)
+        return Counted(records=live.count(), states=lifecycles_an_archive_closes(live))
 
-    def count_archived(self, *, operation: uuid.UUID) -> int:
-        return AgentSnapshot.objects.filter(archive_operation=operation).count()
+    def count_archived(self, *, operation: uuid.UUID) -> Counted:
+        archived = AgentSnapshot.objects.filter(archive_operation=operation)
+        return Counted(records=archived.count(), states=lifecycles_an_unarchive_restores(archived))
 
     def live_count(self, *, per: Literal["project", "workspace"]) -> Expression:
         outer_field = {"project": "workspace__project", "workspace": "workspace"}[per]

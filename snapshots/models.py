@@ -90,6 +90,11 @@ class AgentSnapshot(models.Model):
     last_seen_at = models.DateTimeField(null=True, blank=True, editable=False)
     archived_at = models.DateTimeField(null=True, blank=True)
     archive_operation = models.UUIDField(null=True, blank=True, editable=False)
+    # What the archive that closed the agent found, so its unarchive puts it back
+    # (NULL for a live agent, and for one archived elsewhere, such as an imported one).
+    lifecycle_before_archive = models.CharField(
+        max_length=16, choices=Lifecycle.choices, null=True, blank=True, editable=False
+    )
     version = models.PositiveIntegerField(default=1)
 
     objects = ArchivableQuerySet.as_manager()
@@ -115,6 +120,13 @@ class AgentSnapshot(models.Model):
                 name="agent_archived_has_operation",
             ),
             models.CheckConstraint(condition=models.Q(version__gte=1), name="agent_version_positive"),
+            choices_check(
+                "lifecycle_before_archive", Lifecycle.choices, "agent_lifecycle_before_archive_valid", nullable=True
+            ),
+            models.CheckConstraint(
+                condition=models.Q(lifecycle_before_archive__isnull=True) | models.Q(archived_at__isnull=False),
+                name="agent_lifecycle_before_archive_only_archived",
+            ),
         ]
         indexes = [
             models.Index(fields=["workspace", "archived_at"], name="agent_workspace_archived_idx"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 
 from django.conf import settings
-from django.db.models import BooleanField, Case, Expression, F, Q, QuerySet, Value, When
+from django.db.models import BooleanField, Case, Count, Expression, F, Q, QuerySet, Value, When
 from django.db.models.functions import Coalesce, Greatest
 from django.db.models.lookups import IsNull, LessThan
 from django.utils import timezone
@@ -79,11 +79,32 @@ def agent_for_api(*, agent_id: str) -> AgentSnapshot:
     return agent
 
 
+def _by_lifecycle(agents: QuerySet[AgentSnapshot], field: str) -> dict[str, int]:
+    """How many of ``agents`` have each lifecycle in ``field``, in the lifecycles' own order. One query."""
+    counts = dict(agents.order_by().values_list(field).annotate(n=Count("pk")))
+    return {value: counts[value] for value in AgentSnapshot.Lifecycle.values if counts.get(value)}
+
+
+def lifecycles_an_archive_closes(agents: QuerySet[AgentSnapshot]) -> dict[str, int]:
+    """The lifecycles archiving ``agents`` takes them out of: every one but ``closed``."""
+    return _by_lifecycle(agents.exclude(lifecycle=AgentSnapshot.Lifecycle.CLOSED), "lifecycle")
+
+
+def lifecycles_an_unarchive_restores(agents: QuerySet[AgentSnapshot]) -> dict[str, int]:
+    """The lifecycles unarchiving ``agents`` puts them back in: those their archive closed them from."""
+    closed_by_the_archive = agents.filter(lifecycle=AgentSnapshot.Lifecycle.CLOSED).exclude(
+        Q(lifecycle_before_archive__isnull=True) | Q(lifecycle_before_archive=AgentSnapshot.Lifecycle.CLOSED)
+    )
+    return _by_lifecycle(closed_by_the_archive, "lifecycle_before_archive")
+
+
 def agent_archive_preview(*, agent: AgentSnapshot) -> ArchivePreview:
-    """What ``archive_agent`` would take: the agent itself, closed if it was running."""
+    """What ``archive_agent`` would take: the agent itself, closed (unless it already is)."""
     if agent.is_archived:
         return ArchivePreview()
-    return ArchivePreview(agents=1, running_agents=int(agent.lifecycle == AgentSnapshot.Lifecycle.RUNNING))
+    return ArchivePreview(
+        agents=1, closed_agents=lifecycles_an_archive_closes(AgentSnapshot.objects.filter(pk=agent.pk))
+    )
 
 
 def agent_unarchive_preview(*, agent: AgentSnapshot) -> UnarchivePreview:
@@ -91,6 +112,10 @@ def agent_unarchive_preview(*, agent: AgentSnapshot) -> UnarchivePreview:
     or the archived workspace that forbids it."""
     if not agent.is_archived:
         return UnarchivePreview()
-    agents = AgentSnapshot.objects.filter(archive_operation=agent.archive_operation).count()
+    agents = AgentSnapshot.objects.filter(archive_operation=agent.archive_operation)
     workspace = Workspace.objects.filter(pk=agent.workspace_id, archived_at__isnull=False).first()
-    return UnarchivePreview(agents=agents, blocked_by=str(workspace) if workspace else "")
+    return UnarchivePreview(
+        agents=agents.count(),
+        reopened_agents=lifecycles_an_unarchive_restores(agents),
+        blocked_by=str(workspace) if workspace else "",
+    )

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
-from django.db.models import F, QuerySet
+from django.db.models import Case, F, Q, QuerySet, When
 from django.utils import timezone
 
 from kernel.errors import ArchivedConflict, Conflict, NotFound, VersionMismatch
@@ -23,7 +23,7 @@ from registry.cascade import ArchiveResult, UnarchiveResult
 from registry.directories import is_within, normalize_directory
 from registry.models import Workspace
 from snapshots.models import AgentSnapshot
-from snapshots.selectors import stale_condition
+from snapshots.selectors import lifecycles_an_unarchive_restores, stale_condition
 from snapshots.signals import agents_changed, agents_created
 
 #: Agents per statement of ``import_agents``: well under SQLite's variable limit.
@@ -90,28 +90,41 @@ def notify_agents_changed(agent_ids: list[str], reason: str) -> None:
 
 
 def archive_agent_rows(agents: QuerySet[AgentSnapshot], operation: uuid.UUID, now: dt.datetime) -> int:
-    """Archive ``agents`` with ``operation``, inside the caller's transaction. One UPDATE."""
-    # An archived agent is no longer doing anything, whatever it was doing.
+    """Archive ``agents`` with ``operation``, inside the caller's transaction. One UPDATE.
+
+    An archived agent is no longer doing anything, whatever it was doing: it is
+    closed, and the lifecycle it had is kept for its unarchive to restore.
+    """
     return agents.update(
         archived_at=now,
         archive_operation=operation,
+        lifecycle_before_archive=F("lifecycle"),
         lifecycle=AgentSnapshot.Lifecycle.CLOSED,
         updated_at=now,
         version=F("version") + 1,
     )
 
 
-def restore_archived_agents(operation: uuid.UUID) -> tuple[int, list[str]]:
-    """Unarchive exactly the agents carrying ``operation``, inside the caller's transaction."""
+def restore_archived_agents(operation: uuid.UUID) -> tuple[int, list[str], dict[str, int]]:
+    """Unarchive exactly the agents carrying ``operation``, inside the caller's transaction,
+    each back in the lifecycle its archive closed (one the archive did not set is left alone).
+    Returns how many, their ids and the lifecycles restored (lifecycle: how many)."""
     agents = AgentSnapshot.objects.filter(archive_operation=operation)
     agent_ids = list(agents.values_list("agent_id", flat=True))
     if not agent_ids:
-        return 0, []
+        return 0, [], {}
+    reopened = lifecycles_an_unarchive_restores(agents)
     now = timezone.now()
+    closed_by_the_archive = Q(lifecycle=AgentSnapshot.Lifecycle.CLOSED, lifecycle_before_archive__isnull=False)
     restored = AgentSnapshot.objects.filter(pk__in=agent_ids).update(
-        archived_at=None, archive_operation=None, updated_at=now, version=F("version") + 1
+        archived_at=None,
+        archive_operation=None,
+        lifecycle=Case(When(closed_by_the_archive, then=F("lifecycle_before_archive")), default=F("lifecycle")),
+        lifecycle_before_archive=None,
+        updated_at=now,
+        version=F("version") + 1,
     )
-    return restored, agent_ids
+    return restored, agent_ids, reopened
 
 
 #: The refusal of a cwd outside the agent's workspace (data, not schema: the workspace's directory decides).
@@ -280,10 +293,10 @@ def archive_agent(*, agent: AgentSnapshot) -> ArchiveResult:
         agent = lock_for_update(AgentSnapshot, agent.pk)
         if agent.is_archived:
             return ArchiveResult()
-        running = int(agent.lifecycle == AgentSnapshot.Lifecycle.RUNNING)
+        closed = {agent.lifecycle: 1} if agent.lifecycle != AgentSnapshot.Lifecycle.CLOSED else {}
         archive_agent_rows(AgentSnapshot.objects.filter(pk=agent.pk), uuid.uuid4(), timezone.now())
         notify_agents_changed([agent.agent_id], "archived")
-    return ArchiveResult(agents=1, running_agents=running, changed=True)
+    return ArchiveResult(agents=1, closed_agents=closed, changed=True)
 
 
 def unarchive_agent(*, agent: AgentSnapshot) -> UnarchiveResult:
@@ -297,9 +310,9 @@ def unarchive_agent(*, agent: AgentSnapshot) -> UnarchiveResult:
                 f"Agent {agent.agent_id} belongs to archived workspace {agent.workspace_id}; "
                 "unarchive the workspace instead."
             )
-        restored, _ = restore_archived_agents(agent.archive_operation)
+        restored, _, reopened = restore_archived_agents(agent.archive_operation)
         notify_agents_changed([agent.agent_id], "unarchived")
-    return UnarchiveResult(agents=restored, changed=True)
+    return UnarchiveResult(agents=restored, reopened_agents=reopened, changed=True)
 
 
 def delete_agent(*, agent: AgentSnapshot) -> None:

@@ -50,26 +50,34 @@ class ArchivedListFilter(admin.SimpleListFilter):
         return queryset
 
 
-def _running(counts: list, kind: str) -> int:
-    """How many of the ``kind`` records in ``counts`` are running (their ``running_<kind>``)."""
-    return sum(getattr(c, f"running_{kind}") for c in counts) if kind else 0
+def _states(counts: list, attribute: str) -> dict[str, int]:
+    """The ``attribute`` (state: how many) of every result or preview in ``counts``, summed, in their order."""
+    totals: dict[str, int] = {}
+    for count in counts:
+        for state, n in ((getattr(count, attribute, None) or {}) if attribute else {}).items():
+            totals[state] = totals.get(state, 0) + n
+    return totals
 
 
-def _cascade_parts(counts: list, kinds: tuple[str, ...], running_kind: str, *, with_running: bool = True) -> str:
+def _listing(parts: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
+
+
+def _state_phrase(states: dict[str, int]) -> str:
+    """ "2 running and 1 idle", or "" for no state."""
+    return _listing([f"{n} {state}" for state, n in states.items()]) if states else ""
+
+
+def _cascade_parts(counts: list, kinds: tuple[str, ...]) -> str:
     """The ``kinds`` of records an archive (or unarchive) takes along, summed over ``counts``.
 
-    "2 folders and 3 jobs, 1 of them running", or "" when it takes nothing
-    else. The records themselves are never counted again.
+    "2 folders and 3 jobs", or "" when it takes nothing else. The records
+    themselves are never counted again.
     """
     totals = {kind: sum(getattr(c, kind) for c in counts) for kind in kinds}
     named = [plural(n, kind[:-1]) for kind, n in totals.items() if n]
-    if not named:
-        return ""
-    text = " and ".join(named)
-    running = _running(counts, running_kind) if with_running and running_kind in kinds else 0
-    if running:
-        text += ", which is running" if totals[running_kind] == 1 else f", {running} of them running"
-    return text
+    return " and ".join(named)
 
 
 def _them(count: int) -> str:
@@ -104,8 +112,9 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
     #: The counts (plural nouns) of what an archive takes along, as the results and previews name
     #: them, in the order the sentences name them.
     archive_takes_along: tuple[str, ...] = ()
-    #: The count whose records may be running (counted as ``running_<count>``): archiving closes them.
-    running_kind: str = ""
+    #: The count whose records an archive takes out of their state (closes) and its unarchive puts
+    #: back: results and previews count them by state as ``closed_<count>`` and ``reopened_<count>``.
+    state_kind: str = ""
     change_form_template = "admin/chartr/archivable_change_form.html"
     actions = ["archive_selected", "unarchive_selected"]
 
@@ -159,20 +168,42 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
     # --- wording ----------------------------------------------------------
 
     def _takes_along(self, verb: str, counts: list) -> str:
-        """What one record (or several) takes along: "also archives its 2 jobs", or "" for nothing."""
-        parts = _cascade_parts(
-            counts, self.archive_takes_along, self.running_kind, with_running=verb.startswith("archive")
-        )
+        """What one record (or several) takes along and which states it changes:
+        "also archives its 2 jobs; closes 1 running", or "" for nothing."""
+        parts = _cascade_parts(counts, self.archive_takes_along)
         owner = "its " if len(counts) == 1 else ""
-        return f"also {verb} {owner}{parts}" if parts else ""
+        text = f"also {verb} {owner}{parts}" if parts else ""
+        change = self._state_change(verb, counts)
+        return f"{text}; {change}" if text and change else text or change
+
+    def _state_change(self, verb: str, counts: list) -> str:
+        """ "closes 2 running and 1 idle" (an archive) or "reopens 2 as running and 1 as idle" (an unarchive)."""
+        archive = verb.startswith("archive")
+        states = _states(counts, f"{'closed' if archive else 'reopened'}_{self.state_kind}" if self.state_kind else "")
+        if not states:
+            return ""
+        if archive:
+            return f"closes {_state_phrase(states)}" if verb == "archives" else f"closed {_state_phrase(states)}"
+        phrase = _listing([f"{n} as {state}" for state, n in states.items()])
+        return f"reopens {phrase}" if verb == "restores" else f"reopened {phrase}"
+
+    def _state_sentence(self, verb: str, counts: list) -> list[str]:
+        """The summary's line on states: "It closes 2 running and 1 idle agent; unarchiving reopens each
+        as it was." (or what an unarchive reopens), or none."""
+        change = self._state_change(verb, counts)
+        if not change:
+            return []
+        if verb == "archives":
+            total = sum(_states(counts, f"closed_{self.state_kind}").values())
+            noun = self.state_kind[:-1] if total == 1 else self.state_kind
+            return [f"It {change} {noun}; unarchiving reopens each as it was."]
+        return [f"It {change}, as the archive found them."]
 
     def _cascade_sentence(self, gerund: str, verb: str, targets: list, counts: list) -> str:
         """The summary line: "Archiving folder “X” also archives its 2 jobs.", or "... nothing else."."""
         opts = self.model._meta
         subject = f"{opts.verbose_name} “{targets[0]}”" if len(targets) == 1 else self.records_noun(len(targets))
-        parts = _cascade_parts(
-            counts, self.archive_takes_along, self.running_kind, with_running=verb.startswith("archive")
-        )
+        parts = _cascade_parts(counts, self.archive_takes_along)
         if not parts:
             return f"{gerund} {subject} {verb} nothing else."
         owner = "its" if len(targets) == 1 else "their"
@@ -199,11 +230,12 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
                     str(obj), self.change_url(obj), self._takes_along("archives", [preview]) or "archives nothing else"
                 )
             )
-        running = _running(previews, self.running_kind)
-        kind = self.running_kind
+        kind = self.state_kind
+        running = _states(previews, f"closed_{kind}" if kind else "").get("running", 0)
+        summary = [self._cascade_sentence("Archiving", "archives", targets, previews)] if previews else []
         return Confirmation(
             title=f"Archive {self.records_noun(len(previews))}?" if previews else "Nothing to archive",
-            summary=[self._cascade_sentence("Archiving", "archives", targets, previews)] if previews else [],
+            summary=summary + self._state_sentence("archives", previews),
             warnings=[
                 f"{plural(running, f'{kind[:-1]} is', f'{kind} are')} running; archiving closes {_them(running)}."
             ]
@@ -257,7 +289,8 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
             )
         return Confirmation(
             title=f"Unarchive {self.records_noun(len(previews))}?" if previews else "Nothing to unarchive",
-            summary=[self._cascade_sentence("Unarchiving", "restores", targets, previews)] if previews else [],
+            summary=([self._cascade_sentence("Unarchiving", "restores", targets, previews)] if previews else [])
+            + self._state_sentence("restores", previews),
             warnings=warnings,
             confirm_label="Yes, unarchive",
             items=items,

@@ -145,13 +145,14 @@ def test_operator_archives_a_project_in_a_real_browser(browser_page, csp_violati
     page.goto(f"{server}/admin/registry/project/")
     page.click("text=Browser project")
     page.click("#archive-button")
+    expect(page.locator(".confirmation-summary")).to_contain_text("also archives its 1 workspace and 1 agent.")
     expect(page.locator(".confirmation-summary")).to_contain_text(
-        "also archives its 1 workspace and 1 agent, which is running."
+        "It closes 1 running agent; unarchiving reopens each as it was."
     )
     expect(page.locator(".messagelist .warning")).to_contain_text("1 agent is running; archiving closes it.")
     page.click("#confirm-button")
     expect(page.locator(".messagelist .success")).to_contain_text(
-        "Archived 1 project; also archived its 1 workspace and 1 agent, which is running."
+        "Archived 1 project; also archived its 1 workspace and 1 agent; closed 1 running."
     )
     expect(page.locator("#unarchive-button")).to_be_visible()
 

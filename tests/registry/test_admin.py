@@ -175,8 +175,8 @@ class TestArchiveFromChangePage:
         response = admin_client.get(url("project_archive", project_tree.pk))
         assert response.status_code == 200
         text = response.content.decode()
-        assert "also archives its 2 workspaces and 3 agents, 2 of them running." in text
-        assert "Archiving project “tree (/srv/tree)” also archives" in text
+        assert "Archiving project “tree (/srv/tree)” also archives its 2 workspaces and 3 agents." in text
+        assert "It closes 1 idle and 2 running agents; unarchiving reopens each as it was." in text
         assert 'id="confirm-button"' in text
         project_tree.refresh_from_db()
         assert project_tree.archived_at is None
@@ -190,7 +190,7 @@ class TestArchiveFromChangePage:
         assert response.status_code == 302
         assert response["Location"] == url("project_change", project_tree.pk)
         assert messages_of(response) == [
-            "Archived 1 project; also archived its 2 workspaces and 3 agents, 2 of them running."
+            "Archived 1 project; also archived its 2 workspaces and 3 agents; closed 1 idle and 2 running."
         ]
         project_tree.refresh_from_db()
         assert project_tree.archived_at is not None
@@ -218,7 +218,9 @@ class TestArchiveFromChangePage:
         page = admin_client.get(url("project_unarchive", project_tree.pk))
         assert "also restores its 2 workspaces and 3 agents." in page.content.decode()
         response = admin_client.post(url("project_unarchive", project_tree.pk), {"confirm": "yes"})
-        assert messages_of(response) == ["Unarchived 1 project; also restored its 2 workspaces and 3 agents."]
+        assert messages_of(response) == [
+            "Unarchived 1 project; also restored its 2 workspaces and 3 agents; reopened 1 as idle and 2 as running."
+        ]
         project_tree.refresh_from_db()
         assert project_tree.archived_at is None
         # the workspace archived on its own before stays archived
@@ -251,13 +253,13 @@ class TestArchiveActions:
         page = admin_client.post(changelist, data)
         assert page.status_code == 200
         text = page.content.decode()
-        assert "Archiving 2 projects also archives their 3 workspaces and 3 agents, 2 of them running." in text
+        assert "Archiving 2 projects also archives their 3 workspaces and 3 agents." in text
         assert Project.objects.live().count() == 2
 
         response = admin_client.post(changelist, {**data, "confirm": "yes"})
         assert response.status_code == 302
         assert messages_of(response) == [
-            "Archived 2 projects; also archived 3 workspaces and 3 agents, 2 of them running."
+            "Archived 2 projects; also archived 3 workspaces and 3 agents; closed 1 idle and 2 running."
         ]
         assert Project.objects.live().count() == 0
         assert LogEntry.objects.filter(action_flag=CHANGE).count() == 2
@@ -282,13 +284,17 @@ class TestArchiveActions:
         data = {"action": "unarchive_selected", "_selected_action": [project_tree.pk], "confirm": "yes"}
         # The list shows live records unless asked; the action acts on the list the operator sees.
         response = admin_client.post(url("project_changelist") + "?archived=yes", data)
-        assert messages_of(response) == ["Unarchived 1 project; also restored its 2 workspaces and 3 agents."]
+        assert messages_of(response) == [
+            "Unarchived 1 project; also restored its 2 workspaces and 3 agents; reopened 1 as idle and 2 as running."
+        ]
 
     def test_workspace_archive_action_counts_its_agents(self, admin_client, project_tree):
         workspace = Workspace.objects.get(directory="/srv/tree/one")
         data = {"action": "archive_selected", "_selected_action": [workspace.pk], "confirm": "yes"}
         response = admin_client.post(url("workspace_changelist"), data)
-        assert messages_of(response) == ["Archived 1 workspace; also archived its 2 agents, 1 of them running."]
+        assert messages_of(response) == [
+            "Archived 1 workspace; also archived its 2 agents; closed 1 idle and 1 running."
+        ]
 
     def test_archive_needs_change_permission(self, staff_client, project_tree):
         client = staff_client("registry.view_project")

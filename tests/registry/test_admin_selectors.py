@@ -38,9 +38,13 @@ def test_unarchive_preview_counts_exactly_the_operation():
     project.refresh_from_db()
     workspace.refresh_from_db()
     solo.refresh_from_db()
-    assert selectors.project_unarchive_preview(project=project) == selectors.UnarchivePreview(workspaces=1, agents=1)
+    assert selectors.project_unarchive_preview(project=project) == selectors.UnarchivePreview(
+        workspaces=1, agents=1, reopened_agents={"idle": 1}
+    )
     assert selectors.workspace_unarchive_preview(workspace=workspace).blocked_by == str(project)
-    assert agent_unarchive_preview(agent=solo) == selectors.UnarchivePreview(agents=1, blocked_by=str(workspace))
+    assert agent_unarchive_preview(agent=solo) == selectors.UnarchivePreview(
+        agents=1, reopened_agents={"idle": 1}, blocked_by=str(workspace)
+    )
 
 
 def test_deletion_cascade_for_each_kind():

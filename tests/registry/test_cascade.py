@@ -71,7 +71,7 @@ def test_archiving_an_empty_workspace_or_project_takes_no_agents():
     empty = WorkspaceFactory(project=project)
     assert selectors.workspace_archive_preview(workspace=empty) == selectors.ArchivePreview(workspaces=1)
     result = services.archive_workspace(workspace=empty)
-    assert (result.workspaces, result.agents, result.running_agents, result.changed) == (1, 0, 0, True)
+    assert (result.workspaces, result.agents, result.closed_agents, result.changed) == (1, 0, {}, True)
     empty.refresh_from_db()
     assert selectors.workspace_archive_preview(workspace=empty) == selectors.ArchivePreview()
     assert selectors.project_archive_preview(project=project) == selectors.ArchivePreview()

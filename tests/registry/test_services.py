@@ -9,6 +9,7 @@ from kernel.errors import ArchivedConflict, NotFound
 from registry import selectors, services
 from registry.errors import DuplicateDirectory
 from registry.models import Project, Workspace
+from snapshots import services as snapshot_services
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
@@ -108,7 +109,7 @@ class TestArchiveCascade:
     def test_archiving_a_project_archives_live_workspaces_and_agents(self):
         project, ws_a, ws_b, a1, a2, b1 = self._tree()
         result = services.archive_project(project=project)
-        assert (result.workspaces, result.agents, result.running_agents) == (2, 3, 1)
+        assert (result.workspaces, result.agents, result.closed_agents) == (2, 3, {"idle": 2, "running": 1})
         refresh(project, ws_a, ws_b, a1, a2, b1)
         assert all(o.archived_at is not None for o in (project, ws_a, ws_b, a1, a2, b1))
         assert a1.lifecycle == "closed"
@@ -116,8 +117,10 @@ class TestArchiveCascade:
     def test_preview_counts_without_writing(self):
         project, ws_a, *_ = self._tree()
         preview = selectors.project_archive_preview(project=project)
-        assert preview == selectors.ArchivePreview(workspaces=2, agents=3, running_agents=1)
-        assert selectors.workspace_archive_preview(workspace=ws_a) == selectors.ArchivePreview(1, 2, 1)
+        assert preview == selectors.ArchivePreview(workspaces=2, agents=3, closed_agents={"idle": 2, "running": 1})
+        assert selectors.workspace_archive_preview(workspace=ws_a) == selectors.ArchivePreview(
+            1, 2, {"idle": 1, "running": 1}
+        )
         refresh(project, ws_a)
         assert project.archived_at is None and ws_a.archived_at is None
 
@@ -161,7 +164,7 @@ class TestArchiveCascade:
     def test_workspace_archive_takes_its_agents(self):
         _, ws_a, ws_b, a1, a2, b1 = self._tree()
         result = services.archive_workspace(workspace=ws_a)
-        assert (result.workspaces, result.agents, result.running_agents) == (1, 2, 1)
+        assert (result.workspaces, result.agents, result.closed_agents) == (1, 2, {"idle": 1, "running": 1})
         refresh(a1, a2, b1)
         assert a1.archived_at and a2.archived_at and b1.archived_at is None
 
@@ -208,3 +211,46 @@ class TestHardDelete:
         assert not Workspace.objects.exists()
         assert not AgentSnapshot.objects.exists()
         assert not TimelineRow.objects.exists()
+
+
+@pytest.mark.django_db
+class TestUnarchiveRestoresLifecycles:
+    def test_each_agent_gets_back_the_lifecycle_its_archive_closed(self):
+        project = ProjectFactory()
+        workspace = WorkspaceFactory(project=project)
+        lifecycles = {"a-init": "initializing", "a-idle": "idle", "a-run": "running", "a-err": "error"}
+        lifecycles["a-closed"] = "closed"
+        for agent_id, lifecycle in lifecycles.items():
+            AgentFactory(workspace=workspace, agent_id=agent_id, lifecycle=lifecycle)
+        result = services.archive_project(project=project)
+        assert result.closed_agents == {"initializing": 1, "idle": 1, "running": 1, "error": 1}
+        assert set(AgentSnapshot.objects.values_list("lifecycle", flat=True)) == {"closed"}
+        project.refresh_from_db()
+        preview = selectors.project_unarchive_preview(project=project)
+        assert preview.reopened_agents == result.closed_agents
+        undone = services.unarchive_project(project=project)
+        assert undone.reopened_agents == result.closed_agents
+        assert dict(AgentSnapshot.objects.values_list("agent_id", "lifecycle")) == lifecycles
+        assert not AgentSnapshot.objects.filter(lifecycle_before_archive__isnull=False).exists()
+        # Again: nothing left to restore, nothing changes.
+        project.refresh_from_db()
+        assert services.unarchive_project(project=project).changed is False
+        assert dict(AgentSnapshot.objects.values_list("agent_id", "lifecycle")) == lifecycles
+
+    def test_an_agent_archived_before_its_workspace_keeps_its_own_archive(self):
+        workspace = WorkspaceFactory()
+        solo = AgentFactory(workspace=workspace, lifecycle="running")
+        AgentFactory(workspace=workspace, lifecycle="idle")
+        snapshot_services.archive_agent(agent=solo)
+        services.archive_workspace(workspace=workspace)
+        workspace.refresh_from_db()
+        services.unarchive_workspace(workspace=workspace)
+        solo.refresh_from_db()
+        assert (solo.lifecycle, solo.lifecycle_before_archive, solo.archived_at is not None) == (
+            "closed",
+            "running",
+            True,
+        )
+        snapshot_services.unarchive_agent(agent=solo)
+        solo.refresh_from_db()
+        assert (solo.lifecycle, solo.lifecycle_before_archive, solo.archived_at) == ("running", None, None)

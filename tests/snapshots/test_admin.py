@@ -123,9 +123,9 @@ class TestAgentEdit:
         assert 'name="title"' not in page and 'id="unarchive-button"' in page
         assert admin_client.post(url("change", agent.pk), change_data(agent, title="x")).status_code == 403
         response = admin_client.post(url("unarchive", agent.pk), {"confirm": "yes"})
-        assert messages_of(response) == ["Unarchived 1 agent."]
+        assert messages_of(response) == ["Unarchived 1 agent; reopened 1 as idle."]
         agent.refresh_from_db()
-        assert agent.archived_at is None
+        assert agent.archived_at is None and agent.lifecycle == "idle"
 
 
 class TestAgentArchive:
@@ -134,8 +134,9 @@ class TestAgentArchive:
         page = admin_client.get(url("archive", agent.pk)).content.decode()
         assert "Archiving agent “" in page and "archives nothing else." in page
         assert "1 agent is running; archiving closes it." in page
+        assert "It closes 1 running agent; unarchiving reopens each as it was." in page
         response = admin_client.post(url("archive", agent.pk), {"confirm": "yes"})
-        assert messages_of(response) == ["Archived 1 agent."]
+        assert messages_of(response) == ["Archived 1 agent; closed 1 running."]
         agent.refresh_from_db()
         assert agent.archived_at is not None and agent.lifecycle == "closed"
 

@@ -18,11 +18,13 @@ def test_agent_for_api_carries_the_project_id_and_refuses_impossible_ids():
             selectors.agent_for_api(agent_id=missing)
 
 
-def test_archive_preview_counts_the_agent_and_whether_it_runs():
+def test_archive_preview_counts_the_agent_and_the_lifecycle_it_closes():
     running = AgentFactory(lifecycle="running")
     idle = AgentFactory(lifecycle="idle")
-    assert selectors.agent_archive_preview(agent=running) == ArchivePreview(agents=1, running_agents=1)
-    assert selectors.agent_archive_preview(agent=idle) == ArchivePreview(agents=1)
+    closed = AgentFactory(lifecycle="closed")
+    assert selectors.agent_archive_preview(agent=running) == ArchivePreview(agents=1, closed_agents={"running": 1})
+    assert selectors.agent_archive_preview(agent=idle) == ArchivePreview(agents=1, closed_agents={"idle": 1})
+    assert selectors.agent_archive_preview(agent=closed) == ArchivePreview(agents=1)
     archive_agent(agent=idle)
     idle.refresh_from_db()
     assert selectors.agent_archive_preview(agent=idle) == ArchivePreview()
@@ -36,8 +38,10 @@ def test_unarchive_preview_counts_the_agents_of_its_archive_operation():
     archive_workspace(workspace=workspace)
     first.refresh_from_db()
     # The workspace's operation took both; unarchiving either is refused while the workspace is archived.
-    assert selectors.agent_unarchive_preview(agent=first) == UnarchivePreview(agents=2, blocked_by=str(workspace))
+    assert selectors.agent_unarchive_preview(agent=first) == UnarchivePreview(
+        agents=2, reopened_agents={"idle": 2}, blocked_by=str(workspace)
+    )
     solo = AgentFactory()
     archive_agent(agent=solo)
     solo.refresh_from_db()
-    assert selectors.agent_unarchive_preview(agent=solo) == UnarchivePreview(agents=1)
+    assert selectors.agent_unarchive_preview(agent=solo) == UnarchivePreview(agents=1, reopened_agents={"idle": 1})

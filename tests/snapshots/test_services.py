@@ -105,7 +105,7 @@ class TestArchiveAgent:
     def test_running_agent_is_archived_and_closed(self):
         agent = AgentFactory(lifecycle="running")
         result = services.archive_agent(agent=agent)
-        assert (result.agents, result.running_agents) == (1, 1)
+        assert (result.agents, result.closed_agents) == (1, {"running": 1})
         agent.refresh_from_db()
         assert agent.lifecycle == "closed" and agent.archived_at is not None
 
