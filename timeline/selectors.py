@@ -1,7 +1,8 @@
 """Reads of an agent's committed timeline.
 
 Every read is a range scan of the (agent, seq) unique index bounded by
-``limit``, so its cost does not grow with the length of the history. The
+``limit`` (``limit=0``, every row of the window: by ``CHARTR_TIMELINE_READ_ALL_MAX_ROWS``),
+so its cost does not grow with the length of the history. The
 retained rows lie between ``min_seq`` and ``head_seq`` (``RetainedRange``, the
 one place that knows what a timeline still holds), contiguous unless an imported
 history had holes, which lets ``has_older``/``has_newer`` be answered from the
@@ -165,10 +166,7 @@ def read_timeline(
 
     statements = page_sql()
     asked = (direction, seq)
-    # limit=0 is every row of the window, up to the declared bound (one more is read to tell).
-    every_row = limit == 0
-    if every_row:
-        limit = settings.CHARTR_TIMELINE_READ_ALL_MAX_ROWS + 1
+    every_row, limit = limit == 0, limit or settings.CHARTR_TIMELINE_READ_ALL_MAX_ROWS + 1
     keep_json = items_as_json and projection == "canonical"
     found, rows = statements.agent_and_rows(agent_id, direction, seq, limit, decode_items=not keep_json)
     if found is None:
@@ -180,7 +178,7 @@ def read_timeline(
 
     if rows is None or (direction, seq) != asked:
         rows = statements.rows(agent_id, direction, seq, limit, decode_items=not keep_json)
-    if every_row and len(rows) == limit:
+    if every_row and len(rows) == limit:  # every row, up to the bound: one more was read to tell
         raise TooManyRows.for_window(limit - 1)
     has_older, has_newer = _page_neighbours(rows, retained, direction, seq)
     holes = _page_holes(rows, retained, direction, seq)

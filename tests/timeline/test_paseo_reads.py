@@ -338,3 +338,27 @@ def test_the_new_reads_are_in_the_openapi_document(api):
     ):
         operation = paths["/api/v1/agents/{agent_id}/timeline" + tail]["get"]
         assert operation["operationId"] == operation_id and "404" in operation["responses"]
+
+
+def test_a_read_only_token_reads_the_new_endpoints(five_to_seven):
+    agent, _ = five_to_seven
+    _, raw = create_api_token(name="reader", read_only=True)
+    reader = APIClient()
+    assert reader.get(url(agent.pk, "/last-item")).status_code == 401
+    reader.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    assert reader.get(url(agent.pk, "/last-item")).json()["seq"] == 7
+    assert reader.get(url(agent.pk, "/last-assistant-message")).json() == {
+        "text": "seven",
+        "seq_start": 7,
+        "seq_end": 7,
+    }
+    # Writing is refused to a read-only token before anything else, and these reads take no write.
+    assert reader.post(url(agent.pk, "/last-item"), {}, format="json").status_code == 403
+
+
+def test_the_new_reads_take_only_get(api, five_to_seven):
+    agent, _ = five_to_seven
+    for tail in ("/last-item", "/last-assistant-message"):
+        response = api.post(url(agent.pk, tail), {}, format="json")
+        assert response.status_code == 405 and response.json()["error"]["code"] == "method_not_allowed"
+        assert api.head(url(agent.pk, tail)).status_code == 200
