@@ -145,9 +145,11 @@ def test_operator_archives_a_project_in_a_real_browser(browser_page, csp_violati
     page.goto(f"{server}/admin/registry/project/")
     page.click("text=Browser project")
     page.click("#archive-button")
-    expect(page.locator(".confirmation-summary")).to_contain_text("also archives its 1 workspace and 1 agent.")
-    expect(page.locator(".confirmation-summary")).to_contain_text(
-        "It closes 1 running agent; unarchiving reopens each as it was."
+    expect(page.locator(".confirmation-summary")).to_have_text(
+        [
+            "Archiving project “Browser project (/srv/browser/chartr)” also archives its 1 workspace and 1 agent.",
+            "It closes 1 running agent; unarchiving reopens each as it was.",
+        ]
     )
     expect(page.locator(".messagelist .warning")).to_contain_text("1 agent is running; archiving closes it.")
     page.click("#confirm-button")
