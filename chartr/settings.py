@@ -187,6 +187,7 @@ WHITENOISE_SKIP_COMPRESS_EXTENSIONS = [*Compressor.SKIP_COMPRESS_EXTENSIONS, "ma
 CHARTR_MAX_BODY_BYTES = _env["CHARTR_MAX_BODY_BYTES"]
 # A single timeline item above this gets 413 payload_too_large.
 CHARTR_MAX_ITEM_BYTES = _env["CHARTR_MAX_ITEM_BYTES"]
+CHARTR_TIMELINE_READ_ALL_MAX_ROWS = _env["CHARTR_TIMELINE_READ_ALL_MAX_ROWS"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(CHARTR_MAX_BODY_BYTES, 2_621_440)
 # Seconds a client has to send a request's body once its headers are in (chartr/serving.py);
 # the limits on connections, request lines and headers are the server's (gunicorn.conf.py).

@@ -111,7 +111,15 @@ class ReadQuery(msgspec.Struct, forbid_unknown_fields=True):
         ]
         | None
     ) = None
-    limit: Annotated[int, msgspec.Meta(ge=1, le=MAX_READ_LIMIT)] = DEFAULT_READ_LIMIT
+    limit: Annotated[
+        int,
+        msgspec.Meta(
+            ge=0,
+            le=MAX_READ_LIMIT,
+            description="Rows per page; 0 reads every row of the window (up to CHARTR_TIMELINE_READ_ALL_MAX_ROWS, "
+            "else 400 too_many_rows).",
+        ),
+    ] = DEFAULT_READ_LIMIT
     epoch: (
         Annotated[str, msgspec.Meta(min_length=1, max_length=EPOCH_MAX_LENGTH, pattern=NOT_ONLY_WHITESPACE)] | None
     ) = None
@@ -174,21 +182,32 @@ class CanonicalRow(msgspec.Struct):
     ]
 
 
-class ProjectedEntry(msgspec.Struct):
-    """One entry of ``projection=projected``: a run of rows merged, or one row, with its seq range."""
+SeqRange = Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=2, max_length=2)]
 
-    seq_start: Annotated[int, msgspec.Meta(ge=1)]
-    seq_end: Annotated[int, msgspec.Meta(ge=1)]
-    committed_at: Annotated[Timestamp, msgspec.Meta(description="The last merged row's.")]
+
+class ProjectedEntry(msgspec.Struct):
+    """One entry of ``projection=projected``: the rows folded into one item (Paseo's projection), or one row."""
+
+    seq_start: Annotated[int, msgspec.Meta(ge=1, description="Its first row's seq: where it shows.")]
+    seq_end: Annotated[int, msgspec.Meta(ge=1, description="Its last row's seq.")]
+    source_seq_ranges: Annotated[
+        list[SeqRange], msgspec.Meta(description="The runs [first, last] of the seqs folded into it, ascending.")
+    ]
+    committed_at: Annotated[Timestamp, msgspec.Meta(description="The last folded row's.")]
     item_type: str
     item: StoredItem
-    item_ids: list[str | None]
+    item_ids: Annotated[list[str | None], msgspec.Meta(description="The folded rows' item_id, in fold order.")]
+    turn_id: str | None
+    collapsed: Annotated[
+        list[Literal["tool_lifecycle", "assistant_merge", "reasoning_merge", "identity"]],
+        msgspec.Meta(description="How rows were folded into it (Paseo's `collapsed`); empty for one row."),
+    ]
 
 
 class Window(msgspec.Struct):
     """The bounds of the whole timeline (what is retained), not of the page."""
 
-    min_seq: Annotated[int, msgspec.Meta(description="The first retained seq (head_seq + 1 when none is retained).")]
+    min_seq: Annotated[int, msgspec.Meta(description="The first retained seq (0 when none is retained).")]
     max_seq: Annotated[int, msgspec.Meta(description="The last committed seq: head_seq (0 for an empty history).")]
     next_seq: Annotated[int, msgspec.Meta(description="The seq the next committed row will get (head_seq + 1).")]
 
@@ -235,3 +254,18 @@ class TimelinePage(msgspec.Struct):
             "imported history whose seqs had holes has any, and its rows keep their own seqs."
         ),
     ]
+
+
+class LastItem(msgspec.Struct):
+    """The newest committed row's seq and item (Paseo's ``getLastItem``); both null for an empty timeline."""
+
+    seq: Annotated[int, msgspec.Meta(ge=1)] | None
+    item: StoredItem | None
+
+
+class LastAssistantMessage(msgspec.Struct):
+    """The newest assistant message, its chunks joined (Paseo's ``getLastAssistantMessage``); nulls when none."""
+
+    text: str | None
+    seq_start: Annotated[int | None, msgspec.Meta(description="Its first chunk's seq.")]
+    seq_end: Annotated[int | None, msgspec.Meta(description="Its last chunk's seq.")]

@@ -31,3 +31,18 @@ class TooManyStreams(ChartrError):
     code = "too_many_streams"
     status = 429
     retry_after = 5
+
+
+class TooManyRows(ChartrError):
+    """A read of every row (``limit=0``) whose window holds more than ``CHARTR_TIMELINE_READ_ALL_MAX_ROWS``."""
+
+    code = "too_many_rows"
+    status = 400
+
+    @classmethod
+    def for_window(cls, max_rows: int) -> TooManyRows:
+        return cls(
+            f"The window holds more than {max_rows} rows (CHARTR_TIMELINE_READ_ALL_MAX_ROWS): "
+            "read it in pages with a limit between 1 and 1000.",
+            extra={"setting": "CHARTR_TIMELINE_READ_ALL_MAX_ROWS", "max_rows": max_rows},
+        )

@@ -1,7 +1,8 @@
 """Reads of an agent's committed timeline.
 
 Every read is a range scan of the (agent, seq) unique index bounded by
-``limit``, so its cost does not grow with the length of the history. The
+``limit`` (``limit=0``, every row of the window: by ``CHARTR_TIMELINE_READ_ALL_MAX_ROWS``),
+so its cost does not grow with the length of the history. The
 retained rows lie between ``min_seq`` and ``head_seq`` (``RetainedRange``, the
 one place that knows what a timeline still holds), contiguous unless an imported
 history had holes, which lets ``has_older``/``has_newer`` be answered from the
@@ -15,13 +16,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
 from kernel.errors import NotFound
 from snapshots.models import AgentSnapshot
+from timeline.errors import TooManyRows
 from timeline.models import TimelineRow
 from timeline.page_sql import page_sql
+from timeline.projection import project_rows
 from timeline.search import timeline_search
 from timeline.search.base import query_terms
 
@@ -29,8 +33,6 @@ Direction = Literal["tail", "before", "after"]
 Projection = Literal["canonical", "projected"]
 DEFAULT_READ_LIMIT = 200
 MAX_READ_LIMIT = 1000
-#: Runs of these item types collapse into one entry in the projected view.
-MERGEABLE_TYPES = ("assistant_message", "reasoning")
 
 
 @dataclass(frozen=True)
@@ -85,8 +87,9 @@ class RetainedRange:
         return after_seq < self.min_seq - 1
 
     def window(self) -> dict[str, int]:
-        """Paseo's ``window``: the bounds of the whole timeline, not of a page."""
-        return {"min_seq": self.min_seq, "max_seq": self.head_seq, "next_seq": self.next_seq}
+        """Paseo's ``window``: the bounds of the whole timeline, not of a page; ``min_seq`` is 0
+        when nothing is retained, as Paseo's stores answer."""
+        return {"min_seq": 0 if self.is_empty else self.min_seq, "max_seq": self.head_seq, "next_seq": self.next_seq}
 
 
 @dataclass(frozen=True)
@@ -134,8 +137,8 @@ def rows_after(*, agent_id: str, after_seq: int, limit: int) -> list[TimelineRow
 def check_read_arguments(*, projection: str, limit: int, seq: int | None) -> None:
     if projection not in ("canonical", "projected"):
         raise ValidationError({"projection": ["Use canonical or projected."]}, code="invalid")
-    if not 1 <= limit <= MAX_READ_LIMIT:
-        raise ValidationError({"limit": [f"limit is between 1 and {MAX_READ_LIMIT}."]}, code="invalid")
+    if not 0 <= limit <= MAX_READ_LIMIT:
+        raise ValidationError({"limit": [f"limit is between 0 (every row) and {MAX_READ_LIMIT}."]}, code="invalid")
     if seq is not None and seq < 0:
         raise ValidationError({"seq": ["seq is 0 or more."]}, code="invalid")
 
@@ -163,6 +166,7 @@ def read_timeline(
 
     statements = page_sql()
     asked = (direction, seq)
+    every_row, limit = limit == 0, limit or settings.CHARTR_TIMELINE_READ_ALL_MAX_ROWS + 1
     keep_json = items_as_json and projection == "canonical"
     found, rows = statements.agent_and_rows(agent_id, direction, seq, limit, decode_items=not keep_json)
     if found is None:
@@ -174,6 +178,8 @@ def read_timeline(
 
     if rows is None or (direction, seq) != asked:
         rows = statements.rows(agent_id, direction, seq, limit, decode_items=not keep_json)
+    if every_row and len(rows) == limit:  # every row, up to the bound: one more was read to tell
+        raise TooManyRows.for_window(limit - 1)
     has_older, has_newer = _page_neighbours(rows, retained, direction, seq)
     holes = _page_holes(rows, retained, direction, seq)
     entries = rows
@@ -217,9 +223,9 @@ def _cursor_to_read(
         # gets a fresh tail instead of silently wrong rows.
         return "tail", None, False
     if direction == "after" and retained.gap_after(seq):
-        # The rows right after the cursor are gone: the client must know it
-        # missed some, and continues from the first retained row.
-        return direction, retained.min_seq - 1, True
+        # The rows right after the cursor are gone: the client must drop what it
+        # holds, and gets a fresh tail, as for a stale epoch (Paseo's bounded reset window).
+        return "tail", None, True
     return direction, seq, False
 
 
@@ -236,41 +242,6 @@ def _page_neighbours(
         return False, retained.head_seq >= seq
     # Nothing retained above seq: whatever is retained is at seq or below.
     return seq >= retained.min_seq, False
-
-
-def project_rows(rows: list[dict]) -> list[dict]:
-    """Merge each run of consecutive assistant_message (or reasoning) rows into one entry.
-
-    Streaming agents commit a long answer as many small chunks; UIs want one
-    bubble. Every entry carries ``seq_start``/``seq_end`` so a client can map
-    it back to the canonical rows. A run cut by the page edge is merged only
-    within the page.
-    """
-    projected: list[dict] = []
-    for row in rows:
-        previous = projected[-1] if projected else None
-        if (
-            previous is not None
-            and row["item_type"] in MERGEABLE_TYPES
-            and previous["item_type"] == row["item_type"]
-            and previous["seq_end"] == row["seq"] - 1
-        ):
-            merged_item = dict(previous["item"])
-            merged_item["text"] = f"{previous['item'].get('text', '')}{row['item'].get('text', '')}"
-            previous.update(item=merged_item, seq_end=row["seq"], committed_at=row["committed_at"])
-            previous["item_ids"].append(row["item_id"])
-            continue
-        projected.append(
-            {
-                "seq_start": row["seq"],
-                "seq_end": row["seq"],
-                "committed_at": row["committed_at"],
-                "item_type": row["item_type"],
-                "item": row["item"],
-                "item_ids": [row["item_id"]],
-            }
-        )
-    return projected
 
 
 # --- Browsing: the admin's timeline page ---------------------------------------

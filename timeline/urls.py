@@ -1,6 +1,6 @@
 from django.urls import path
 
-from timeline import views
+from timeline import last_views, views
 from timeline.live import tickets as live_tickets
 from timeline.live import views as live_views
 
@@ -13,5 +13,11 @@ urlpatterns = [
         "agents/<str:agent_id>/timeline/provisional",
         live_views.provisional,
         name="timeline-provisional",
+    ),
+    path("agents/<str:agent_id>/timeline/last-item", last_views.last_item, name="timeline-last-item"),
+    path(
+        "agents/<str:agent_id>/timeline/last-assistant-message",
+        last_views.last_assistant_message,
+        name="timeline-last-assistant-message",
     ),
 ]

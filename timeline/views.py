@@ -49,10 +49,13 @@ def page_document(page: Page, *, projected: bool) -> TimelinePage:
             ProjectedEntry(
                 seq_start=entry["seq_start"],
                 seq_end=entry["seq_end"],
+                source_seq_ranges=entry["source_seq_ranges"],
                 committed_at=render_timestamp(entry["committed_at"]),
                 item_type=entry["item_type"],
                 item=entry["item"],
                 item_ids=entry["item_ids"],
+                turn_id=entry["turn_id"],
+                collapsed=entry["collapsed"],
             )
             for entry in page.rows
         ]
@@ -79,7 +82,7 @@ def page_document(page: Page, *, projected: bool) -> TimelinePage:
         epoch=page.epoch,
         direction=page.direction,
         rows=rows,
-        window=Window(min_seq=retained.min_seq, max_seq=retained.head_seq, next_seq=retained.next_seq),
+        window=Window(**retained.window()),
         has_older=page.has_older,
         has_newer=page.has_newer,
         reset=page.reset,

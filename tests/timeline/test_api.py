@@ -156,7 +156,6 @@ def test_read_parameters_are_validated(api):
     agent = AgentFactory()
     for params in (
         {"direction": "sideways"},
-        {"limit": 0},
         {"limit": 1001},
         {"seq": "abc", "direction": "after"},
         {"projection": "x"},

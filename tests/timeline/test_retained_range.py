@@ -93,7 +93,8 @@ def test_page_neighbours_are_relative_to_the_retained_rows(pruned, direction, se
 def test_an_after_cursor_below_min_seq_minus_one_is_a_gap(pruned, after):
     page = read_timeline(agent_id=pruned.pk, direction="after", seq=after, limit=3, epoch="paseo-epoch")
     assert (page.gap, page.reset, page.stale_cursor) == (True, True, False)
-    assert seqs(page) == [11, 12, 13] and not page.has_older and page.has_newer
+    # Paseo's bounded reset window: a fresh tail, as for a stale epoch.
+    assert page.direction == "tail" and seqs(page) == [18, 19, 20] and page.has_older and not page.has_newer
 
 
 def test_a_stale_epoch_is_a_stale_cursor_not_a_gap(pruned):
@@ -104,7 +105,7 @@ def test_a_stale_epoch_is_a_stale_cursor_not_a_gap(pruned):
 
 def test_retained_range_rules():
     empty = RetainedRange(min_seq=11, head_seq=10)
-    assert empty.is_empty and not empty.holds(10) and empty.window() == {"min_seq": 11, "max_seq": 10, "next_seq": 11}
+    assert empty.is_empty and not empty.holds(10) and empty.window() == {"min_seq": 0, "max_seq": 10, "next_seq": 11}
     full = RetainedRange(min_seq=11, head_seq=20)
     assert [full.gap_after(seq) for seq in (9, 10, 11, 25)] == [True, False, False, False]
     assert full.holds(11) and full.holds(20) and not full.holds(21)

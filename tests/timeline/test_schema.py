@@ -58,7 +58,17 @@ def test_reads_carry_typed_items_and_separate_row_shapes(document):
         "extra",
     }
     projected = schema_for(document, "ProjectedEntry")
-    assert set(projected["required"]) == {"seq_start", "seq_end", "committed_at", "item_type", "item", "item_ids"}
+    assert set(projected["required"]) == {
+        "seq_start",
+        "seq_end",
+        "source_seq_ranges",
+        "committed_at",
+        "item_type",
+        "item",
+        "item_ids",
+        "turn_id",
+        "collapsed",
+    }
     for shape in (canonical, projected):
         assert shape["properties"]["item"] == {"$ref": "#/components/schemas/TimelineItem"}
     rows = schema_for(document, "TimelinePage")["properties"]["rows"]["items"]

@@ -65,7 +65,7 @@ def test_empty_timeline():
     agent = AgentFactory()
     for direction, seq in (("tail", None), ("before", 5), ("after", 0)):
         page = read_timeline(agent_id=agent.pk, direction=direction, seq=seq)
-        assert page.rows == [] and page.retained.window() == {"min_seq": 1, "max_seq": 0, "next_seq": 1}
+        assert page.rows == [] and page.retained.window() == {"min_seq": 0, "max_seq": 0, "next_seq": 1}
         assert not page.has_older and not page.has_newer
 
 
@@ -87,7 +87,7 @@ def test_archived_agent_stays_readable(agent_with_10_rows):
 def test_bad_arguments_and_unknown_agent(agent_with_10_rows):
     for kwargs in (
         {"direction": "sideways"},
-        {"limit": 0},
+        {"limit": -1},
         {"limit": 1001},
         {"direction": "after", "seq": -1},
         {"projection": "fancy"},
