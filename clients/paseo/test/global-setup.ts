@@ -19,7 +19,12 @@ export default async function setup(project: TestProject) {
   const server = new ChartrServer(env, path.join(root, "server.log"));
   try {
     await manage(["migrate", "--no-input", "-v", "0"], env);
-    const token = (await manage(["create_api_token", "paseo-store-tests"], env)).trim();
+    const [token, readOnlyToken] = (
+      await Promise.all([
+        manage(["create_api_token", "paseo-store-tests"], env),
+        manage(["create_api_token", "paseo-store-tests-read-only", "--read-only"], env),
+      ])
+    ).map((out) => out.trim()) as [string, string];
     await server.start();
     const headers = { Authorization: `Bearer ${token}`, "Content-Type": "application/json" };
     const workspaceDir = `/srv/paseo-${randomUUID()}`;
@@ -29,7 +34,15 @@ export default async function setup(project: TestProject) {
       directory: workspaceDir,
       kind: "checkout",
     });
-    project.provide("chartr", { baseUrl: server.baseUrl, token, workspaceId: workspace.id, workspaceDir, env, root });
+    project.provide("chartr", {
+      baseUrl: server.baseUrl,
+      token,
+      readOnlyToken,
+      workspaceId: workspace.id,
+      workspaceDir,
+      env,
+      root,
+    });
   } catch (error) {
     await server.stop();
     rmSync(root, { recursive: true, force: true });

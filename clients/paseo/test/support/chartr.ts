@@ -8,6 +8,7 @@ import { ChartrAgentTimelineStore } from "../../src/index.js";
 export interface ChartrContext {
   baseUrl: string;
   token: string;
+  readOnlyToken: string;
   workspaceId: number;
   workspaceDir: string;
   env: Record<string, string>;

@@ -107,12 +107,21 @@ export class ChartrServer {
   }
 
   /** SIGTERM the process group (gunicorn and its worker), SIGKILL after 15 s. */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    return this.end("SIGTERM");
+  }
+
+  /** SIGKILL the process group, as a crash would. */
+  kill(): Promise<void> {
+    return this.end("SIGKILL");
+  }
+
+  private async end(signal: NodeJS.Signals): Promise<void> {
     const child = this.child;
     this.child = null;
     if (!child || child.pid === undefined || child.exitCode !== null) return;
     const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    signalGroup(child.pid, "SIGTERM");
+    signalGroup(child.pid, signal);
     const timer = setTimeout(() => signalGroup(child.pid as number, "SIGKILL"), 15_000);
     await exited;
     clearTimeout(timer);
