@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 
-import { newAgent, store } from "./support/chartr.js";
+import { ChartrAgentTimelineStore } from "../src/index.js";
+import { chartr, newAgent, store } from "./support/chartr.js";
 import { assistant } from "./support/seed.js";
 
 describe("appendCommitted", () => {
@@ -41,4 +42,21 @@ describe("appendCommitted", () => {
       expect(stored[row.seq - 1]?.item).toEqual(row.item);
     }
   });
+});
+
+describe("bulkInsert", () => {
+  it("an empty bulkInsert sends nothing and succeeds", async () => {
+    const sent: string[] = [];
+    const timelines = new ChartrAgentTimelineStore({
+      baseUrl: chartr().baseUrl,
+      token: chartr().token,
+      fetch: async (input, init) => {
+        sent.push(String(input));
+        return fetch(input, init);
+      },
+    });
+    await timelines.bulkInsert(await newAgent(), []);
+    expect(sent).toEqual([]);
+  });
+
 });

@@ -6,7 +6,7 @@
 
 import { describe, expect, it } from "vitest";
 
-import { newAgent, store } from "../support/chartr.js";
+import { api, newAgent, store } from "../support/chartr.js";
 import { row, userRow } from "../support/rows.js";
 import { assistant, seed } from "../support/seed.js";
 
@@ -99,5 +99,10 @@ describe("projected source ranges", () => {
     expect(page.entries).toMatchObject([
       { item: { text: "AB" }, seqStart: 1, seqEnd: 2, sourceSeqRanges: [{ startSeq: 1, endSeq: 2 }] },
     ]);
+    // On the wire, not only derived by the client from seq_start/seq_end.
+    const wire = (await (await api(`/api/v1/agents/${agentId}/timeline?projection=projected`)).json()) as {
+      rows: { source_seq_ranges?: number[][] }[];
+    };
+    expect(wire.rows[0]?.source_seq_ranges).toEqual([[1, 2]]);
   });
 });

@@ -67,20 +67,6 @@ describe("bulkInsert", () => {
     expect(await store().getCommittedRows(agentId)).toEqual([]);
   });
 
-  it("an empty bulkInsert sends nothing and succeeds", async () => {
-    const sent: string[] = [];
-    const timelines = new ChartrAgentTimelineStore({
-      baseUrl: chartr().baseUrl,
-      token: chartr().token,
-      fetch: async (input, init) => {
-        sent.push(String(input));
-        return fetch(input, init);
-      },
-    });
-    await timelines.bulkInsert(await newAgent(), []);
-    expect(sent).toEqual([]);
-  });
-
   it("a retried bulkInsert whose answer was lost succeeds and stores the rows once", async () => {
     const agentId = await newAgent();
     let attempts = 0;
