@@ -40,7 +40,10 @@ export interface WireEntry {
   item_type: string;
   item: unknown;
   item_ids: (string | null)[];
+  // Answered since chartr's Paseo projection; derived from seq_start/seq_end/item_type before it.
   source_seq_ranges?: [number, number][];
+  turn_id?: string | null;
+  collapsed?: TimelineProjectionKind[];
 }
 
 export interface WirePage<Row> {
@@ -100,9 +103,9 @@ export function rowToWire<Item>(row: AgentTimelineRow<Item>): Record<string, unk
 }
 
 export function windowFromWire(window: WirePage<unknown>["window"]): AgentTimelineWindow {
-  // Paseo's stores answer {minSeq: 0, maxSeq: 0, nextSeq: 1} for a timeline that never had a
-  // row; chartr's min_seq is then 1 (head_seq + 1, "nothing retained").
-  const minSeq = window.max_seq === 0 ? 0 : window.min_seq;
+  // Paseo's stores answer minSeq 0 when no row is there; chartr answers 0 too, or (before its
+  // Paseo reads) head_seq + 1 for "nothing retained".
+  const minSeq = window.min_seq > window.max_seq ? 0 : window.min_seq;
   return { minSeq, maxSeq: window.max_seq, nextSeq: window.next_seq };
 }
 
@@ -133,11 +136,12 @@ export function entryFromWire<Item>(entry: WireEntry): TimelineProjectionEntry<I
     : [{ startSeq: entry.seq_start, endSeq: entry.seq_end }];
   return {
     item: entry.item as Item,
+    ...(typeof entry.turn_id === "string" ? { turnId: entry.turn_id } : {}),
     timestamp: paseoTimestamp(entry.committed_at),
     seqStart: entry.seq_start,
     seqEnd: entry.seq_end,
     sourceSeqRanges: ranges,
-    collapsed: collapsedOf(entry),
+    collapsed: entry.collapsed ?? collapsedOf(entry),
   };
 }
 
