@@ -49,8 +49,20 @@ describe("updateCommittedRow", () => {
       return page.rows[0]?.revision;
     };
     const first = await revision();
-    await store().updateCommittedRow(agentId, update);
-    expect(await revision()).toBe(first);
+    const { epoch } = await store().fetchCommitted(agentId);
+    const stream = await TimelineStream.open(agentId, { after_seq: "1", epoch });
+    try {
+      await store().updateCommittedRow(agentId, update);
+      expect(await revision()).toBe(first);
+      // A later, different update is the first event the stream sends: the repeat sent none.
+      await store().updateCommittedRow(agentId, { ...update, item: { ...completedTool, output: "again" } });
+      await stream.next((event) => event.event === "updated");
+      expect(stream.events("updated").map((event) => (event.data as { item: unknown }).item)).toEqual([
+        { ...completedTool, output: "again" },
+      ]);
+    } finally {
+      await stream.close();
+    }
   });
 
   it("a seq chartr does not hold changes nothing, as in Paseo's SQLite store", async () => {
