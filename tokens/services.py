@@ -70,7 +70,8 @@ def create_idempotently(
     fingerprint gets it again without creating anything, another fingerprint is a 422.
 
     The key's row is written before ``create()`` runs, in the same transaction,
-    so a racing retry waits on the unique constraint and then replays.
+    so a racing retry waits on the unique constraint and then replays. A new key
+    deletes the token's expired ones.
     """
     try:
         with transaction.atomic():
@@ -78,8 +79,9 @@ def create_idempotently(
             now = timezone.now()
             if stored is not None and stored.created_at > now - lifetime:
                 return _replay(stored, fingerprint)
-            if stored is not None:
-                stored.delete()
+            # The token's expired keys go (this one's too, if it expired): the table holds
+            # at most one lifetime of keys per token, with no sweep to schedule.
+            IdempotentCreate.objects.filter(token=token, created_at__lte=now - lifetime).delete()
             try:
                 with transaction.atomic():
                     record = IdempotentCreate.objects.create(

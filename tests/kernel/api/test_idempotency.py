@@ -91,6 +91,18 @@ def test_an_expired_key_creates_again(api):
 
 
 @pytest.mark.django_db
+def test_a_new_key_deletes_the_tokens_expired_keys_and_no_others(api):
+    other = client_with(create_api_token(name="other")[1])
+    for n in range(3):
+        assert post(api, "/api/v1/projects", {"directory": f"/src/old{n}", "kind": "git"}, f"old{n}").status_code == 201
+    assert post(other, "/api/v1/projects", {"directory": "/src/theirs", "kind": "git"}, "old0").status_code == 201
+    IdempotentCreate.objects.update(created_at=dt.datetime(2000, 1, 1, tzinfo=dt.UTC))
+    assert post(api, "/api/v1/projects", {"directory": "/src/recent", "kind": "git"}, "recent").status_code == 201
+    remaining = sorted(IdempotentCreate.objects.values_list("token__name", "key"))
+    assert remaining == [("other", "old0"), ("test client", "recent")]
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("key", ["", "a b", "é", "x" * 256])
 def test_a_malformed_key_is_400(api, key):
     response = post(api, "/api/v1/projects", {"directory": "/src/a", "kind": "git"}, key)
