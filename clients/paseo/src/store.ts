@@ -68,7 +68,7 @@ export class ChartrAgentTimelineStore<Item = AgentTimelineItem> implements Agent
     return {
       seq: committed.seq,
       timestamp: paseoTimestamp(committed.committed_at),
-      item,
+      item: structuredClone(item),
       ...(options?.turnId !== undefined ? { turnId: options.turnId } : {}),
     };
   }

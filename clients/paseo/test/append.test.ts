@@ -22,6 +22,13 @@ describe("appendCommitted", () => {
     ]);
   });
 
+  it("the row answered holds its own copy of the item", async () => {
+    const item = { type: "assistant_message", text: "before", meta: { n: 1 } };
+    const row = await store().appendCommitted(await newAgent(), item);
+    item.meta.n = 2;
+    expect(row.item).toEqual({ type: "assistant_message", text: "before", meta: { n: 1 } });
+  });
+
   it("a row read back from another store instance is the same (nothing kept client-side)", async () => {
     const agentId = await newAgent();
     const appended = await store().appendCommitted(agentId, assistant("durable row"));

@@ -12,9 +12,9 @@ import { openSync, readFileSync, closeSync, statSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-/** The chartr checkout to serve: this one, or CHARTR_REPO's (to try test/pending against a branch). */
+/** The chartr checkout to serve: this one, or PASEO_STORE_TEST_REPO's (to try test/pending against a branch). */
 export const REPO =
-  process.env.CHARTR_REPO ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
+  process.env.PASEO_STORE_TEST_REPO ?? path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../..");
 export const PYTHON = process.env.CHARTR_PYTHON ?? path.join(REPO, ".venv/bin/python");
 
 export function chartrEnv(root: string): Record<string, string> {
