@@ -230,3 +230,35 @@ describe("beginBackfill and completeBackfill", () => {
     expect(await timelines.getCommittedRows(agentId)).toEqual([row(1, "one")]);
   });
 });
+
+// Needs storereads too (a gap answers a fresh tail; the window of a history starting past 1).
+describe("cursors over a history that does not start at seq 1", () => {
+  const trimmed = [row(5, "five"), row(6, "six"), row(7, "seven")];
+
+  it("an after cursor behind the retained history is a reset with gap", async () => {
+    const agentId = await newAgent();
+    await store().bulkInsert(agentId, trimmed);
+    const { epoch } = await store().fetchCommitted(agentId);
+    const page = await store().fetchCommitted(agentId, { direction: "after", cursor: { epoch, seq: 1 }, limit: 1 });
+    expect(page).toMatchObject({
+      epoch,
+      direction: "after",
+      reset: true,
+      staleCursor: false,
+      gap: true,
+      window: { minSeq: 5, maxSeq: 7, nextSeq: 8 },
+      hasOlder: true,
+      hasNewer: false,
+    });
+    expect(page.rows).toEqual([row(7, "seven")]);
+  });
+
+  it("an overshooting before cursor is clamped into the tail", async () => {
+    const agentId = await newAgent();
+    await store().bulkInsert(agentId, trimmed);
+    const { epoch } = await store().fetchCommitted(agentId);
+    const page = await store().fetchCommitted(agentId, { direction: "before", cursor: { epoch, seq: 100 }, limit: 2 });
+    expect(page).toMatchObject({ reset: false, gap: false, hasOlder: true, hasNewer: false });
+    expect(page.rows).toEqual([row(6, "six"), row(7, "seven")]);
+  });
+});
