@@ -1,0 +1,9 @@
+export { ChartrAgentTimelineStore, type ChartrAgentTimelineStoreOptions } from "./store.js";
+export {
+  ChartrAuthError,
+  ChartrConflictError,
+  ChartrError,
+  ChartrNetworkError,
+  ChartrUnknownAgentError,
+} from "./errors.js";
+export type * from "./paseo-types.js";
