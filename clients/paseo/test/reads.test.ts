@@ -6,8 +6,8 @@
 
 import { describe, expect, it } from "vitest";
 
-import { api, newAgent, store } from "../support/chartr.js";
-import { assistant, seed } from "../support/seed.js";
+import { api, newAgent, store } from "./support/chartr.js";
+import { assistant, seed } from "./support/seed.js";
 
 describe("limit 0", () => {
   it("answers every row in the window, past the largest page", async () => {
