@@ -111,14 +111,17 @@ def test_follow_through_dropped_connections_has_no_gap_and_no_duplicate(live, cl
             target=lambda: [client.append("drops", [say(f"row {n}")]) or time.sleep(0.02) for n in range(1, 41)]
         )
         written.start()
-        while written.is_alive():
+        drops = 0
+        while written.is_alive() or drops < 3:  # at least three drops, however fast the writer is
             time.sleep(0.3)
             proxy.drop_all()
+            drops += 1
         written.join()
         collector.wait_for(lambda: len(collector.seqs) >= 40, "all 40 rows")
         time.sleep(0.5)
         assert collector.seqs == list(range(1, 41))
-        assert collector.follow.state.connections >= 3
+        # A drop can land before the proxy has the next connection: at least one reconnect happened.
+        assert collector.follow.state.connections >= 2
         # A drop can land before the proxy has read a request, so it may have seen fewer.
         assert 3 <= proxy.seen(b"GET /api/v1/agents/drops/timeline/stream") <= collector.follow.state.connections
         collector.follow.close()

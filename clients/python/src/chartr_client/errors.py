@@ -195,6 +195,46 @@ class AsgiRequired(ServiceUnavailable):
     code_name = "asgi_required"
 
 
+class TooManyRows(Invalid):
+    """A read of every row (``limit=0``) past the server's ``CHARTR_TIMELINE_READ_ALL_MAX_ROWS``."""
+
+    code_name = "too_many_rows"
+
+
+class StreamTicketInvalid(NotAuthenticated):
+    """The stream ticket is unknown, expired, spent or its token revoked: mint a new one."""
+
+    code_name = "stream_ticket_invalid"
+
+
+class StreamTicketOtherAgent(PermissionDenied):
+    code_name = "stream_ticket_other_agent"
+
+
+class RequestTimeout(ApiError):
+    status, code_name = 408, "request_timeout"
+
+
+class UriTooLong(ApiError):
+    status, code_name = 414, "uri_too_long"
+
+
+class HeadersTooLarge(ApiError):
+    status, code_name = 431, "headers_too_large"
+
+
+class TooManyStreams(Throttled):
+    code_name = "too_many_streams"
+
+
+class StreamCapacity(ServiceUnavailable):
+    code_name = "stream_capacity"
+
+
+class TooManyConnections(ServiceUnavailable):
+    code_name = "too_many_connections"
+
+
 def _subclasses(cls: type[ApiError]) -> list[type[ApiError]]:
     found = []
     for sub in cls.__subclasses__():
