@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from django.contrib.auth.views import redirect_to_login
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
 from drf_spectacular.renderers import (
     OpenApiJsonRenderer,
     OpenApiJsonRenderer2,
@@ -12,7 +14,7 @@ from drf_spectacular.renderers import (
     OpenApiYamlRenderer2,
 )
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
-from rest_framework import serializers, viewsets
+from rest_framework import exceptions, serializers, viewsets
 from rest_framework.renderers import JSONRenderer
 
 from kernel.api.serializers import INT64_MAX
@@ -122,6 +124,22 @@ class DocsView(JsonErrorsMixin, SpectacularSwaggerSplitView):
 
     url_name = "api-schema"
     template_name = "api/docs.html"
+
+    def handle_exception(self, exc):
+        # A person opening the page: to the admin's login, and back here after it. A program
+        # (it sends a token, or prefers JSON) keeps its 401/403 in the JSON error envelope.
+        if isinstance(exc, exceptions.NotAuthenticated | exceptions.PermissionDenied) and self.wants_the_page():
+            response = redirect_to_login(self.request.get_full_path(), reverse("admin:login"))
+        else:
+            response = super().handle_exception(exc)
+        patch_vary_headers(response, ["Accept"])
+        return response
+
+    def wants_the_page(self) -> bool:
+        request = self.request
+        if "Authorization" in request.headers:
+            return False
+        return request._request.get_preferred_type(["application/json", "text/html"]) == "text/html"
 
     def _get_schema_url(self, request):
         return reverse(self.url_name) + "?format=json"

@@ -19,6 +19,7 @@ import secrets
 import shutil
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.conftest import skip_or_fail
@@ -102,11 +103,17 @@ def test_operator_archives_a_project_in_a_real_browser(browser_page, csp_violati
 
     page = browser_page
 
-    # log in
-    page.goto(f"{server}/admin/login/")
+    # the API docs without a session: a program gets the JSON 401, the browser the login, then the docs
+    answer = httpx.get(f"{server}/api/v1/docs", headers={"Accept": "*/*"})
+    assert answer.status_code == 401 and answer.json()["error"]["code"] == "not_authenticated"
+    page.goto(f"{server}/api/v1/docs")
+    expect(page).to_have_url(f"{server}/admin/login/?next=/api/v1/docs")
     page.fill("#id_username", "admin")
     page.fill("#id_password", PASSWORD)
     page.click("input[type=submit]")
+    expect(page).to_have_url(f"{server}/api/v1/docs")
+    expect(page.locator(".opblock").first).to_be_visible()
+    page.goto(f"{server}/admin/")
     expect(page.locator("#chartr-dashboard")).to_be_visible()
     # the admin is styled with DEBUG off: its stylesheet was served
     css = page.request.get(server + page.locator("link[rel=stylesheet]").first.get_attribute("href"))
