@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from legacy.located import Checks, RecordErrors, file_problems, is_syntax_error, load_json, problem_for
 from legacy.problems import Problem, RecordError
-from legacy.records import load_json, parse_time, problem_for
+from legacy.records import parse_time
 from snapshots.models import AGENT_ID_RE
 from timeline.items import LEGACY_ITEM_TYPE, contains_nul, item_problems
 from timeline.models import EPOCH_MAX_LENGTH, TimelineRow
@@ -155,7 +156,9 @@ def _timestamp(value: Any) -> dt.datetime:
 def _optional_string(raw: dict, key: str, index: int) -> str | None:
     value = raw.get(key)
     if value is not None and (not isinstance(value, str) or len(value) > _TURN_ID_MAX or "\x00" in value):
-        raise RecordError(f"rows[{index}].{key} must be null or a string of at most {_TURN_ID_MAX} characters")
+        raise _row_error(
+            index, key, f"rows[{index}].{key} must be null or a string of at most {_TURN_ID_MAX} characters"
+        )
     return value or None
 
 
@@ -167,23 +170,28 @@ def _normalised(item: dict) -> tuple[dict, tuple[str, ...]]:
     return {"type": LEGACY_ITEM_TYPE, "item": item, "problems": list(problems)}, problems
 
 
+def _row_error(index: int, key: str, message: str) -> RecordErrors:
+    """What is wrong with one key of ``rows[index]``, said where that key is written."""
+    return RecordErrors([(("rows", index, key), message)])
+
+
 def parse_row(raw: Any, *, index: int) -> PaseoRow:
     """A Paseo row: its item checked as the API checks one (``_normalised``), every key kept."""
     if not isinstance(raw, dict):
         raise RecordError(f"rows[{index}] must be a JSON object")
     seq = raw.get("seq")
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-        raise RecordError(f"rows[{index}].seq must be a positive integer, not {seq!r}")
+        raise _row_error(index, "seq", f"rows[{index}].seq must be a positive integer, not {seq!r}")
     item = raw.get("item")
     if not isinstance(item, dict):
-        raise RecordError(f"rows[{index}].item must be a JSON object")
+        raise _row_error(index, "item", f"rows[{index}].item must be a JSON object")
     item, problems = _normalised(item)
     if contains_nul(raw):
         raise RecordError(f"rows[{index}] contains a NUL character (\\u0000), which chartr cannot store")
     try:
         committed_at = _timestamp(raw.get("timestamp"))
     except (RecordError, OverflowError, OSError, ValueError) as exc:
-        raise RecordError(f"rows[{index}].{exc}") from None
+        raise _row_error(index, "timestamp", f"rows[{index}].{exc}") from None
     return PaseoRow(
         seq=seq,
         committed_at=committed_at,
@@ -219,9 +227,11 @@ class _Seqs:
 def _check_seqs(rows: Iterator[PaseoRow]) -> _Seqs:
     """The seqs of rows that must ascend; a hole between two is kept and reported, not refused."""
     seqs = _Seqs()
-    for row in rows:
+    for index, row in enumerate(rows):
         if seqs.last is not None and row.seq <= seqs.last:
-            raise RecordError(f"seq {row.seq} follows {seqs.last}: the rows' seqs must ascend")
+            raise RecordErrors(
+                [(("rows", index, "seq"), f"seq {row.seq} follows {seqs.last}: the rows' seqs must ascend")]
+            )
         if seqs.last is not None and row.seq > seqs.last + 1:
             seqs.holes.append((seqs.last + 1, row.seq - 1))
         if row.problems:
@@ -248,7 +258,9 @@ def scan_history_files(directory: Path, stores: PaseoStores) -> None:
             stores.skipped.append(f"{path}: skipped, unknown version {exc.version!r} (expected {PASEO_VERSION})")
             continue
         except RecordError as exc:
-            stores.problems.append(problem_for(path, exc))
+            stores.problems += (
+                [problem_for(path, exc)] if is_syntax_error(exc) else file_problems(path, [((), "", exc)])
+            )
             stores.skipped_rows += _row_count(path)
             continue
         stores.histories[agent_id] = history
@@ -270,6 +282,17 @@ class _UnknownVersion(RecordError):
         self.version = version
 
 
+def _file_rows(rows: list) -> list[PaseoRow]:
+    """Every row of a history file, or every problem of its rows (each on its line)."""
+    checks, parsed = Checks(), []
+    for index, raw in enumerate(rows):
+        row = checks.run(("rows", index), parse_row, raw, index=index)
+        if row is not None:
+            parsed.append(row)
+    checks.raise_any()
+    return parsed
+
+
 def _read_history_file(path: Path, agent_id: str) -> PaseoHistory:
     document = load_json(path)
     if not isinstance(document, dict):
@@ -280,7 +303,7 @@ def _read_history_file(path: Path, agent_id: str) -> PaseoHistory:
     rows = document.get("rows")
     if not isinstance(rows, list):
         raise RecordError("rows must be a JSON array")
-    seqs = _check_seqs(parse_row(raw, index=index) for index, raw in enumerate(rows))
+    seqs = _check_seqs(_file_rows(rows))
     first, last = seqs.first, seqs.last
     next_seq = document.get("nextSeq")
     if next_seq is not None and (not isinstance(next_seq, int) or isinstance(next_seq, bool) or next_seq < 1):

@@ -10,7 +10,6 @@ Keys chartr does not model are kept as they were in the record's ``extra``
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from kernel.services import validate_fields
+from legacy.located import Checks, RecordErrors, file_problems, load_json, problem_for
 from legacy.problems import Problem, RecordError
 from registry.directories import last_segment, normalize_directory
 from registry.models import Project, ProjectKind, Workspace, WorkspaceKind
@@ -123,15 +123,21 @@ def _object(record: dict, name: str) -> dict:
 
 
 def _directory(record: dict, name: str) -> str:
+    value = record.get(name)
+    if value is None:
+        raise RecordError(f"{name} is required")
+    if not isinstance(value, str):
+        raise RecordError(f"{name} must be a string, not {type(value).__name__}")
     try:
-        return normalize_directory(record.get(name))
+        return normalize_directory(value)
     except ValidationError as exc:
         raise RecordError(f"{name}: {' '.join(exc.messages)}") from None
 
 
-def _check_model(instance, *, exclude: list[str]) -> None:
+def _check_model(instance, *, exclude: list[str], keys: dict[str, str]) -> None:
     """The model's own field rules (lengths, choices), so a record that passes
-    here never fails on a database constraint later. PostgreSQL cannot store
+    here never fails on a database constraint later, each said of the record's
+    key (``keys``: model field -> legacy key). PostgreSQL cannot store
     U+0000 in text or jsonb at all, so it is refused on every database."""
     values = [getattr(instance, f.attname) for f in instance._meta.concrete_fields if f.name not in exclude]
     if contains_nul(values):
@@ -139,8 +145,12 @@ def _check_model(instance, *, exclude: list[str]) -> None:
     try:
         validate_fields(instance, exclude=exclude)
     except ValidationError as exc:
-        reasons = [f"{name}: {' '.join(messages)}" for name, messages in exc.message_dict.items()]
-        raise RecordError("; ".join(reasons)) from None
+        raise RecordErrors(
+            [
+                ((keys.get(name, name),), f"{keys.get(name, name)}: {' '.join(messages)}")
+                for name, messages in exc.message_dict.items()
+            ]
+        ) from None
 
 
 # --- records --------------------------------------------------------------
@@ -208,23 +218,35 @@ class LegacyAgent:
         return self.fields["extra"]
 
 
+def _checks(record: dict) -> Checks:
+    """The checks of a record, started with the keys holding a NUL (PostgreSQL cannot store
+    U+0000 in text or jsonb, so it is refused on every database)."""
+    checks = Checks()
+    for key, value in record.items():
+        if contains_nul(key) or contains_nul(value):
+            name = key.replace("\x00", "\\u0000")
+            checks.fail(key, f"{name} contains a NUL character (\\u0000), which chartr cannot store")
+    return checks
+
+
 def parse_project(record: Any) -> LegacyProject:
     if not isinstance(record, dict):
         raise RecordError("a project must be a JSON object")
-    legacy_id = _string(record, "projectId", required=True)
-    directory = _directory(record, "rootPath")
-    kind = record.get("kind")
-    if kind not in PROJECT_KINDS:
-        raise RecordError(f"kind must be one of {', '.join(map(repr, PROJECT_KINDS))}, not {kind!r}")
+    checks = _checks(record)
+    legacy_id = checks.run("projectId", _string, record, "projectId", required=True)
+    directory = checks.run("rootPath", _directory, record, "rootPath")
+    kind = checks.run("kind", _kind, record, PROJECT_KINDS)
+    display_name = checks.run("displayName", _string, record, "displayName")
+    times = _times(checks, record)
+    git_remote = checks.run("gitRemote", _string, record, "gitRemote")
+    checks.raise_any()
     project = LegacyProject(
         legacy_id=legacy_id,
         directory=directory,
-        kind=PROJECT_KINDS[kind],
-        display_name=_string(record, "displayName") or last_segment(directory),
-        created_at=parse_time(record.get("createdAt"), "createdAt", required=True),
-        updated_at=parse_time(record.get("updatedAt"), "updatedAt", required=True),
-        archived_at=parse_time(record.get("archivedAt"), "archivedAt"),
-        git_remote=_string(record, "gitRemote"),
+        kind=kind,
+        display_name=display_name or last_segment(directory),
+        **times,
+        git_remote=git_remote,
         extra=extra_keys(record, PROJECT_KEYS),
     )
     _check_model(
@@ -236,30 +258,49 @@ def parse_project(record: Any) -> LegacyProject:
             extra=project.extra,
         ),
         exclude=["created_at", "updated_at"],
+        keys={"directory": "rootPath", "display_name": "displayName", "git_remote": "gitRemote"},
     )
     return project
+
+
+def _kind(record: dict, kinds: dict[str, str]) -> str:
+    kind = record.get("kind")
+    if kind not in kinds:
+        raise RecordError(f"kind must be one of {', '.join(map(repr, kinds))}, not {kind!r}")
+    return kinds[kind]
+
+
+def _times(checks: Checks, record: dict) -> dict[str, dt.datetime | None]:
+    """A record's createdAt, updatedAt (both required) and archivedAt."""
+    return {
+        "created_at": checks.run("createdAt", parse_time, record.get("createdAt"), "createdAt", required=True),
+        "updated_at": checks.run("updatedAt", parse_time, record.get("updatedAt"), "updatedAt", required=True),
+        "archived_at": checks.run("archivedAt", parse_time, record.get("archivedAt"), "archivedAt"),
+    }
 
 
 def parse_workspace(record: Any) -> LegacyWorkspace:
     if not isinstance(record, dict):
         raise RecordError("a workspace must be a JSON object")
-    legacy_id = _string(record, "workspaceId", required=True)
-    legacy_project_id = _string(record, "projectId", required=True)
-    directory = _directory(record, "cwd")
-    kind = record.get("kind")
-    if kind not in WORKSPACE_KINDS:
-        raise RecordError(f"kind must be one of {', '.join(map(repr, WORKSPACE_KINDS))}, not {kind!r}")
+    checks = _checks(record)
+    legacy_id = checks.run("workspaceId", _string, record, "workspaceId", required=True)
+    legacy_project_id = checks.run("projectId", _string, record, "projectId", required=True)
+    directory = checks.run("cwd", _directory, record, "cwd")
+    kind = checks.run("kind", _kind, record, WORKSPACE_KINDS)
+    display_name = checks.run("displayName", _string, record, "displayName")
+    branch = checks.run("branch", _string, record, "branch")
+    times = _times(checks, record)
+    worktree_root = checks.run("worktreeRoot", _directory, record, "worktreeRoot") if record.get("worktreeRoot") else ""
+    checks.raise_any()
     workspace = LegacyWorkspace(
         legacy_id=legacy_id,
         legacy_project_id=legacy_project_id,
         directory=directory,
-        kind=WORKSPACE_KINDS[kind],
-        display_name=_string(record, "displayName") or last_segment(directory),
-        branch=_string(record, "branch"),
-        created_at=parse_time(record.get("createdAt"), "createdAt", required=True),
-        updated_at=parse_time(record.get("updatedAt"), "updatedAt", required=True),
-        archived_at=parse_time(record.get("archivedAt"), "archivedAt"),
-        worktree_root=_directory(record, "worktreeRoot") if record.get("worktreeRoot") else "",
+        kind=kind,
+        display_name=display_name or last_segment(directory),
+        branch=branch,
+        **times,
+        worktree_root=worktree_root,
         extra=extra_keys(record, WORKSPACE_KEYS),
     )
     _check_model(
@@ -272,127 +313,96 @@ def parse_workspace(record: Any) -> LegacyWorkspace:
             worktree_root=workspace.worktree_root,
         ),
         exclude=["project", "created_at", "updated_at"],
+        keys={"directory": "cwd", "display_name": "displayName", "worktree_root": "worktreeRoot"},
     )
     return workspace
+
+
+def _labels(record: dict) -> dict:
+    labels = _object(record, "labels")
+    if not all(isinstance(key, str) and isinstance(value, str) for key, value in labels.items()):
+        raise RecordError("labels must map strings to strings")
+    return labels
+
+
+def _lifecycle(record: dict) -> str:
+    status = record.get("lastStatus")
+    lifecycle = Lifecycle.CLOSED if status is None else status
+    if lifecycle not in Lifecycle.values:
+        raise RecordError(f"lastStatus must be one of {', '.join(Lifecycle.values)}, not {status!r}")
+    return lifecycle
+
+
+def _reason(record: dict) -> str | None:
+    # Attention without a reason is valid in Paseo's schema, and in chartr.
+    reason = record.get("attentionReason")
+    if reason is not None and reason not in AttentionReason.values:
+        raise RecordError(f"attentionReason must be one of {', '.join(AttentionReason.values)} or null")
+    return reason
+
+
+#: The AgentSnapshot field each agent key is checked into.
+AGENT_FIELD_KEYS = {
+    "cwd": "cwd",
+    "provider": "provider",
+    "title": "title",
+    "labels": "labels",
+    "last_mode_id": "lastModeId",
+    "config": "config",
+    "runtime_info": "runtimeInfo",
+    "persistence": "persistence",
+    "attention_reason": "attentionReason",
+    "agent_id": "id",
+}
 
 
 def parse_agent(record: Any) -> LegacyAgent:
     if not isinstance(record, dict):
         raise RecordError("an agent file must hold a JSON object")
-    agent_id = _string(record, "id", required=True)
-    labels = _object(record, "labels")
-    if not all(isinstance(key, str) and isinstance(value, str) for key, value in labels.items()):
-        raise RecordError("labels must map strings to strings")
-    status = record.get("lastStatus")
-    lifecycle = Lifecycle.CLOSED if status is None else status
-    if lifecycle not in Lifecycle.values:
-        raise RecordError(f"lastStatus must be one of {', '.join(Lifecycle.values)}, not {status!r}")
-    requires_attention = _boolean(record, "requiresAttention")
-    reason = record.get("attentionReason")
-    if reason is not None and reason not in AttentionReason.values:
-        raise RecordError(f"attentionReason must be one of {', '.join(AttentionReason.values)} or null")
-    # Attention without a reason is valid in Paseo's schema, and in chartr.
-    archived_at = parse_time(record.get("archivedAt"), "archivedAt")
-    cwd = _directory(record, "cwd")
+    checks = _checks(record)
+    agent_id = checks.run("id", _string, record, "id", required=True)
+    times = _times(checks, record)
+    requires_attention = checks.run("requiresAttention", _boolean, record, "requiresAttention")
+    lifecycle = checks.run("lastStatus", _lifecycle, record)
+    reason = checks.run("attentionReason", _reason, record)
     fields = {
-        "cwd": cwd,
-        "provider": _string(record, "provider", required=True),
-        "title": _string(record, "title"),
-        "labels": labels,
+        "cwd": checks.run("cwd", _directory, record, "cwd"),
+        "provider": checks.run("provider", _string, record, "provider", required=True),
+        "title": checks.run("title", _string, record, "title"),
+        "labels": checks.run("labels", _labels, record),
         # An archived agent is no longer doing anything; chartr's archive
         # holds the same rule (snapshots.services.archive_agent_rows).
-        "lifecycle": Lifecycle.CLOSED if archived_at else lifecycle,
-        "last_mode_id": _string(record, "lastModeId"),
-        "config": _object(record, "config"),
-        "runtime_info": _object(record, "runtimeInfo"),
-        "persistence": _object(record, "persistence"),
+        "lifecycle": Lifecycle.CLOSED if times["archived_at"] else lifecycle,
+        "last_mode_id": checks.run("lastModeId", _string, record, "lastModeId"),
+        "config": checks.run("config", _object, record, "config"),
+        "runtime_info": checks.run("runtimeInfo", _object, record, "runtimeInfo"),
+        "persistence": checks.run("persistence", _object, record, "persistence"),
         "requires_attention": requires_attention,
         # A stale reason on an agent that no longer needs attention is
         # dropped, as snapshots.services does for every write.
         "attention_reason": reason if requires_attention else None,
-        "attention_at": parse_time(record.get("attentionTimestamp"), "attentionTimestamp"),
-        "internal": _boolean(record, "internal"),
-        "last_activity_at": parse_time(record.get("lastActivityAt"), "lastActivityAt"),
-        "last_user_message_at": parse_time(record.get("lastUserMessageAt"), "lastUserMessageAt"),
+        "attention_at": checks.run(
+            "attentionTimestamp", parse_time, record.get("attentionTimestamp"), "attentionTimestamp"
+        ),
+        "internal": checks.run("internal", _boolean, record, "internal"),
+        "last_activity_at": checks.run("lastActivityAt", parse_time, record.get("lastActivityAt"), "lastActivityAt"),
+        "last_user_message_at": checks.run(
+            "lastUserMessageAt", parse_time, record.get("lastUserMessageAt"), "lastUserMessageAt"
+        ),
         "extra": extra_keys(record, AGENT_KEYS),
     }
-    agent = LegacyAgent(
-        agent_id=agent_id,
-        cwd=cwd,
-        created_at=parse_time(record.get("createdAt"), "createdAt", required=True),
-        updated_at=parse_time(record.get("updatedAt"), "updatedAt", required=True),
-        archived_at=archived_at,
-        fields=fields,
-    )
+    checks.raise_any()
+    agent = LegacyAgent(agent_id=agent_id, cwd=fields["cwd"], **times, fields=fields)
     snapshot = {name: value for name, value in fields.items() if name not in HEAD_ACTIVITY_FIELDS}
-    _check_model(AgentSnapshot(agent_id=agent_id, **snapshot), exclude=["workspace", "created_at", "updated_at"])
+    _check_model(
+        AgentSnapshot(agent_id=agent_id, **snapshot),
+        exclude=["workspace", "created_at", "updated_at"],
+        keys=AGENT_FIELD_KEYS,
+    )
     return agent
 
 
 # --- files ----------------------------------------------------------------
-
-
-def load_json(path: Path) -> Any:
-    """The parsed file, or RecordError naming the line of a syntax error."""
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise RecordError(f"cannot read: {exc.strerror}") from None
-    try:
-        return json.loads(raw.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise RecordError(f"not UTF-8 (byte {exc.start})") from None
-    except json.JSONDecodeError as exc:
-        raise _JsonSyntax(exc) from None
-    except ValueError as exc:  # e.g. an integer longer than Python's 4300-digit limit
-        raise RecordError(f"invalid JSON: {exc}") from None
-    except RecursionError:
-        raise RecordError("invalid JSON: nested too deeply") from None
-
-
-class _JsonSyntax(RecordError):
-    def __init__(self, exc: json.JSONDecodeError):
-        super().__init__(f"invalid JSON: {exc.msg} (column {exc.colno})")
-        self.lineno = exc.lineno
-
-
-def problem_for(path: Path, error: RecordError, location: str = "") -> Problem:
-    if isinstance(error, _JsonSyntax):
-        location = f"line {error.lineno}"
-    return Problem(str(path), location, str(error))
-
-
-@dataclass
-class ParsedArray:
-    records: list = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    #: array indexes of invalid records, by the legacy id they claimed (if any)
-    invalid_ids: set[str] = field(default_factory=set)
-
-
-def parse_array_file(path: Path, parse, id_key: str) -> ParsedArray:
-    result = ParsedArray()
-    if not path.exists():
-        return result
-    try:
-        items = load_json(path)
-    except RecordError as exc:
-        result.problems.append(problem_for(path, exc))
-        return result
-    if not isinstance(items, list):
-        result.problems.append(Problem(str(path), "", f"expected a JSON array, found {type(items).__name__}"))
-        return result
-    for index, item in enumerate(items):
-        try:
-            record = parse(item)
-        except RecordError as exc:
-            result.problems.append(Problem(str(path), f"[{index}]", str(exc)))
-            if isinstance(item, dict) and isinstance(item.get(id_key), str):
-                result.invalid_ids.add(item[id_key])
-            continue
-        record.source_file, record.location = str(path), f"[{index}]"
-        result.records.append(record)
-    return result
 
 
 def newest_by(records: list, key) -> tuple[dict, list[str]]:
@@ -440,12 +450,18 @@ def agent_files(agents_dir: Path) -> tuple[list[Path], list[Path], list[Path]]:
     return files, leftovers, others
 
 
-def iter_agent_records(paths: list[Path]) -> Iterator[tuple[Path, LegacyAgent | None, Problem | None]]:
+def iter_agent_records(paths: list[Path]) -> Iterator[tuple[Path, LegacyAgent | None, list[Problem]]]:
+    """Each agent file's record, or every problem it has, each on its line."""
     for path in paths:
         try:
-            agent = parse_agent(load_json(path))
+            document = load_json(path)
         except RecordError as exc:
-            yield path, None, problem_for(path, exc)
+            yield path, None, [problem_for(path, exc)]
+            continue
+        try:
+            agent = parse_agent(document)
+        except RecordError as exc:
+            yield path, None, file_problems(path, [((), "", exc)])
             continue
         agent.source_file = str(path)
-        yield path, agent, None
+        yield path, agent, []

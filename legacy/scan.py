@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from legacy.histories import HistoryPlan, plan_histories
+from legacy.located import parse_array_file
 from legacy.paseo import AGENT_TIMELINES, TIMELINES_DB, TIMELINES_DB_COMPANIONS, scan_paseo_stores
 from legacy.problems import LegacyImportInvalid, Problem
 from legacy.records import (
@@ -20,7 +21,6 @@ from legacy.records import (
     agent_files,
     iter_agent_records,
     newest_by,
-    parse_array_file,
     parse_project,
     parse_workspace,
 )
@@ -169,9 +169,9 @@ def _scan_agents(source: Path, problems: Problems, report: ImportReport) -> tupl
     report.warnings += [f"{path}: ignored, not an agent file" for path in others]
     valid: list[LegacyAgent] = []
     invalid_ids: set[str] = set()
-    for path, agent, problem in iter_agent_records(files):
-        if problem is not None:
-            problems["agents"].append(problem)
+    for path, agent, found in iter_agent_records(files):
+        if found:
+            problems["agents"] += found
             invalid_ids.add(path.stem)
         else:
             valid.append(agent)

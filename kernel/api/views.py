@@ -139,7 +139,7 @@ class DocsView(JsonErrorsMixin, SpectacularSwaggerSplitView):
         request = self.request
         if "Authorization" in request.headers:
             return False
-        return request._request.get_preferred_type(["application/json", "text/html"]) == "text/html"
+        return request.get_preferred_type(["application/json", "text/html"]) == "text/html"
 
     def _get_schema_url(self, request):
         return reverse(self.url_name) + "?format=json"

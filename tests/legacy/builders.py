@@ -76,7 +76,9 @@ class LegacyHome:
         folder = self.root / "agents"
         if layout == "nested":
             folder = folder / legacy_dir_name(cwd)
-        return self.write_file(folder / (filename or f"{agent_id}.json"), json.dumps(record, ensure_ascii=False))
+        return self.write_file(
+            folder / (filename or f"{agent_id}.json"), json.dumps(record, ensure_ascii=False, indent=2)
+        )
 
     def timeline(self, agent_id: str, rows: int | list, *, epoch: str = "epoch-1", tail: str = "") -> Path:
         if isinstance(rows, int):
@@ -96,9 +98,13 @@ class LegacyHome:
 
     def save(self) -> Path:
         if self.projects:
-            self.write_file(self.root / "projects" / "projects.json", json.dumps(self.projects, ensure_ascii=False))
+            self.write_file(
+                self.root / "projects" / "projects.json", json.dumps(self.projects, ensure_ascii=False, indent=2)
+            )
         if self.workspaces:
-            self.write_file(self.root / "projects" / "workspaces.json", json.dumps(self.workspaces, ensure_ascii=False))
+            self.write_file(
+                self.root / "projects" / "workspaces.json", json.dumps(self.workspaces, ensure_ascii=False, indent=2)
+            )
         self.root.mkdir(parents=True, exist_ok=True)
         return self.root
 

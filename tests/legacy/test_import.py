@@ -174,12 +174,12 @@ class TestInvalidInput:
         message = str(exc.value)
         projects, workspaces = root / "projects" / "projects.json", root / "projects" / "workspaces.json"
         for expected in [
-            f"{projects}:[1]: kind must be one of 'git', 'non_git', not 'svn'",
-            f"{projects}:[2]: rootPath: Directory must be an absolute path.",
+            f"{projects}:line 14 [1]: kind must be one of 'git', 'non_git', not 'svn'",
+            f"{projects}:line 22 [2]: rootPath: Directory must be an absolute path.",
             f"{workspaces}:[1]: names project 'p-missing', which is not in projects/projects.json",
             f"{workspaces}:[2]: names project 'p2', whose record is invalid",
             f"{root / 'agents' / 'srv-one' / 'a-broken.json'}:line 2: invalid JSON",
-            "a-bad-status.json: lastStatus must be one of",
+            "a-bad-status.json:line 10: lastStatus must be one of",
             f"{root / 'timelines' / 'a-good.jsonl'}:line 3: seq 3 where 2 was expected",
             f"{root / 'timelines' / 'a-ghost.jsonl'}: no agent 'a-ghost' in agents/ or in chartr",
             f"{root / 'timelines' / 'a-bad-status.jsonl'}: agent 'a-bad-status' has an invalid record",
@@ -537,7 +537,7 @@ class TestNulAndSignals:
         with pytest.raises(LegacyImportInvalid) as exc:
             import_legacy(source=legacy_home.root)
         assert [(p.location, p.reason) for p in exc.value.problems] == [
-            ("", "contains a NUL character (\\u0000), which chartr cannot store"),
+            ("line 8", "title contains a NUL character (\\u0000), which chartr cannot store"),
             ("line 3", "contains a NUL character (\\u0000), which chartr cannot store"),
         ]
 

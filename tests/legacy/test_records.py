@@ -69,7 +69,7 @@ class TestRecords:
     @pytest.mark.parametrize(
         "change, reason",
         [
-            ({"id": "bad id"}, "agent_id"),
+            ({"id": "bad id"}, "id: An agent id is"),
             ({"provider": None}, "provider is required"),
             ({"cwd": "relative"}, "cwd: Directory must be an absolute path."),
             ({"labels": {"a": 1}}, "labels must map strings to strings"),
