@@ -102,6 +102,9 @@ class DrainingUvicornWorker(UvicornWorker):
         # chartr serves no WebSocket; an upgrade would also swap each connection's protocol
         # past the limits (chartr/connection_limits.py), which count it until it closes.
         "ws": "none",
+        # Django's ASGI handler speaks no lifespan protocol: "auto" would try it and log
+        # "ASGI 'lifespan' protocol appears unsupported" at every start.
+        "lifespan": "off",
     }
 
     def __init__(self, *args, **kwargs) -> None:
@@ -127,6 +130,10 @@ class DrainingUvicornWorker(UvicornWorker):
         server = DrainingServer(self.config, drain_seconds=drain_seconds())
         # As UvicornWorker does: gunicorn's SIGQUIT (a quick stop) reaches the worker's own handler.
         asyncio.get_running_loop().add_signal_handler(signal.SIGQUIT, self.handle_exit, signal.SIGQUIT, None)
-        await server.serve(sockets=self.sockets)
+        # The listeners' own sockets, as gunicorn's asgi worker hands them to its loop: the event
+        # loop closes each as it stops accepting, and uvicorn's close after it is then a no-op.
+        # Handed gunicorn's wrappers, that second close hit the closed descriptor and logged
+        # "Error while closing socket [Errno 9] Bad file descriptor" at every stop.
+        await server.serve(sockets=[listener.sock for listener in self.sockets])
         if not server.started:
             sys.exit(Arbiter.WORKER_BOOT_ERROR)

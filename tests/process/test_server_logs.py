@@ -4,6 +4,8 @@
   access log's request line, not Django's "Not Found" lines, not chartr's.
 - A request with a ``Host`` outside ALLOWED_HOSTS gets a 400 and one log line
   naming the host (escaped), not a traceback.
+- A start and a stop write only what they did: no "lifespan unsupported" line,
+  no socket error or traceback as the worker closes its listener.
 
 One server, started by the entrypoint with gunicorn.conf.py, as deployed.
 """
@@ -122,3 +124,22 @@ def test_each_response_is_one_access_log_line(server):
         f'"GET /api/v1/projects?m={marker} HTTP/1.1" 401',
         f'"GET /healthz?m={marker} HTTP/1.1" 200',
     ]
+
+
+def test_a_start_and_a_stop_write_no_noise(tmp_path, migrated_templates):
+    database = migrated_templates.clone(run_engine(), tmp_path, purpose="quiet").create()
+    try:
+        env = isolated_env(tmp_path, CHARTR_WORKERS="1", **database.env())
+        server = Server(env, tmp_path / "server.log").start()
+        try:
+            with httpx.Client() as client:  # a kept-alive connection is open as the server stops
+                assert client.get(server.url("/healthz"), timeout=10).status_code == 200
+                assert server.stop() == 0
+        finally:
+            server.stop()
+    finally:
+        database.drop()
+    log = server.output
+    assert "Started server process" in log and "Finished server process" in log
+    for noise in ("lifespan", "Error while closing socket", "Bad file descriptor", "Traceback", "ERROR"):
+        assert noise not in log, f"{noise!r} in the log:\n{log}"
