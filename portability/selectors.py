@@ -36,8 +36,9 @@ ROW_KEYS = (
 )
 
 
-def pages(queryset: QuerySet, *, size: int = RECORD_PAGE) -> Iterator[list[Model]]:
-    """``queryset`` by ascending primary key, ``size`` at a time."""
+def pages(queryset: QuerySet, *, size: int | None = None) -> Iterator[list[Model]]:
+    """``queryset`` by ascending primary key, ``size`` (``RECORD_PAGE``) at a time."""
+    size = size or RECORD_PAGE
     last = None
     while True:
         page = queryset.order_by("pk")
@@ -85,11 +86,12 @@ def what_is_held(*, with_tokens: bool) -> list[str]:
     return [name for name, model in models.items() if model.objects.exists()]
 
 
-def row_records(agent_id: str, *, after: int, head_seq: int, size: int = ROW_PAGE) -> Iterator[dict]:
+def row_records(agent_id: str, *, after: int, head_seq: int, size: int | None = None) -> Iterator[dict]:
     """The agent's rows after seq ``after`` up to ``head_seq``, as records, ``size`` per query.
 
     ``revert_token`` is left out for a row without one (SQL NULL) and kept for a null one
     (JSON null); ``extra`` is left out when the row has none."""
+    size = size or ROW_PAGE
     rows = (
         TimelineRow.objects.filter(agent_id=agent_id, seq__lte=head_seq)
         .order_by("seq")

@@ -62,23 +62,30 @@ def import_instance(*, path: Path | str, dry_run: bool = False, progress: Progre
         if not isinstance(with_tokens, bool):
             raise reader.error(1, "the header's with_tokens must be true or false")
         result = ImportResult(path=str(path), dry_run=dry_run, source_engine=str(reader.header.get("engine", "")))
-        with transaction.atomic():
-            # Inside the transaction: on SQLite it holds the write lock, so nothing lands meanwhile.
-            held = what_is_held(with_tokens=with_tokens)
-            if held:
-                raise InstanceNotEmpty(
-                    "The database is not empty (it holds " + ", ".join(held) + "); an instance is imported "
-                    "only into an empty one: a new database, migrated (manage.py migrate)."
-                )
-            digests = _Load(reader, result, progress).run()
-            progress("verifying", 0, 1)
-            result.agents_verified = verify_import(reader, result.counts, digests, with_tokens=with_tokens)
-            progress("verifying", 1, 1)
-            if dry_run:
-                transaction.set_rollback(True)
-            elif result.counts["row"]:
-                transaction.on_commit(refresh_timeline_statistics)
+        try:
+            _load_and_verify(reader, result, progress, with_tokens=with_tokens)
+        except DatabaseError as exc:  # a deferred constraint, checked as the transaction commits
+            raise reader.error(None, f"the database refused the import as it committed ({exc})") from None
     return result
+
+
+def _load_and_verify(reader: fmt.Reader, result: ImportResult, progress: Progress, *, with_tokens: bool) -> None:
+    with transaction.atomic():
+        # Inside the transaction: on SQLite it holds the write lock, so nothing lands meanwhile.
+        held = what_is_held(with_tokens=with_tokens)
+        if held:
+            raise InstanceNotEmpty(
+                "The database is not empty (it holds " + ", ".join(held) + "); an instance is imported "
+                "only into an empty one: a new database, migrated (manage.py migrate)."
+            )
+        digests = _Load(reader, result, progress).run()
+        progress("verifying", 0, 1)
+        result.agents_verified = verify_import(reader, result.counts, digests, with_tokens=with_tokens)
+        progress("verifying", 1, 1)
+        if result.dry_run:
+            transaction.set_rollback(True)
+        elif result.counts["row"]:
+            transaction.on_commit(refresh_timeline_statistics)
 
 
 class _Load:
@@ -87,12 +94,13 @@ class _Load:
         self.totals = reader.header["counts"]
         #: agent id -> (line of its timeline_end, rows, sha256)
         self.digests: dict[str, tuple[int, int, str]] = {}
+        #: the keys of the projects and workspaces read so far (what later records may refer to)
+        self.project_ids: set[int] = set()
+        self.workspace_ids: set[int] = set()
 
     def run(self) -> dict[str, tuple[int, int, str]]:
-        self._batches(PROJECT.type, lambda lines: carry_over_registry(projects=objects(self.reader, PROJECT, lines)))
-        self._batches(
-            WORKSPACE.type, lambda lines: carry_over_registry(workspaces=objects(self.reader, WORKSPACE, lines))
-        )
+        self._batches(PROJECT.type, self._projects)
+        self._batches(WORKSPACE.type, self._workspaces)
         self._batches("agent", self._agents)
         while (line := self.reader.peek()) is not None and line.type == "timeline":
             self._timeline(self.reader.next())
@@ -102,8 +110,27 @@ class _Load:
         )
         return self.digests
 
+    def _projects(self, lines: list[fmt.Line]) -> None:
+        projects = objects(self.reader, PROJECT, lines)
+        carry_over_registry(projects=projects)
+        self.project_ids.update(project.pk for project in projects)
+
+    def _workspaces(self, lines: list[fmt.Line]) -> None:
+        workspaces = objects(self.reader, WORKSPACE, lines)
+        self._refers(lines, [workspace.project_id for workspace in workspaces], self.project_ids, "project")
+        carry_over_registry(workspaces=workspaces)
+        self.workspace_ids.update(workspace.pk for workspace in workspaces)
+
     def _agents(self, lines: list[fmt.Line]) -> None:
-        import_agents(new=objects(self.reader, AGENT, lines), changed=[], fields=["version"])
+        agents = objects(self.reader, AGENT, lines)
+        self._refers(lines, [agent.workspace_id for agent in agents], self.workspace_ids, "workspace")
+        import_agents(new=agents, changed=[], fields=["version"])
+
+    def _refers(self, lines: list[fmt.Line], keys: list, known: set, what: str) -> None:
+        """Each record's ``what`` is one the file brought before it."""
+        for line, key in zip(lines, keys, strict=True):
+            if key not in known:
+                raise self.reader.error(line, f"{line.type}: {what} {key!r} is not in the file before it")
 
     def _tokens(self, lines: list[fmt.Line]) -> None:
         if not self.reader.header["with_tokens"]:
