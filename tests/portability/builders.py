@@ -75,7 +75,9 @@ def build_instance() -> str:
     old = create_workspace(project=gone, directory="/srv/code/old", kind=Workspace.Kind.CHECKOUT)
     shelved = create_workspace(project=git, directory="/srv/code/app-shelved", kind=Workspace.Kind.CHECKOUT)
 
-    talker = create_agent(workspace=main, agent_id="talker", provider="claude", cwd="/srv/code/app/src", title="Talk")
+    talker = create_agent(
+        workspace=main, agent_id="talker", provider="claude", cwd="/srv/code/app/src", title="Talk", lifecycle="idle"
+    )
     _conversation("talker", 3)
     update_agent(
         agent=talker,
@@ -91,13 +93,13 @@ def build_instance() -> str:
     create_agent(workspace=tree, agent_id="emptied:1", provider="codex", lifecycle="closed")
     _conversation("emptied:1", 2)
     trim_timeline(agent_id="emptied:1", policy=TrimPolicy(keep=0))
-    create_agent(workspace=notes, agent_id="carried", provider="claude", runtime_info={"pid": 7})
+    create_agent(workspace=notes, agent_id="carried", provider="claude", runtime_info={"pid": 7}, lifecycle="idle")
     _carried_rows("carried")
-    create_agent(workspace=notes, agent_id="quiet", provider="claude")
+    create_agent(workspace=notes, agent_id="quiet", provider="claude", lifecycle="error")
     archived = create_agent(workspace=main, agent_id="archived.one", provider="claude", lifecycle="running")
     _conversation("archived.one", 1)
     archive_agent(agent=archived)
-    create_agent(workspace=old, agent_id="with-its-project", provider="claude")
+    create_agent(workspace=old, agent_id="with-its-project", provider="claude", lifecycle="idle")
     _conversation("with-its-project", 1)
     archive_project(project=gone)
     archive_workspace(workspace=shelved)
