@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
 
+from django.core.exceptions import ValidationError
 from django.db import DatabaseError, transaction
 
 from kernel.errors import ChartrError
@@ -153,11 +154,17 @@ class _Load:
         try:
             with transaction.atomic():
                 return write()
-        except (DatabaseError, ChartrError) as exc:
+        except (DatabaseError, ChartrError, ValidationError) as exc:
             last = last() if callable(last) else last
-            where = f"line {first}" if first == last else f"lines {first}-{last}"
-            reason = exc.message if isinstance(exc, ChartrError) else f"the database refused it ({exc})"
-            raise self.reader.error(None, f"{where}: {reason}") from None
+            if isinstance(exc, ChartrError):
+                reason = exc.message
+            elif isinstance(exc, ValidationError):
+                reason = "; ".join(exc.messages)
+            else:
+                reason = f"the database refused it ({exc})"
+            if first == last:
+                raise self.reader.error(first, reason) from None
+            raise self.reader.error(None, f"lines {first}-{last}: {reason}") from None
 
     def _timeline(self, line: fmt.Line) -> None:
         try:

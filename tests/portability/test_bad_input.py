@@ -126,3 +126,17 @@ def test_counts_that_do_not_match_are_refused(tmp_path, exported):
 def test_tokens_in_an_export_made_without_them_are_refused(tmp_path, exported):
     index = _line_of(exported, "api_token")
     _import_fails(tmp_path, _edit(exported, 0, with_tokens=False), rf":{index + 1}: an api_token record in an export")
+
+
+def test_a_timeline_of_an_agent_not_in_the_file_names_its_line(tmp_path, exported):
+    index = _line_of(exported, "timeline")
+    _import_fails(tmp_path, _edit(exported, index, agent_id="nobody"), rf":{index + 1}: Agent nobody does not exist")
+
+
+def test_a_timeline_range_that_cannot_be_is_refused(tmp_path, exported):
+    index = _line_of(exported, "timeline")
+    _import_fails(
+        tmp_path,
+        _edit(exported, index, min_seq=0),
+        rf":{index + 1}: Timeline of \S+: min_seq 0 is outside 1..head_seq \+ 1",
+    )

@@ -14,6 +14,7 @@ from snapshots.models import AgentSnapshot
 from tests.portability.builders import build_instance
 from tests.portability.reads import every_read
 from tests.support.api import client_with
+from timeline.counters import check_counters
 from timeline.models import TimelineHead, TimelineRow
 from tokens.models import ApiToken
 
@@ -47,6 +48,10 @@ def test_an_instance_comes_back_as_it_was(tmp_path):
     call_command("import_instance", str(out))
 
     assert _reads(raw) == before
+    assert check_counters(repair=False) == []  # the carried counters are the rows' own
+    again = tmp_path / "again.jsonl"
+    call_command("export_instance", str(again), "--with-tokens")
+    assert again.read_text().splitlines()[1:] == out.read_text().splitlines()[1:]
     # The lists, six reads of each of the 7 agents and one of each project and workspace, all answered.
     assert len(before) > 40 and all(read[0] == 200 for read in before.values() if isinstance(read, tuple))
     # The ids went on past the carried ones: a new project gets a fresh one.
