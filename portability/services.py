@@ -18,7 +18,8 @@ from itertools import islice
 from pathlib import Path
 
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, transaction
+from django.db import DatabaseError, connection, transaction
+from django.db.migrations.executor import MigrationExecutor
 
 from kernel.errors import ChartrError
 from legacy.services import carry_over_import_runs
@@ -40,8 +41,22 @@ BATCH = 500
 ROW_BATCH = 5000
 
 
-class InstanceNotEmpty(Exception):
+class TargetNotReady(Exception):
+    """The database cannot take an instance: not migrated, or not empty."""
+
+
+class InstanceNotEmpty(TargetNotReady):
     """The database already holds records: an instance is imported only into an empty one."""
+
+
+def _check_migrated() -> None:
+    """Every migration applied, as ``runserver`` checks it: the import writes every table."""
+    executor = MigrationExecutor(connection)
+    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if pending:
+        raise TargetNotReady(
+            f"The database is not migrated ({len(pending)} migration(s) not applied); run manage.py migrate first."
+        )
 
 
 @dataclass
@@ -56,8 +71,9 @@ class ImportResult:
 
 def import_instance(*, path: Path | str, dry_run: bool = False, progress: Progress | None = None) -> ImportResult:
     """Load the export at ``path``; raise ``InstanceFileInvalid`` (bad input or a failed check) or
-    ``InstanceNotEmpty``, having written nothing."""
+    ``TargetNotReady`` (not migrated, not empty), having written nothing."""
     progress = progress or (lambda phase, done, total: None)
+    _check_migrated()
     with fmt.Reader(Path(path)) as reader:
         with_tokens = reader.header.get("with_tokens")
         if not isinstance(with_tokens, bool):

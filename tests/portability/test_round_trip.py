@@ -7,8 +7,10 @@ import json
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db.migrations.executor import MigrationExecutor
 
 from legacy.models import ImportRun
+from portability import services
 from registry.models import Project
 from snapshots.models import AgentSnapshot
 from tests.portability.builders import build_instance
@@ -106,3 +108,16 @@ def test_a_dry_run_runs_the_whole_import_and_rolls_back(tmp_path, capsys):
     assert not Project.objects.exists() and not AgentSnapshot.objects.exists()
     call_command("import_instance", str(out))  # and the real one still goes in after it
     assert AgentSnapshot.objects.count() == 7
+
+
+def test_a_database_not_migrated_is_refused_before_anything_is_read(tmp_path, monkeypatch):
+    out = tmp_path / "instance.jsonl"
+    out.write_text("not even read\n")
+
+    class OneMigrationBehind(MigrationExecutor):
+        def migration_plan(self, targets, clean_start=False):
+            return [("a migration", False)]
+
+    monkeypatch.setattr(services, "MigrationExecutor", OneMigrationBehind)
+    with pytest.raises(CommandError, match=r"not migrated \(1 migration\(s\) not applied\); run manage.py migrate"):
+        call_command("import_instance", str(out))

@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from portability.format import InstanceFileInvalid
 from portability.progress import CommandProgress
-from portability.services import InstanceNotEmpty, import_instance
+from portability.services import TargetNotReady, import_instance
 
 
 class Command(BaseCommand):
@@ -24,7 +24,7 @@ class Command(BaseCommand):
         progress = CommandProgress(self.stdout)
         try:
             result = import_instance(path=file, dry_run=dry_run, progress=progress)
-        except (InstanceFileInvalid, InstanceNotEmpty) as exc:
+        except (InstanceFileInvalid, TargetNotReady) as exc:
             progress.end()
             raise CommandError(f"{exc} Nothing was imported.") from exc
         progress.end()
