@@ -73,6 +73,7 @@ INSTALLED_APPS = [
     "datadir",
     "retention",
     "dashboard",
+    "portability",
 ]
 
 # Every entry is async-capable, so requests that chartr/asgi.py hands to the

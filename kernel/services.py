@@ -62,3 +62,39 @@ def delete_in_batches(queryset: models.QuerySet, *, batch_size: int) -> int:
                 return deleted
             queryset.model.objects.filter(pk__in=batch).delete()
         deleted += len(batch)
+
+
+def insert_carried_over(model: type[M], records: list[M], *, batch_size: int = 500) -> None:
+    """Insert ``records`` exactly as they were carried over (an instance import): their own primary
+    keys and their own ``auto_now``/``auto_now_add`` times, inside the caller's transaction.
+
+    ``bulk_create`` stamps those times with the current time, so they are put back with one
+    bulk UPDATE per batch; the table's id sequence then moves past the keys inserted
+    (``reset_id_sequences``), so the next record made here gets a fresh one."""
+    if not records:
+        return
+    stamped = [
+        f.attname
+        for f in model._meta.concrete_fields
+        if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)
+    ]
+    times = [[getattr(record, name) for name in stamped] for record in records]
+    model.objects.bulk_create(records, batch_size=batch_size)
+    if stamped:
+        for record, values in zip(records, times, strict=True):
+            for name, value in zip(stamped, values, strict=True):
+                setattr(record, name, value)
+        model.objects.bulk_update(records, stamped, batch_size=batch_size)
+
+
+def reset_id_sequences(*model_classes: type[models.Model]) -> None:
+    """Move the id sequences of ``model_classes`` past the largest key they hold (Django's
+    ``sqlsequencereset``; nothing to do on SQLite, whose AUTOINCREMENT follows the rows)."""
+    from django.core.management.color import no_style
+    from django.db import connection
+
+    statements = connection.ops.sequence_reset_sql(no_style(), list(model_classes))
+    if statements:
+        with connection.cursor() as cursor:
+            for statement in statements:
+                cursor.execute(statement)

@@ -44,6 +44,7 @@ from django.utils import timezone
 
 from kernel.data_snapshots import take_data_snapshot
 from kernel.errors import Conflict
+from kernel.services import insert_carried_over, reset_id_sequences
 from legacy.backup import back_up_source, discard_backup
 from legacy.histories import write_histories
 from legacy.models import ImportRun
@@ -159,3 +160,9 @@ def _record_run(report: ImportReport, *, started_at: dt.datetime) -> ImportRun:
             *(f"{entry}: not read" for entry in report.unread),
         ],
     )
+
+
+def carry_over_import_runs(*, runs: list[ImportRun]) -> None:
+    """Insert the log of legacy imports as an instance export holds it, inside the caller's transaction."""
+    insert_carried_over(ImportRun, list(runs))
+    reset_id_sequences(ImportRun)

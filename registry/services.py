@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from kernel.errors import ArchivedConflict
-from kernel.services import UNSET, lock_for_update, validate_fields
+from kernel.services import UNSET, insert_carried_over, lock_for_update, reset_id_sequences, validate_fields
 from registry.cascade import ArchiveResult, UnarchiveResult, records_under_workspaces
 from registry.directories import last_segment, normalize_directory
 from registry.errors import DuplicateDirectory
@@ -239,3 +239,15 @@ def delete_archived_registry(*, archived_before: dt.datetime) -> tuple[int, int]
         _, by_model = Project.objects.filter(archived_at__lt=archived_before).delete()
         workspaces += by_model.get(Workspace._meta.label, 0)
     return workspaces, by_model.get(Project._meta.label, 0)
+
+
+# --- Carried over -----------------------------------------------------------
+
+
+def carry_over_registry(*, projects: list[Project] = (), workspaces: list[Workspace] = ()) -> None:
+    """Insert projects and workspaces exactly as an instance export holds them (their ids, times,
+    archive state and ``extra``), inside the caller's transaction: ``portability``'s import into an
+    empty database. The id sequences then move past them, so the next create gets a fresh id."""
+    insert_carried_over(Project, list(projects))
+    insert_carried_over(Workspace, list(workspaces))
+    reset_id_sequences(Project, Workspace)

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from kernel.api.idempotency import Answer
 from kernel.errors import Conflict, IdempotencyKeyReused
-from kernel.services import validate_fields
+from kernel.services import insert_carried_over, reset_id_sequences, validate_fields
 from tokens.cache import token_cache
 from tokens.errors import StreamTicketInvalid, StreamTicketOtherAgent
 from tokens.models import ApiToken, IdempotentCreate, StreamTicket
@@ -159,3 +159,10 @@ TICKET_INVALID_MESSAGE = (
     "The stream ticket is unknown, expired or already used (a ticket opens one stream, once); "
     "mint a new one with POST .../timeline/stream-tickets."
 )
+
+
+def carry_over_api_tokens(*, tokens: list[ApiToken]) -> None:
+    """Insert tokens exactly as an instance export holds them (ids, hashes, times, revocations),
+    inside the caller's transaction; the raw tokens, never stored, keep working."""
+    insert_carried_over(ApiToken, list(tokens))
+    reset_id_sequences(ApiToken)

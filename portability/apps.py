@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PortabilityConfig(AppConfig):
+    name = "portability"
+    verbose_name = "Instance export and import"

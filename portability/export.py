@@ -1,0 +1,124 @@
+"""``write_instance``: everything chartr holds, as one file of the instance format. Reads only.
+
+Streamed: each kind is read in keyset pages and each line written as it is made, so memory
+stays flat at any size. Each agent's rows are read up to the head read with the agent (rows
+are never changed once committed), and the file is written to a temporary name beside the
+target and renamed once complete, so an interrupted export leaves no partial file behind.
+Export an instance nobody writes to (stopped, or before the move): records changed while it
+runs may or may not be in the file.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO
+
+from django.db import connection
+from django.utils import timezone
+
+from legacy.models import ImportRun
+from portability import format as fmt
+from portability.records import AGENT, API_TOKEN, IMPORT_RUN, PROJECT, WORKSPACE, record_of
+from portability.selectors import (
+    AgentDigest,
+    agents_with_heads,
+    held_counts,
+    pages,
+    timeline_records,
+    tokens_with_creators,
+)
+from registry.models import Project, Workspace
+from snapshots.models import AgentSnapshot
+
+#: ``progress(phase, done, total)``.
+Progress = Callable[[str, int, int], None]
+
+
+def _no_progress(phase: str, done: int, total: int) -> None:
+    pass
+
+
+class _Writer:
+    def __init__(self, out: IO[str], totals: dict[str, int], progress: Progress):
+        self.out, self.totals, self.progress = out, totals, progress
+        self.counts = dict.fromkeys(fmt.KINDS, 0)
+
+    def write(self, record: dict) -> None:
+        self.out.write(fmt.canonical(record) + "\n")
+        kind = record["type"]
+        if kind in self.counts:
+            self.counts[kind] += 1
+            done = self.counts[kind]
+            if done % 1000 == 0 or done == 1 or kind != "row":
+                self.progress(PHASES[kind], done, max(done, self.totals[kind]))
+
+
+PHASES = {
+    "project": "projects",
+    "workspace": "workspaces",
+    "agent": "agents",
+    "timeline": "timelines",
+    "row": "timeline rows",
+    "api_token": "API tokens",
+    "import_run": "legacy import runs",
+}
+
+
+def write_instance_to(out: IO[str], *, with_tokens: bool = False, progress: Progress | None = None) -> dict[str, int]:
+    """Write the whole instance to ``out``; the count of each kind of record written."""
+    progress = progress or _no_progress
+    totals = held_counts(with_tokens=with_tokens)
+    writer = _Writer(out, totals, progress)
+    head = fmt.header(exported_at=timezone.now(), engine=connection.vendor, with_tokens=with_tokens, counts=totals)
+    out.write(fmt.canonical(head) + "\n")
+    for kind, queryset in ((PROJECT, Project.objects.all()), (WORKSPACE, Workspace.objects.all())):
+        for page in pages(queryset):
+            for obj in page:
+                writer.write(record_of(kind, obj))
+    for page in pages(AgentSnapshot.objects.all()):
+        for agent in page:
+            writer.write(record_of(AGENT, agent))
+    for page in pages(agents_with_heads()):
+        for agent in page:
+            _write_timeline(writer, agent)
+    if with_tokens:
+        for page in pages(tokens_with_creators()):
+            for token in page:
+                creator = token.created_by.get_username() if token.created_by is not None else None
+                writer.write(record_of(API_TOKEN, token, created_by=creator))
+    for page in pages(ImportRun.objects.all()):
+        for run in page:
+            writer.write(record_of(IMPORT_RUN, run))
+    out.write(fmt.canonical({"type": "end", "counts": writer.counts}) + "\n")
+    return writer.counts
+
+
+def _write_timeline(writer: _Writer, agent: AgentSnapshot) -> None:
+    digest = AgentDigest(agent)
+    for record in timeline_records(agent):
+        digest.add(record)
+        writer.write(record)
+    writer.write(
+        {"type": "timeline_end", "agent_id": agent.agent_id, "rows": digest.rows, "sha256": digest.hexdigest()}
+    )
+
+
+def write_instance(*, path: Path | str, with_tokens: bool = False, progress: Progress | None = None) -> dict[str, int]:
+    """Write the whole instance to ``path`` (gzip-compressed when it ends in ``.gz``), atomically."""
+    path = Path(path)
+    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp" + path.suffix)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        with fmt.open_for_writing(tmp) as out:
+            counts = write_instance_to(out, with_tokens=with_tokens, progress=progress)
+        with open(tmp, "rb") as written:
+            os.fsync(written.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return counts

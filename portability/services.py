@@ -1,0 +1,217 @@
+"""``import_instance``: the one write path that loads an instance export into an empty database.
+
+One transaction, streamed: each kind of record is read a batch at a time and written through its
+owning app's service (``registry.services.carry_over_registry``, ``snapshots.services.import_agents``,
+``timeline.carried.carry_over_timeline``, ``tokens.services.carry_over_api_tokens``,
+``legacy.services.carry_over_import_runs``), so memory stays flat at any size. Then it verifies:
+the counts of the ``end`` record against the file and the database, and each agent's content
+hash recomputed from the database against the one the export wrote. Any problem (bad input,
+named by file and line, a refusal by the database, a mismatch) rolls everything back; a dry run
+does it all and rolls back too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, connection, transaction
+from django.db.migrations.executor import MigrationExecutor
+
+from kernel.errors import ChartrError
+from legacy.services import carry_over_import_runs
+from portability import format as fmt
+from portability.export import PHASES, Progress
+from portability.parse import ImportedRow, carried_timeline, objects, parse_row, token_of
+from portability.records import AGENT, API_TOKEN, IMPORT_RUN, PROJECT, WORKSPACE, RecordInvalid
+from portability.selectors import what_is_held
+from portability.verify import verify_import
+from registry.services import carry_over_registry
+from snapshots.services import import_agents
+from timeline.carried import carry_over_timeline
+from timeline.planner_statistics import refresh_timeline_statistics
+from tokens.services import carry_over_api_tokens
+
+#: Records per batch insert.
+BATCH = 500
+#: Timeline rows per batch insert.
+ROW_BATCH = 5000
+
+
+class TargetNotReady(Exception):
+    """The database cannot take an instance: not migrated, or not empty."""
+
+
+class InstanceNotEmpty(TargetNotReady):
+    """The database already holds records: an instance is imported only into an empty one."""
+
+
+def _check_migrated() -> None:
+    """Every migration applied, as ``runserver`` checks it: the import writes every table."""
+    executor = MigrationExecutor(connection)
+    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if pending:
+        raise TargetNotReady(
+            f"The database is not migrated ({len(pending)} migration(s) not applied); run manage.py migrate first."
+        )
+
+
+@dataclass
+class ImportResult:
+    path: str
+    dry_run: bool
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(fmt.KINDS, 0))
+    #: agents whose content hash was recomputed from the database and matched
+    agents_verified: int = 0
+    source_engine: str = ""
+
+
+def import_instance(*, path: Path | str, dry_run: bool = False, progress: Progress | None = None) -> ImportResult:
+    """Load the export at ``path``; raise ``InstanceFileInvalid`` (bad input or a failed check) or
+    ``TargetNotReady`` (not migrated, not empty), having written nothing."""
+    progress = progress or (lambda phase, done, total: None)
+    _check_migrated()
+    with fmt.Reader(Path(path)) as reader:
+        with_tokens = reader.header.get("with_tokens")
+        if not isinstance(with_tokens, bool):
+            raise reader.error(1, "the header's with_tokens must be true or false")
+        result = ImportResult(path=str(path), dry_run=dry_run, source_engine=str(reader.header.get("engine", "")))
+        try:
+            _load_and_verify(reader, result, progress, with_tokens=with_tokens)
+        except DatabaseError as exc:  # a deferred constraint, checked as the transaction commits
+            raise reader.error(None, f"the database refused the import as it committed ({exc})") from None
+    return result
+
+
+def _load_and_verify(reader: fmt.Reader, result: ImportResult, progress: Progress, *, with_tokens: bool) -> None:
+    with transaction.atomic():
+        # Inside the transaction: on SQLite it holds the write lock, so nothing lands meanwhile.
+        held = what_is_held(with_tokens=with_tokens)
+        if held:
+            raise InstanceNotEmpty(
+                "The database is not empty (it holds " + ", ".join(held) + "); an instance is imported "
+                "only into an empty one: a new database, migrated (manage.py migrate)."
+            )
+        digests = _Load(reader, result, progress).run()
+        progress("verifying", 0, 1)
+        result.agents_verified = verify_import(reader, result.counts, digests, with_tokens=with_tokens)
+        progress("verifying", 1, 1)
+        if result.dry_run:
+            transaction.set_rollback(True)
+        elif result.counts["row"]:
+            transaction.on_commit(refresh_timeline_statistics)
+
+
+class _Load:
+    def __init__(self, reader: fmt.Reader, result: ImportResult, progress: Progress):
+        self.reader, self.result, self.progress = reader, result, progress
+        self.totals = reader.header["counts"]
+        #: agent id -> (line of its timeline_end, rows, sha256)
+        self.digests: dict[str, tuple[int, int, str]] = {}
+        #: the keys of the projects and workspaces read so far (what later records may refer to)
+        self.project_ids: set[int] = set()
+        self.workspace_ids: set[int] = set()
+
+    def run(self) -> dict[str, tuple[int, int, str]]:
+        self._batches(PROJECT.type, self._projects)
+        self._batches(WORKSPACE.type, self._workspaces)
+        self._batches("agent", self._agents)
+        while (line := self.reader.peek()) is not None and line.type == "timeline":
+            self._timeline(self.reader.next())
+        self._batches(API_TOKEN.type, self._tokens)
+        self._batches(
+            IMPORT_RUN.type, lambda lines: carry_over_import_runs(runs=objects(self.reader, IMPORT_RUN, lines))
+        )
+        return self.digests
+
+    def _projects(self, lines: list[fmt.Line]) -> None:
+        projects = objects(self.reader, PROJECT, lines)
+        carry_over_registry(projects=projects)
+        self.project_ids.update(project.pk for project in projects)
+
+    def _workspaces(self, lines: list[fmt.Line]) -> None:
+        workspaces = objects(self.reader, WORKSPACE, lines)
+        self._refers(lines, [workspace.project_id for workspace in workspaces], self.project_ids, "project")
+        carry_over_registry(workspaces=workspaces)
+        self.workspace_ids.update(workspace.pk for workspace in workspaces)
+
+    def _agents(self, lines: list[fmt.Line]) -> None:
+        agents = objects(self.reader, AGENT, lines)
+        self._refers(lines, [agent.workspace_id for agent in agents], self.workspace_ids, "workspace")
+        import_agents(new=agents, changed=[], fields=["version"])
+
+    def _refers(self, lines: list[fmt.Line], keys: list, known: set, what: str) -> None:
+        """Each record's ``what`` is one the file brought before it."""
+        for line, key in zip(lines, keys, strict=True):
+            if key not in known:
+                raise self.reader.error(line, f"{line.type}: {what} {key!r} is not in the file before it")
+
+    def _tokens(self, lines: list[fmt.Line]) -> None:
+        if not self.reader.header["with_tokens"]:
+            raise self.reader.error(lines[0], "an api_token record in an export made without --with-tokens")
+        carry_over_api_tokens(tokens=[token_of(self.reader, line) for line in lines])
+
+    def _count(self, kind: str, added: int) -> None:
+        self.result.counts[kind] += added
+        done = self.result.counts[kind]
+        self.progress(PHASES[kind], done, max(done, self.totals[kind]))
+
+    def _batches(self, kind: str, write: Callable[[list[fmt.Line]], None]) -> None:
+        lines = self.reader.take(kind)
+        while batch := list(islice(lines, BATCH)):
+            self._written(batch[0].lineno, batch[-1].lineno, lambda batch=batch: write(batch))
+            self._count(kind, len(batch))
+
+    def _written(self, first: int, last: int | Callable[[], int], write: Callable[[], object]) -> object:
+        """Run ``write`` in a savepoint; a refusal by the database names the lines it came from."""
+        try:
+            with transaction.atomic():
+                return write()
+        except (DatabaseError, ChartrError, ValidationError) as exc:
+            last = last() if callable(last) else last
+            if isinstance(exc, ChartrError):
+                reason = exc.message
+            elif isinstance(exc, ValidationError):
+                reason = "; ".join(exc.messages)
+            else:
+                reason = f"the database refused it ({exc})"
+            if first == last:
+                raise self.reader.error(first, reason) from None
+            raise self.reader.error(None, f"lines {first}-{last}: {reason}") from None
+
+    def _timeline(self, line: fmt.Line) -> None:
+        try:
+            head = carried_timeline(line.record)
+        except RecordInvalid as exc:
+            raise self.reader.error(line, str(exc)) from None
+        rows: list[int] = [0, line.lineno]  # how many, the last line read
+
+        def read_rows() -> Iterator[ImportedRow]:
+            previous = head.min_seq - 1
+            for row_line in self.reader.take("row"):
+                row = parse_row(self.reader, row_line, after=previous, head_seq=head.head_seq)
+                previous = row.seq
+                rows[0], rows[1] = rows[0] + 1, row_line.lineno
+                yield row
+
+        self._written(
+            line.lineno,
+            lambda: rows[1],
+            lambda: carry_over_timeline(
+                head=head, rows=read_rows(), batch_size=ROW_BATCH, on_batch=lambda n: self._count("row", n)
+            ),
+        )
+        self._count("timeline", 1)
+        end = self.reader.expect("timeline_end")
+        if end.record.get("agent_id") != head.agent_id:
+            raise self.reader.error(
+                end, f"timeline_end of {end.record.get('agent_id')!r} closes {head.agent_id!r}'s rows"
+            )
+        if end.record.get("rows") != rows[0] or not isinstance(end.record.get("sha256"), str):
+            raise self.reader.error(end, f"timeline_end says {end.record.get('rows')!r} rows; {rows[0]} came before it")
+        if head.agent_id in self.digests:
+            raise self.reader.error(line, f"a second timeline of agent {head.agent_id!r}")
+        self.digests[head.agent_id] = (end.lineno, rows[0], end.record["sha256"])

@@ -1,0 +1,46 @@
+"""The checks that end an import, inside its transaction: a mismatch rolls it all back.
+
+- the file is whole: its ``end`` record comes last and its counts are the records read;
+- the database holds as many records of each kind as the file;
+- each agent's content hash (``portability.selectors.AgentDigest``: its record, its timeline
+  head and every row), recomputed from what the database now holds, is the one the export wrote.
+"""
+
+from __future__ import annotations
+
+from portability import format as fmt
+from portability.selectors import agent_digest, agents_with_heads, held_counts, pages
+
+
+def verify_import(
+    reader: fmt.Reader, counts: dict[str, int], digests: dict[str, tuple[int, int, str]], *, with_tokens: bool
+) -> int:
+    """Raise ``InstanceFileInvalid`` naming the first mismatch; how many agents' hashes matched."""
+    end = reader.expect("end")
+    if reader.peek() is not None:
+        raise reader.error(reader.peek(), "a record after the end record")
+    if end.record.get("counts") != counts:
+        raise reader.error(end, f"the end record counts {end.record.get('counts')!r}; the file holds {counts!r}")
+    held = held_counts(with_tokens=with_tokens)
+    if held != counts:
+        differ = ", ".join(
+            f"{kind}: {held[kind]} stored, {counts[kind]} in the file"
+            for kind in fmt.KINDS
+            if held[kind] != counts[kind]
+        )
+        raise reader.error(None, f"the database holds other counts than the file after the import ({differ})")
+    verified = 0
+    for page in pages(agents_with_heads()):
+        for agent in page:
+            if agent.agent_id not in digests:
+                raise reader.error(None, f"agent {agent.agent_id!r} has no timeline record")
+            lineno, rows, expected = digests[agent.agent_id]
+            digest = agent_digest(agent)
+            if (digest.rows, digest.hexdigest()) != (rows, expected):
+                raise reader.error(
+                    lineno,
+                    f"agent {agent.agent_id!r} does not read back as exported: content hash {digest.hexdigest()} "
+                    f"({digest.rows} rows), the export's {expected} ({rows} rows)",
+                )
+            verified += 1
+    return verified

@@ -1,0 +1,142 @@
+"""Bad input names the file and the line, and nothing is imported."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from legacy.models import ImportRun
+from registry.models import Project
+from snapshots.models import AgentSnapshot
+from tests.portability.builders import build_instance
+from tokens.models import ApiToken
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def exported(tmp_path) -> list[str]:
+    """The lines of an export (with tokens) of the built instance; the database is emptied after it."""
+    build_instance()
+    out = tmp_path / "instance.jsonl"
+    call_command("export_instance", str(out), "--with-tokens")
+    Project.objects.all().delete()
+    ApiToken.objects.all().delete()
+    ImportRun.objects.all().delete()
+    return out.read_text().splitlines(keepends=True)
+
+
+def _line_of(lines: list[str], kind: str, nth: int = 0) -> int:
+    """The index of the ``nth`` line of ``kind``."""
+    return [i for i, line in enumerate(lines) if json.loads(line).get("type") == kind][nth]
+
+
+def _import_fails(tmp_path, lines: list[str], match: str) -> str:
+    path = tmp_path / "edited.jsonl"
+    path.write_text("".join(lines))
+    with pytest.raises(CommandError) as failed:
+        call_command("import_instance", str(path))
+    assert str(path) in str(failed.value) and "Nothing was imported" in str(failed.value)
+    assert failed.match(match), str(failed.value)
+    assert not Project.objects.exists() and not AgentSnapshot.objects.exists() and not ApiToken.objects.exists()
+    return str(failed.value)
+
+
+def _edit(lines: list[str], index: int, **changes) -> list[str]:
+    record = json.loads(lines[index])
+    record.update(changes)
+    for key in [k for k, v in changes.items() if v is _DROP]:
+        del record[key]
+    return [*lines[:index], json.dumps(record) + "\n", *lines[index + 1 :]]
+
+
+_DROP = object()
+
+
+def test_a_file_that_is_not_an_export_is_refused_at_line_1(tmp_path, exported):
+    _import_fails(tmp_path, ['{"type": "chartr.timeline", "version": 1}\n'], r":1: not a chartr instance export")
+
+
+def test_another_format_version_is_refused(tmp_path, exported):
+    _import_fails(tmp_path, _edit(exported, 0, version=2), r":1: format version 2 is not supported")
+
+
+def test_invalid_json_names_its_line(tmp_path, exported):
+    index = _line_of(exported, "agent")
+    edited = [*exported[:index], "{not json\n", *exported[index + 1 :]]
+    _import_fails(tmp_path, edited, rf":{index + 1}: invalid JSON")
+
+
+def test_an_unknown_key_names_its_line(tmp_path, exported):
+    index = _line_of(exported, "project", 1)
+    _import_fails(tmp_path, _edit(exported, index, colour="red"), rf":{index + 1}: project: unknown key\(s\): colour")
+
+
+def test_a_missing_key_names_its_line(tmp_path, exported):
+    index = _line_of(exported, "agent", 2)
+    _import_fails(tmp_path, _edit(exported, index, provider=_DROP), rf":{index + 1}: agent: missing key\(s\): provider")
+
+
+def test_a_value_of_the_wrong_type_names_its_line(tmp_path, exported):
+    index = _line_of(exported, "workspace")
+    _import_fails(tmp_path, _edit(exported, index, created_at=12), rf":{index + 1}: workspace: created_at must be")
+
+
+def test_a_reference_to_a_record_not_in_the_file_names_its_line(tmp_path, exported):
+    index = _line_of(exported, "agent")
+    _import_fails(tmp_path, _edit(exported, index, workspace=999), rf":{index + 1}: agent: workspace 999 is not in")
+
+
+def test_rows_out_of_order_name_their_line(tmp_path, exported):
+    index = _line_of(exported, "row", 3)
+    seq = json.loads(exported[index - 1])["seq"]
+    _import_fails(tmp_path, _edit(exported, index, seq=seq), rf":{index + 1}: row: seq must be an integer above {seq}")
+
+
+def test_a_duplicate_key_refused_by_the_database_names_the_lines(tmp_path, exported):
+    first, second = _line_of(exported, "project"), _line_of(exported, "project", 1)
+    edited = _edit(exported, second, id=json.loads(exported[first])["id"])
+    _import_fails(tmp_path, edited, rf": lines {first + 1}-\d+: the database refused it")
+
+
+def test_a_file_cut_short_is_refused(tmp_path, exported):
+    _import_fails(tmp_path, exported[:-3], r"ends before its 'end' record: the file is incomplete")
+    _import_fails(
+        tmp_path, [*exported[:-1], exported[-1].rstrip("\n")], rf":{len(exported)}: the last line is cut short"
+    )
+
+
+def test_a_changed_row_fails_the_content_hash_of_its_agent(tmp_path, exported):
+    index = _line_of(exported, "row", 5)
+    record = json.loads(exported[index])
+    record["item"]["text"] = "edited"
+    edited = [*exported[:index], json.dumps(record) + "\n", *exported[index + 1 :]]
+    _import_fails(tmp_path, edited, r"does not read back as exported: content hash")
+
+
+def test_counts_that_do_not_match_are_refused(tmp_path, exported):
+    end = json.loads(exported[-1])
+    end["counts"]["row"] += 1
+    _import_fails(tmp_path, [*exported[:-1], json.dumps(end) + "\n"], rf":{len(exported)}: the end record counts")
+
+
+def test_tokens_in_an_export_made_without_them_are_refused(tmp_path, exported):
+    index = _line_of(exported, "api_token")
+    _import_fails(tmp_path, _edit(exported, 0, with_tokens=False), rf":{index + 1}: an api_token record in an export")
+
+
+def test_a_timeline_of_an_agent_not_in_the_file_names_its_line(tmp_path, exported):
+    index = _line_of(exported, "timeline")
+    _import_fails(tmp_path, _edit(exported, index, agent_id="nobody"), rf":{index + 1}: Agent nobody does not exist")
+
+
+def test_a_timeline_range_that_cannot_be_is_refused(tmp_path, exported):
+    index = _line_of(exported, "timeline")
+    _import_fails(
+        tmp_path,
+        _edit(exported, index, min_seq=0),
+        rf":{index + 1}: Timeline of \S+: min_seq 0 is outside 1..head_seq \+ 1",
+    )

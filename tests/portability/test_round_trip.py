@@ -1,0 +1,123 @@
+"""export_instance then import_instance into an emptied database: every API read is the same."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db.migrations.executor import MigrationExecutor
+
+from legacy.models import ImportRun
+from portability import services
+from registry.models import Project
+from snapshots.models import AgentSnapshot
+from tests.portability.builders import build_instance
+from tests.portability.reads import every_read
+from tests.support.api import client_with
+from timeline.counters import check_counters
+from timeline.models import TimelineHead, TimelineRow
+from tokens.models import ApiToken
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _reads(raw_token: str) -> dict:
+    client = client_with(raw_token)
+
+    def get(path: str):
+        response = client.get(path)
+        return response.status_code, json.loads(response.content)
+
+    return every_read(get)
+
+
+def _empty_the_database() -> None:
+    Project.objects.all().delete()  # workspaces, agents, heads and rows go with them (cascades)
+    ApiToken.objects.all().delete()
+    ImportRun.objects.all().delete()
+    assert not AgentSnapshot.objects.exists() and not TimelineRow.objects.exists()
+
+
+def test_an_instance_comes_back_as_it_was(tmp_path):
+    raw = build_instance()
+    before = _reads(raw)
+    out = tmp_path / "instance.jsonl"
+    call_command("export_instance", str(out), "--with-tokens")
+    _empty_the_database()
+
+    call_command("import_instance", str(out))
+
+    assert _reads(raw) == before
+    assert check_counters(repair=False) == []  # the carried counters are the rows' own
+    again = tmp_path / "again.jsonl"
+    call_command("export_instance", str(again), "--with-tokens")
+    assert again.read_text().splitlines()[1:] == out.read_text().splitlines()[1:]
+    # The lists, six reads of each of the 7 agents and one of each project and workspace, all answered.
+    assert len(before) > 40 and all(read[0] == 200 for read in before.values() if isinstance(read, tuple))
+    # The ids went on past the carried ones: a new project gets a fresh one.
+    assert Project.objects.create(directory="/srv/new", display_name="n", kind="git").pk > max(
+        p["id"] for p in before["/api/v1/projects?archived=all&limit=2"]
+    )
+
+
+def test_a_pruned_emptied_timeline_keeps_its_range_and_epoch(tmp_path):
+    build_instance()
+    kept = TimelineHead.objects.values("epoch", "min_seq", "head_seq", "committed_rows").get(pk="emptied:1")
+    assert kept["min_seq"] == kept["head_seq"] + 1 > 1 and kept["committed_rows"] == 0
+    out = tmp_path / "instance.jsonl.gz"
+    call_command("export_instance", str(out))
+    _empty_the_database()
+    call_command("import_instance", str(out))
+    assert TimelineHead.objects.values("epoch", "min_seq", "head_seq", "committed_rows").get(pk="emptied:1") == kept
+    carried = TimelineHead.objects.get(pk="carried")
+    assert (carried.epoch, carried.min_seq, carried.head_seq) == ("paseo-epoch-uuid", 5, 9)
+    assert list(TimelineRow.objects.filter(agent_id="carried").values_list("seq", flat=True)) == [5, 6, 9]
+
+
+def test_tokens_stay_behind_unless_asked(tmp_path):
+    build_instance()
+    out = tmp_path / "instance.jsonl"
+    call_command("export_instance", str(out))
+    assert '"type":"api_token"' not in out.read_text()
+    _empty_the_database()
+    call_command("import_instance", str(out))
+    assert not ApiToken.objects.exists()
+    assert AgentSnapshot.objects.count() == 7
+
+
+def test_a_non_empty_database_is_refused_and_left_alone(tmp_path):
+    build_instance()
+    out = tmp_path / "instance.jsonl"
+    call_command("export_instance", str(out))
+    rows = TimelineRow.objects.count()
+    with pytest.raises(CommandError, match=r"not empty \(it holds projects, workspaces, agents, timeline rows"):
+        call_command("import_instance", str(out))
+    assert TimelineRow.objects.count() == rows
+
+
+def test_a_dry_run_runs_the_whole_import_and_rolls_back(tmp_path, capsys):
+    build_instance()
+    out = tmp_path / "instance.jsonl"
+    call_command("export_instance", str(out))
+    _empty_the_database()
+    call_command("import_instance", str(out), "--dry-run")
+    printed = capsys.readouterr().out
+    assert "content hash of each of 7 agent(s)" in printed and "rolled back" in printed
+    assert not Project.objects.exists() and not AgentSnapshot.objects.exists()
+    call_command("import_instance", str(out))  # and the real one still goes in after it
+    assert AgentSnapshot.objects.count() == 7
+
+
+def test_a_database_not_migrated_is_refused_before_anything_is_read(tmp_path, monkeypatch):
+    out = tmp_path / "instance.jsonl"
+    out.write_text("not even read\n")
+
+    class OneMigrationBehind(MigrationExecutor):
+        def migration_plan(self, targets, clean_start=False):
+            return [("a migration", False)]
+
+    monkeypatch.setattr(services, "MigrationExecutor", OneMigrationBehind)
+    with pytest.raises(CommandError, match=r"not migrated \(1 migration\(s\) not applied\); run manage.py migrate"):
+        call_command("import_instance", str(out))
