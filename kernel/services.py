@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from django.core.exceptions import ValidationError
-from django.db import models, transaction
+from django.core.management.color import no_style
+from django.db import connection, models, transaction
 
 from kernel.errors import NotFound
 
@@ -90,9 +91,6 @@ def insert_carried_over(model: type[M], records: list[M], *, batch_size: int = 5
 def reset_id_sequences(*model_classes: type[models.Model]) -> None:
     """Move the id sequences of ``model_classes`` past the largest key they hold (Django's
     ``sqlsequencereset``; nothing to do on SQLite, whose AUTOINCREMENT follows the rows)."""
-    from django.core.management.color import no_style
-    from django.db import connection
-
     statements = connection.ops.sequence_reset_sql(no_style(), list(model_classes))
     if statements:
         with connection.cursor() as cursor:
