@@ -24,7 +24,14 @@ from registry.models import Workspace
 from registry.selectors import deletion_cascade
 from snapshots import selectors, services
 from snapshots.models import AgentSnapshot
-from snapshots.selectors import TIMELINE_HEAD, stale_condition, with_staleness
+from snapshots.selectors import (
+    LONGEST_WAITING_FIRST,
+    NO_REASON,
+    TIMELINE_HEAD,
+    attention_condition,
+    stale_condition,
+    with_staleness,
+)
 
 
 @dataclass(frozen=True)
@@ -148,6 +155,27 @@ class StaleListFilter(admin.SimpleListFilter):
         return queryset
 
 
+class AttentionListFilter(admin.SimpleListFilter):
+    """Live agents needing attention, for any reason or one; listed the longest waiting first
+    (``AgentSnapshotAdmin.get_ordering``). The dashboard's "see all" links land here."""
+
+    title = "needs attention"
+    parameter_name = "attention"
+    ANY = "any"
+
+    def lookups(self, request, model_admin):
+        reasons = [(reason, label) for reason, label in AgentSnapshot.AttentionReason.choices]
+        return [(self.ANY, "For any reason"), *reasons, (NO_REASON, "Without a reason")]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value == self.ANY:
+            return queryset.filter(attention_condition())
+        if value in {reason for reason, _ in self.lookup_choices}:
+            return queryset.filter(attention_condition(value))
+        return queryset
+
+
 #: The timeline head's values the agent's pages show (``_head_field``), by the admin's names.
 HEAD_FIELDS = (
     "last_activity_at",
@@ -238,8 +266,8 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     list_filter = [
         ArchivedListFilter,
         StaleListFilter,
+        AttentionListFilter,
         "lifecycle",
-        "requires_attention",
         "provider",
         ("workspace__project", admin.RelatedFieldListFilter),
     ]
@@ -268,6 +296,12 @@ class AgentSnapshotAdmin(ArchivableAdmin):
 
     def get_queryset(self, request):
         return with_staleness(super().get_queryset(request))
+
+    def get_ordering(self, request):
+        """Agents filtered by attention come the longest waiting first (a column's sort still wins)."""
+        if request.GET.get(AttentionListFilter.parameter_name):
+            return list(LONGEST_WAITING_FIRST)
+        return super().get_ordering(request)
 
     @admin.display(description="stale", ordering="is_stale")
     def stale(self, obj):
