@@ -11,8 +11,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from registry.services import archive_project
-from snapshots.services import archive_agent
 from snapshots.models import AgentSnapshot
+from snapshots.services import archive_agent
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 from timeline.models import TimelineHead, TimelineRow
 from timeline.services import NewTimelineItem, append_timeline_items
