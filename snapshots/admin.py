@@ -36,7 +36,7 @@ from snapshots.selectors import (
 
 @dataclass(frozen=True)
 class AgentPageSection:
-    """A read-only section below the agent's change form.
+    """A read-only section below the agent's change form (``top``: above it).
 
     ``context(agent, query_params)`` returns the variables ``template`` is
     rendered with; it runs only for operators who may view the agent.
@@ -44,16 +44,18 @@ class AgentPageSection:
 
     template: str
     context: Callable[[AgentSnapshot, QueryDict], dict[str, Any]]
+    top: bool = False
 
 
 _agent_page_sections: dict[str, AgentPageSection] = {}
 
 
 def register_agent_page_section(
-    *, template: str, context: Callable[[AgentSnapshot, QueryDict], dict[str, Any]]
+    *, template: str, context: Callable[[AgentSnapshot, QueryDict], dict[str, Any]], top: bool = False
 ) -> None:
-    """Add a section to every agent's change page; called from the owning app's ``AppConfig.ready()``."""
-    _agent_page_sections[template] = AgentPageSection(template=template, context=context)
+    """Add a section to every agent's change page (``top``: above the form, else below it);
+    called from the owning app's ``AppConfig.ready()``."""
+    _agent_page_sections[template] = AgentPageSection(template=template, context=context, top=top)
 
 
 @dataclass(frozen=True)
@@ -330,9 +332,13 @@ class AgentSnapshotAdmin(ArchivableAdmin):
 
     @staticmethod
     def page_sections_context(agent: AgentSnapshot, params: QueryDict) -> dict[str, Any]:
-        """The registered sections' templates (as ``agent_page_sections``) and their variables."""
+        """The registered sections' templates (as ``agent_page_top_sections`` and ``agent_page_sections``,
+        above and below the form) and their variables."""
         sections = list(_agent_page_sections.values())
-        context: dict[str, Any] = {"agent_page_sections": [section.template for section in sections]}
+        context: dict[str, Any] = {
+            "agent_page_top_sections": [section.template for section in sections if section.top],
+            "agent_page_sections": [section.template for section in sections if not section.top],
+        }
         for section in sections:
             context.update(section.context(agent, params))
         return context
