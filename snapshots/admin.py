@@ -23,6 +23,7 @@ from registry.cascade import ARCHIVE_TAKES_ALONG
 from registry.models import Workspace
 from registry.selectors import deletion_cascade
 from snapshots import selectors, services
+from snapshots.admin_attention import ClearAttentionMixin
 from snapshots.models import AgentSnapshot
 from snapshots.selectors import (
     LONGEST_WAITING_FIRST,
@@ -201,7 +202,7 @@ def _head_field(name: str, description: str):
 
 
 @admin.register(AgentSnapshot)
-class AgentSnapshotAdmin(ArchivableAdmin):
+class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
     form = AgentChangeForm
     add_form = AgentAddForm
     add_fieldsets = [(None, {"fields": AGENT_ADD_FIELDS})]
@@ -277,6 +278,7 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     date_hierarchy = "created_at"
     ordering = ["-created_at", "agent_id"]
     change_form_template = "admin/snapshots/agentsnapshot/change_form.html"
+    actions = [*ArchivableAdmin.actions, "clear_attention_selected"]
 
     service_arg = "agent"
     cascade_key = "agents"
@@ -321,10 +323,15 @@ class AgentSnapshotAdmin(ArchivableAdmin):
         return deletion_cascade(agents=objs).by_label()
 
     def get_urls(self):
-        return [*(pattern for page in _agent_pages.values() for pattern in page.urls(self)), *super().get_urls()]
+        pages = (pattern for page in _agent_pages.values() for pattern in page.urls(self))
+        return [*pages, self.clear_attention_url(), *super().get_urls()]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        extra_context = {**(extra_context or {}), "agent_pages": list(_agent_pages.values())}
+        extra_context = {
+            **(extra_context or {}),
+            "agent_pages": list(_agent_pages.values()),
+            "can_clear_attention": self.can_clear_attention(request),
+        }
         agent = self.get_object(request, unquote(object_id))
         if agent is not None and self.has_view_or_change_permission(request, agent):
             extra_context = {**(extra_context or {}), **self.page_sections_context(agent, request.GET)}
