@@ -17,6 +17,7 @@ from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.http import QueryDict
 from django.urls import URLPattern
+from django.utils.html import format_html
 
 from kernel.admin import ArchivableAdmin, ArchivedListFilter, ServiceForm
 from registry.cascade import ARCHIVE_TAKES_ALONG
@@ -126,16 +127,23 @@ class AgentAddForm(ServiceForm):
         )
 
 
+#: What the agent's daemon reports and owns: shown read-only on the change page, where an
+#: operator's edit would be overwritten by the daemon's next snapshot (the API still takes them).
+DAEMON_OWNED_FIELDS = ("provider", "title", "lifecycle", "last_mode_id", "config", "runtime_info", "persistence")
+#: What an operator edits on the change page: the rest of what ``update_agent`` accepts.
+OPERATOR_FIELDS = tuple(name for name in services.UPDATABLE_AGENT_FIELDS if name not in DAEMON_OWNED_FIELDS)
+
+
 class AgentChangeForm(ServiceForm):
-    """Edits the fields ``update_agent`` accepts, guarded by the version the operator saw."""
+    """Edits the fields an operator owns (``OPERATOR_FIELDS``), guarded by the version the operator saw."""
 
     class Meta:
         model = AgentSnapshot
-        fields = [*services.UPDATABLE_AGENT_FIELDS, "version"]
+        fields = [*OPERATOR_FIELDS, "version"]
         widgets = {"version": forms.HiddenInput}
 
     def call_service(self):
-        changes = self.changed_values(services.UPDATABLE_AGENT_FIELDS)
+        changes = self.changed_values(OPERATOR_FIELDS)
         if not changes:
             return None
         if "attention_reason" in changes:
@@ -177,6 +185,13 @@ class AttentionListFilter(admin.SimpleListFilter):
         if value in {reason for reason, _ in self.lookup_choices}:
             return queryset.filter(attention_condition(value))
         return queryset
+
+
+def copy_button(text: str):
+    """A button copying ``text`` to the clipboard (``chartr/static/chartr/copy.js``)."""
+    return format_html(
+        '<button type="button" class="copy-button" data-copy="{}" title="Copy {}">copy</button>', text, text
+    )
 
 
 #: The timeline head's values the agent's pages show (``_head_field``), by the admin's names.
@@ -251,12 +266,12 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
         "last_seen_at",
         "archived_at",
         "lifecycle_before_archive",
+        *DAEMON_OWNED_FIELDS,
         # The timeline's head: set by its services, never edited here.
         *HEAD_FIELDS,
     ]
     list_display = [
-        "agent_id",
-        "title",
+        "agent",
         "workspace_name",
         "lifecycle",
         "stale",
@@ -265,6 +280,8 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
         "committed_rows",
         "archived_state",
     ]
+    # The agent column links to the change page itself, its copy button outside the link.
+    list_display_links = None
     list_select_related = ["workspace__project", TIMELINE_HEAD]
     list_filter = [
         ArchivedListFilter,
@@ -289,6 +306,20 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
     archive_preview = staticmethod(selectors.agent_archive_preview)
     unarchive_preview = staticmethod(selectors.agent_unarchive_preview)
     delete_service = staticmethod(services.delete_agent)
+
+    @admin.display(description="agent", ordering="title")
+    def agent(self, obj):
+        """The title (cut short, whole on hover) and the short id, which a button copies whole."""
+        return format_html(
+            '<a href="{}" class="agent-link"><span class="agent-title" title="{}">{}</span> '
+            '<code class="agent-short-id" title="{}">{}</code></a> {}',
+            self.change_url(obj),
+            obj.title,
+            obj.title or "(untitled)",
+            obj.agent_id,
+            obj.short_id,
+            copy_button(obj.agent_id),
+        )
 
     @admin.display(description="workspace", ordering="workspace__display_name")
     def workspace_name(self, obj):
