@@ -64,6 +64,10 @@ def outline(value: Any, depth: int = 0) -> str:
 
 def _entry(label: str, value: Any, depth: int) -> str:
     pad = INDENT * depth
+    if label == "-" and isinstance(value, dict) and value:
+        # A list of objects reads as "- key: value" with the object's other keys aligned below.
+        first, *rest = outline(value, depth + 1).split("\n")
+        return "\n".join([f"{pad}- {first.lstrip(' ')}", *rest])
     if isinstance(value, dict | list) and value:
         return f"{pad}{label}\n{outline(value, depth + 1)}"
     first, *rest = outline(value).split("\n")

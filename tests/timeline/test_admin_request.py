@@ -52,7 +52,7 @@ class TestDescribeRequest:
         described = describe_request(question)
         assert described.kind == "an answer to a question"
         assert dict(described.blocks)["Input"] == (
-            "questions:\n  -\n    question: Which database?\n      (pick one)\n    options:\n      -\n        label: PostgreSQL"
+            "questions:\n  - question: Which database?\n      (pick one)\n    options:\n      - label: PostgreSQL"
         )
 
     def test_any_other_value_is_outlined_not_dumped(self):
