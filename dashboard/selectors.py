@@ -5,13 +5,19 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from django.db.models import Count, F, Q, Sum
+from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
-from snapshots.selectors import stale_agents
+from snapshots.selectors import (
+    LONGEST_WAITING_FIRST,
+    NO_REASON,
+    attention_condition,
+    attention_counts,
+    stale_agents,
+)
 from timeline.models import TimelineHead, TimelineRow
 
 #: How many agents each dashboard list shows.
@@ -70,13 +76,29 @@ def growth(*, days: int = CHART_DAYS, largest: int = LARGEST_AGENTS) -> Growth:
 
 
 @dataclass(frozen=True)
+class Attention:
+    """The live agents needing attention: how many, per reason, and the longest waiting."""
+
+    total: int
+    #: (reason, how many): every declared reason in its order, then ``NO_REASON``; only those with agents.
+    by_reason: list[tuple[str, int]]
+    #: The longest waiting first, at most the dashboard's list size.
+    longest_waiting: list[AgentSnapshot] = field(default_factory=list)
+
+    @property
+    def more(self) -> int:
+        """How many are not in ``longest_waiting``."""
+        return self.total - len(self.longest_waiting)
+
+
+@dataclass(frozen=True)
 class Dashboard:
     projects: LiveArchivedCount
     workspaces: LiveArchivedCount
     #: (lifecycle, count of live agents in it), in the order the lifecycles are declared.
     agents_by_lifecycle: list[tuple[str, int]]
     archived_agents: int
-    needing_attention: list[AgentSnapshot] = field(default_factory=list)
+    attention: Attention = field(default_factory=lambda: Attention(total=0, by_reason=[]))
     #: Agents claiming to run whose daemon has gone silent, longest silent first.
     stale_running: list[AgentSnapshot] = field(default_factory=list)
     recently_active: list[AgentSnapshot] = field(default_factory=list)
@@ -96,12 +118,15 @@ def _live_archived(model) -> LiveArchivedCount:
 
 
 def dashboard(*, list_size: int = DASHBOARD_LIST_SIZE) -> Dashboard:
-    """Everything the admin index shows, in nine queries whatever the fleet's size."""
+    """Everything the admin index shows, in nine queries whatever the fleet's size.
+
+    One aggregate counts the agents by lifecycle and those needing attention by reason."""
     live = Q(archived_at__isnull=True)
     lifecycles = [value for value, _ in AgentSnapshot.Lifecycle.choices]
     agent_counts = AgentSnapshot.objects.aggregate(
         archived=Count("pk", filter=~live),
         **{f"lc_{value}": Count("pk", filter=live & Q(lifecycle=value)) for value in lifecycles},
+        **attention_counts(),
     )
     agents = AgentSnapshot.objects.live().select_related("workspace__project", "timeline_head")
     return Dashboard(
@@ -109,10 +134,14 @@ def dashboard(*, list_size: int = DASHBOARD_LIST_SIZE) -> Dashboard:
         workspaces=_live_archived(Workspace),
         agents_by_lifecycle=[(value, agent_counts[f"lc_{value}"]) for value in lifecycles],
         archived_agents=agent_counts["archived"],
-        needing_attention=list(
-            agents.filter(requires_attention=True).order_by(F("attention_at").desc(nulls_last=True), "-created_at")[
-                :list_size
-            ]
+        attention=Attention(
+            total=agent_counts["attention"],
+            by_reason=[
+                (reason, agent_counts[f"attention_{reason}"])
+                for reason in (*AgentSnapshot.AttentionReason.values, NO_REASON)
+                if agent_counts[f"attention_{reason}"]
+            ],
+            longest_waiting=list(agents.filter(attention_condition()).order_by(*LONGEST_WAITING_FIRST)[:list_size]),
         ),
         stale_running=list(stale_agents().select_related("workspace__project")[:list_size]),
         recently_active=list(

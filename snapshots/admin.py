@@ -17,19 +17,28 @@ from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.http import QueryDict
 from django.urls import URLPattern
+from django.utils.html import format_html
 
 from kernel.admin import ArchivableAdmin, ArchivedListFilter, ServiceForm
 from registry.cascade import ARCHIVE_TAKES_ALONG
 from registry.models import Workspace
 from registry.selectors import deletion_cascade
 from snapshots import selectors, services
+from snapshots.admin_attention import ClearAttentionMixin
 from snapshots.models import AgentSnapshot
-from snapshots.selectors import TIMELINE_HEAD, stale_condition, with_staleness
+from snapshots.selectors import (
+    LONGEST_WAITING_FIRST,
+    NO_REASON,
+    TIMELINE_HEAD,
+    attention_condition,
+    stale_condition,
+    with_staleness,
+)
 
 
 @dataclass(frozen=True)
 class AgentPageSection:
-    """A read-only section below the agent's change form.
+    """A read-only section below the agent's change form (``top``: above it).
 
     ``context(agent, query_params)`` returns the variables ``template`` is
     rendered with; it runs only for operators who may view the agent.
@@ -37,16 +46,18 @@ class AgentPageSection:
 
     template: str
     context: Callable[[AgentSnapshot, QueryDict], dict[str, Any]]
+    top: bool = False
 
 
 _agent_page_sections: dict[str, AgentPageSection] = {}
 
 
 def register_agent_page_section(
-    *, template: str, context: Callable[[AgentSnapshot, QueryDict], dict[str, Any]]
+    *, template: str, context: Callable[[AgentSnapshot, QueryDict], dict[str, Any]], top: bool = False
 ) -> None:
-    """Add a section to every agent's change page; called from the owning app's ``AppConfig.ready()``."""
-    _agent_page_sections[template] = AgentPageSection(template=template, context=context)
+    """Add a section to every agent's change page (``top``: above the form, else below it);
+    called from the owning app's ``AppConfig.ready()``."""
+    _agent_page_sections[template] = AgentPageSection(template=template, context=context, top=top)
 
 
 @dataclass(frozen=True)
@@ -116,16 +127,23 @@ class AgentAddForm(ServiceForm):
         )
 
 
+#: What the agent's daemon reports and owns: shown read-only on the change page, where an
+#: operator's edit would be overwritten by the daemon's next snapshot (the API still takes them).
+DAEMON_OWNED_FIELDS = ("provider", "title", "lifecycle", "last_mode_id", "config", "runtime_info", "persistence")
+#: What an operator edits on the change page: the rest of what ``update_agent`` accepts.
+OPERATOR_FIELDS = tuple(name for name in services.UPDATABLE_AGENT_FIELDS if name not in DAEMON_OWNED_FIELDS)
+
+
 class AgentChangeForm(ServiceForm):
-    """Edits the fields ``update_agent`` accepts, guarded by the version the operator saw."""
+    """Edits the fields an operator owns (``OPERATOR_FIELDS``), guarded by the version the operator saw."""
 
     class Meta:
         model = AgentSnapshot
-        fields = [*services.UPDATABLE_AGENT_FIELDS, "version"]
+        fields = [*OPERATOR_FIELDS, "version"]
         widgets = {"version": forms.HiddenInput}
 
     def call_service(self):
-        changes = self.changed_values(services.UPDATABLE_AGENT_FIELDS)
+        changes = self.changed_values(OPERATOR_FIELDS)
         if not changes:
             return None
         if "attention_reason" in changes:
@@ -146,6 +164,34 @@ class StaleListFilter(admin.SimpleListFilter):
         if self.value() == "no":
             return queryset.exclude(stale_condition())
         return queryset
+
+
+class AttentionListFilter(admin.SimpleListFilter):
+    """Live agents needing attention, for any reason or one; listed the longest waiting first
+    (``AgentSnapshotAdmin.get_ordering``). The dashboard's "see all" links land here."""
+
+    title = "needs attention"
+    parameter_name = "attention"
+    ANY = "any"
+
+    def lookups(self, request, model_admin):
+        reasons = [(reason, label) for reason, label in AgentSnapshot.AttentionReason.choices]
+        return [(self.ANY, "For any reason"), *reasons, (NO_REASON, "Without a reason")]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value == self.ANY:
+            return queryset.filter(attention_condition())
+        if value in {reason for reason, _ in self.lookup_choices}:
+            return queryset.filter(attention_condition(value))
+        return queryset
+
+
+def copy_button(text: str):
+    """A button copying ``text`` to the clipboard (``chartr/static/chartr/copy.js``)."""
+    return format_html(
+        '<button type="button" class="copy-button" data-copy="{}" title="Copy {}">copy</button>', text, text
+    )
 
 
 #: The timeline head's values the agent's pages show (``_head_field``), by the admin's names.
@@ -171,7 +217,7 @@ def _head_field(name: str, description: str):
 
 
 @admin.register(AgentSnapshot)
-class AgentSnapshotAdmin(ArchivableAdmin):
+class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
     form = AgentChangeForm
     add_form = AgentAddForm
     add_fieldsets = [(None, {"fields": AGENT_ADD_FIELDS})]
@@ -220,12 +266,12 @@ class AgentSnapshotAdmin(ArchivableAdmin):
         "last_seen_at",
         "archived_at",
         "lifecycle_before_archive",
+        *DAEMON_OWNED_FIELDS,
         # The timeline's head: set by its services, never edited here.
         *HEAD_FIELDS,
     ]
     list_display = [
-        "agent_id",
-        "title",
+        "agent",
         "workspace_name",
         "lifecycle",
         "stale",
@@ -234,12 +280,14 @@ class AgentSnapshotAdmin(ArchivableAdmin):
         "committed_rows",
         "archived_state",
     ]
+    # The agent column links to the change page itself, its copy button outside the link.
+    list_display_links = None
     list_select_related = ["workspace__project", TIMELINE_HEAD]
     list_filter = [
         ArchivedListFilter,
         StaleListFilter,
+        AttentionListFilter,
         "lifecycle",
-        "requires_attention",
         "provider",
         ("workspace__project", admin.RelatedFieldListFilter),
     ]
@@ -247,6 +295,7 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     date_hierarchy = "created_at"
     ordering = ["-created_at", "agent_id"]
     change_form_template = "admin/snapshots/agentsnapshot/change_form.html"
+    actions = [*ArchivableAdmin.actions, "clear_attention_selected"]
 
     service_arg = "agent"
     cascade_key = "agents"
@@ -258,6 +307,20 @@ class AgentSnapshotAdmin(ArchivableAdmin):
     unarchive_preview = staticmethod(selectors.agent_unarchive_preview)
     delete_service = staticmethod(services.delete_agent)
 
+    @admin.display(description="agent", ordering="title")
+    def agent(self, obj):
+        """The title (cut short, whole on hover) and the short id, which a button copies whole."""
+        return format_html(
+            '<a href="{}" class="agent-link"><span class="agent-title" title="{}">{}</span> '
+            '<code class="agent-short-id" title="{}">{}</code></a> {}',
+            self.change_url(obj),
+            obj.title,
+            obj.title or "(untitled)",
+            obj.agent_id,
+            obj.short_id,
+            copy_button(obj.agent_id),
+        )
+
     @admin.display(description="workspace", ordering="workspace__display_name")
     def workspace_name(self, obj):
         return f"{obj.workspace.display_name} ({obj.workspace.project.display_name})"
@@ -268,6 +331,12 @@ class AgentSnapshotAdmin(ArchivableAdmin):
 
     def get_queryset(self, request):
         return with_staleness(super().get_queryset(request))
+
+    def get_ordering(self, request):
+        """Agents filtered by attention come the longest waiting first (a column's sort still wins)."""
+        if request.GET.get(AttentionListFilter.parameter_name):
+            return list(LONGEST_WAITING_FIRST)
+        return super().get_ordering(request)
 
     @admin.display(description="stale", ordering="is_stale")
     def stale(self, obj):
@@ -285,10 +354,15 @@ class AgentSnapshotAdmin(ArchivableAdmin):
         return deletion_cascade(agents=objs).by_label()
 
     def get_urls(self):
-        return [*(pattern for page in _agent_pages.values() for pattern in page.urls(self)), *super().get_urls()]
+        pages = (pattern for page in _agent_pages.values() for pattern in page.urls(self))
+        return [*pages, self.clear_attention_url(), *super().get_urls()]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        extra_context = {**(extra_context or {}), "agent_pages": list(_agent_pages.values())}
+        extra_context = {
+            **(extra_context or {}),
+            "agent_pages": list(_agent_pages.values()),
+            "can_clear_attention": self.can_clear_attention(request),
+        }
         agent = self.get_object(request, unquote(object_id))
         if agent is not None and self.has_view_or_change_permission(request, agent):
             extra_context = {**(extra_context or {}), **self.page_sections_context(agent, request.GET)}
@@ -296,9 +370,13 @@ class AgentSnapshotAdmin(ArchivableAdmin):
 
     @staticmethod
     def page_sections_context(agent: AgentSnapshot, params: QueryDict) -> dict[str, Any]:
-        """The registered sections' templates (as ``agent_page_sections``) and their variables."""
+        """The registered sections' templates (as ``agent_page_top_sections`` and ``agent_page_sections``,
+        above and below the form) and their variables."""
         sections = list(_agent_page_sections.values())
-        context: dict[str, Any] = {"agent_page_sections": [section.template for section in sections]}
+        context: dict[str, Any] = {
+            "agent_page_top_sections": [section.template for section in sections if section.top],
+            "agent_page_sections": [section.template for section in sections if not section.top],
+        }
         for section in sections:
             context.update(section.context(agent, params))
         return context

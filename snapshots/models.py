@@ -24,6 +24,9 @@ agent_id_validator = RegexValidator(
 )
 
 
+#: How much of a long agent id the admin shows beside its title (the full id on hover and copy).
+SHORT_ID_LENGTH = 8
+
 #: Path segments a URL resolves away: no client could address /agents/.. at all.
 DOT_SEGMENT_IDS = (".", "..")
 DOT_SEGMENT_MESSAGE = "An agent id cannot be '.' or '..': no URL can reach such an agent."
@@ -154,7 +157,16 @@ class AgentSnapshot(models.Model):
         ]
 
     def __str__(self) -> str:
-        return self.title or self.agent_id
+        """The title and the short id ("Fix the build · 3f2a9c1d"), so two agents of one title
+        tell apart; the whole id when there is no title."""
+        return f"{self.title} · {self.short_id}" if self.title else self.agent_id
+
+    @property
+    def short_id(self) -> str:
+        """The id's first ``SHORT_ID_LENGTH`` characters (a UUID's first group), or all of a short one."""
+        if len(self.agent_id) <= SHORT_ID_LENGTH + 4:
+            return self.agent_id
+        return self.agent_id[:SHORT_ID_LENGTH]
 
     @property
     def is_archived(self) -> bool:

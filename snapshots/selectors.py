@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from django.conf import settings
 from django.db.models import BooleanField, Case, Count, Expression, F, Q, QuerySet, Value, When
@@ -119,3 +120,30 @@ def agent_unarchive_preview(*, agent: AgentSnapshot) -> UnarchivePreview:
         reopened_agents=lifecycles_an_unarchive_restores(agents),
         blocked_by=str(workspace) if workspace else "",
     )
+
+
+#: Agents needing attention in the order an operator takes them: the longest waiting first
+#: (those whose wait began at an unknown time, such as imported ones, after every known one).
+#: The admin's attention filter lists them so, as the dashboard does.
+LONGEST_WAITING_FIRST = (F("attention_at").asc(nulls_last=True), "created_at", "agent_id")
+
+#: The attention filter's value for agents needing attention without a reason (Paseo allows it).
+NO_REASON = "none"
+
+
+def attention_condition(reason: str | None = None) -> Q:
+    """Live agents needing attention; for one ``reason`` (``NO_REASON``: without a reason) when given."""
+    condition = Q(archived_at__isnull=True, requires_attention=True)
+    if reason == NO_REASON:
+        return condition & Q(attention_reason__isnull=True)
+    return condition & Q(attention_reason=reason) if reason else condition
+
+
+def attention_counts() -> dict[str, Any]:
+    """The aggregate expressions counting live agents needing attention, in all and per reason
+    (``attention``, ``attention_<reason>``, ``attention_none``), for a caller's one aggregate query."""
+    reasons = [*AgentSnapshot.AttentionReason.values, NO_REASON]
+    return {
+        "attention": Count("pk", filter=attention_condition()),
+        **{f"attention_{reason}": Count("pk", filter=attention_condition(reason)) for reason in reasons},
+    }

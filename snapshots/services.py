@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -245,6 +246,28 @@ def update_agent(*, agent: AgentSnapshot, expected_version: int | None = None, *
         agent.save()
         notify_agents_changed([agent.agent_id], "updated")
     return agent
+
+
+@dataclass(frozen=True)
+class AttentionCleared:
+    """What ``clear_attention`` did: nothing, or cleared the attention raised for ``reason`` at ``since``."""
+
+    changed: bool = False
+    reason: str | None = None
+    since: dt.datetime | None = None
+
+
+def clear_attention(*, agent: AgentSnapshot) -> AttentionCleared:
+    """Mark the agent as needing no attention, through ``update_agent``: its reason and time go,
+    its version moves and followers get an ``agent`` event. An agent needing no attention is
+    left as it is (no new version, no event); an archived one is refused, as any update is."""
+    with transaction.atomic():
+        agent = lock_for_update(AgentSnapshot, agent.pk)
+        if not agent.requires_attention:
+            return AttentionCleared()
+        reason, since = agent.attention_reason, agent.attention_at
+        update_agent(agent=agent, requires_attention=False)
+    return AttentionCleared(changed=True, reason=reason, since=since)
 
 
 def record_heartbeat(*, agent_id: str) -> None:

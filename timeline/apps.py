@@ -35,7 +35,9 @@ class TimelineConfig(AppConfig):
         from snapshots.admin import register_agent_page, register_agent_page_section
         from timeline.admin import AGENT_TIMELINE_TEMPLATE, agent_timeline_section, count_rows_deleted_with
         from timeline.admin_page import agent_timeline_urls
+        from timeline.admin_request import AGENT_REQUEST_TEMPLATE, agent_request_section
 
         register_deletion_counter("timeline_rows", count_rows_deleted_with)
         register_agent_page(name="timeline", label="Timeline", urls=agent_timeline_urls)
         register_agent_page_section(template=AGENT_TIMELINE_TEMPLATE, context=agent_timeline_section)
+        register_agent_page_section(template=AGENT_REQUEST_TEMPLATE, context=agent_request_section, top=True)

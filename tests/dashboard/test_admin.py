@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from registry.services import archive_project
 from snapshots.models import AgentSnapshot
+from snapshots.services import archive_agent
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
 from timeline.models import TimelineHead, TimelineRow
 from timeline.services import NewTimelineItem, append_timeline_items
@@ -62,10 +63,10 @@ class TestDashboard:
             "closed": 0,
         }
         assert dashboard.archived_agents == 1
-        assert [a.agent_id for a in dashboard.needing_attention] == ["newer-attention", "older-attention"]
+        assert [a.agent_id for a in dashboard.attention.longest_waiting] == ["older-attention", "newer-attention"]
         assert [a.agent_id for a in dashboard.recently_active] == ["busy", "idle-one"]
         assert 'data-lifecycle="running"><span>running</span> <span>1</span>' in text
-        assert text.index("newer-attention") < text.index("older-attention")
+        assert text.index("older-attention") < text.index("newer-attention")
         assert reverse("admin:snapshots_agentsnapshot_change", args=["busy"]) in text
         # the app list is still there below the dashboard
         assert reverse("admin:registry_project_changelist") in text
@@ -119,6 +120,71 @@ class TestDashboard:
         AgentFactory(lifecycle="running")
         text = admin_client.get(reverse("admin:index")).content.decode()
         assert "No running agent has gone silent." in text
+
+
+class TestAttention:
+    """Every agent needing attention is counted, by reason, and listed the longest waiting first."""
+
+    def make_waiting(self, count: int, reason: str | None, *, hours_ago: int, prefix: str) -> None:
+        now = timezone.now()
+        for n in range(count):
+            AgentFactory(
+                agent_id=f"{prefix}-{n}",
+                requires_attention=True,
+                attention_reason=reason,
+                attention_at=now - dt.timedelta(hours=hours_ago, minutes=n),
+            )
+
+    def test_counts_every_reason_and_lists_the_longest_waiting_first(self, admin_client):
+        self.make_waiting(3, "permission", hours_ago=30, prefix="perm")
+        self.make_waiting(20, "finished", hours_ago=1, prefix="done")
+        self.make_waiting(2, None, hours_ago=2, prefix="bare")
+        unknown = AgentFactory(agent_id="imported-waiting", requires_attention=True, attention_reason="error")
+        AgentSnapshot.objects.filter(pk=unknown.pk).update(attention_at=None)
+        gone = AgentFactory(agent_id="archived-waiting", requires_attention=True, attention_reason="permission")
+        archive_agent(agent=gone)
+        AgentFactory(agent_id="calm")
+
+        response = admin_client.get(reverse("admin:index"))
+        attention = response.context["dashboard"].attention
+        assert attention.total == 26
+        assert attention.by_reason == [("finished", 20), ("error", 1), ("permission", 3), ("none", 2)]
+        waiting = [agent.agent_id for agent in attention.longest_waiting]
+        # the three permission waits (30 h) come first, oldest of them first; the list is capped, the counts are not
+        assert waiting[:5] == ["perm-2", "perm-1", "perm-0", "bare-1", "bare-0"]
+        assert len(waiting) == 20 and attention.more == 6
+        assert "imported-waiting" not in waiting and "archived-waiting" not in waiting
+        section = response.content.decode().split('id="dash-attention"')[1].split('id="dash-stale"')[0]
+        changelist = reverse("admin:snapshots_agentsnapshot_changelist")
+        assert f'href="{changelist}?attention=permission">3 permission</a>' in section
+        assert f'href="{changelist}?attention=none">2 without a reason</a>' in section
+        assert f'href="{changelist}?attention=any">See all 26</a>' in section
+        assert "6 more waiting: see all 26" in section
+
+    def test_see_all_lists_every_one_the_longest_waiting_first(self, admin_client):
+        self.make_waiting(3, "permission", hours_ago=30, prefix="perm")
+        self.make_waiting(2, "finished", hours_ago=1, prefix="done")
+        unknown = AgentFactory(agent_id="imported-waiting", requires_attention=True, attention_reason="permission")
+        AgentSnapshot.objects.filter(pk=unknown.pk).update(attention_at=None)
+        AgentFactory(agent_id="calm")
+        changelist = reverse("admin:snapshots_agentsnapshot_changelist")
+
+        def listed(**params) -> list[str]:
+            response = admin_client.get(changelist, params)
+            assert response.status_code == 200
+            return [agent.agent_id for agent in response.context["cl"].result_list]
+
+        assert listed(attention="permission") == ["perm-2", "perm-1", "perm-0", "imported-waiting"]
+        assert listed(attention="any") == ["perm-2", "perm-1", "perm-0", "done-1", "done-0", "imported-waiting"]
+        assert listed(attention="none") == []
+        # without the filter the list keeps its own order, newest first
+        assert listed()[0] == "calm"
+
+    def test_no_agent_waiting_says_so(self, admin_client):
+        AgentFactory()
+        response = admin_client.get(reverse("admin:index"))
+        section = response.content.decode().split('id="dash-attention"')[1].split('id="dash-stale"')[0]
+        assert "No agent needs attention." in section and "See all" not in section
 
 
 class TestGrowth:

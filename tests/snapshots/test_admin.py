@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.urls import reverse
@@ -45,6 +47,8 @@ def change_data(agent, **overrides):
         "persistence": "{}",
         "attention_reason": agent.attention_reason or "",
         "version": agent.version,
+        # What the browser sends back for a field with a callable default (show_hidden_initial).
+        "initial-labels": json.dumps(agent.labels),
     }
     data.update(overrides)
     return data
@@ -99,22 +103,45 @@ class TestAgentCreate:
 class TestAgentEdit:
     def test_edit_goes_through_update_agent_and_bumps_the_version(self, admin_client, admin_user):
         agent = AgentFactory(title="old")
-        response = admin_client.post(url("change", agent.pk), change_data(agent, title="new", lifecycle="running"))
+        data = change_data(agent, labels='{"team": "infra"}', internal="on", requires_attention="on")
+        response = admin_client.post(url("change", agent.pk), data)
         assert response.status_code == 302, response.context["adminform"].form.errors
         agent.refresh_from_db()
-        assert (agent.title, agent.lifecycle, agent.version) == ("new", "running", 2)
+        assert (agent.labels, agent.internal, agent.requires_attention, agent.version) == (
+            {"team": "infra"},
+            True,
+            True,
+            2,
+        )
         entry = LogEntry.objects.get(action_flag=CHANGE, object_id=agent.pk)
-        assert entry.user == admin_user and "Title" in entry.get_change_message()
+        assert entry.user == admin_user and "Labels" in entry.get_change_message()
+
+    def test_the_fields_the_daemon_owns_are_read_only(self, admin_client):
+        agent = AgentFactory(title="old", provider="claude", lifecycle="idle")
+        page = admin_client.get(url("change", agent.pk)).content.decode()
+        for name in ("provider", "title", "lifecycle", "last_mode_id", "config", "runtime_info", "persistence"):
+            assert f'name="{name}"' not in page, name
+        for name in ("labels", "internal", "requires_attention", "attention_reason"):
+            assert f'name="{name}"' in page, name
+        assert '<div class="readonly">old</div>' in page
+        # a form posting them anyway changes nothing: the daemon's values stay
+        response = admin_client.post(url("change", agent.pk), change_data(agent, title="new", lifecycle="running"))
+        assert response.status_code == 302
+        agent.refresh_from_db()
+        assert (agent.title, agent.lifecycle, agent.version) == ("old", "idle", 1)
+        # the add page still takes them: an operator creating an agent by hand names them
+        add_page = admin_client.get(url("add")).content.decode()
+        assert 'name="title"' in add_page and 'name="lifecycle"' in add_page
 
     def test_a_stale_form_does_not_overwrite_a_newer_snapshot(self, admin_client):
-        agent = AgentFactory(title="old")
-        stale = change_data(agent, title="from the admin")
-        update_agent(agent=agent, title="from the daemon")
+        agent = AgentFactory(labels={"team": "old"})
+        stale = change_data(agent, labels='{"team": "from the admin"}')
+        update_agent(agent=agent, labels={"team": "from the daemon"})
         response = admin_client.post(url("change", agent.pk), stale)
         assert response.status_code == 200
         assert "version" in " ".join(response.context["adminform"].form.non_field_errors())
         agent.refresh_from_db()
-        assert agent.title == "from the daemon"
+        assert agent.labels == {"team": "from the daemon"}
 
     def test_archived_agent_is_read_only_except_unarchive(self, admin_client):
         agent = AgentFactory(title="old")
@@ -172,6 +199,28 @@ def test_the_admin_calls_them_agents(admin_client):
     assert ">Agents</a>" in index and "Agent snapshots" not in index
     changelist = admin_client.get(reverse("admin:snapshots_agentsnapshot_changelist")).content.decode()
     assert "Select agent to change" in changelist
+
+
+def test_list_and_breadcrumb_show_the_title_and_short_id_with_a_copy_button(admin_client):
+    long_id = "3f2a9c1d-5b6e-4f70-8a91-b2c3d4e5f607"
+    AgentFactory(agent_id=long_id, title="Fix the build")
+    AgentFactory(agent_id="3f2a9c1d-0000-4000-8000-000000000000", title="Fix the build")
+    AgentFactory(agent_id="short-one", title="")
+    changelist = admin_client.get(url("changelist")).content.decode()
+    change = url("change", long_id)
+    assert (
+        f'<a href="{change}" class="agent-link"><span class="agent-title" title="Fix the build">Fix the build</span> '
+        f'<code class="agent-short-id" title="{long_id}">3f2a9c1d</code></a> '
+        f'<button type="button" class="copy-button" data-copy="{long_id}"'
+    ) in changelist
+    assert '<code class="agent-short-id" title="short-one">short-one</code>' in changelist
+    assert "(untitled)" in changelist
+    page = admin_client.get(change).content.decode()
+    crumb = page.split('id="agent-crumb"')[1].split("</span>\n</div>")[0]
+    assert "Fix the build" in crumb and ">3f2a9c1d</code>" in crumb and f'data-copy="{long_id}"' in crumb
+    assert "chartr/copy.js" in page
+    assert str(AgentSnapshot.objects.get(pk=long_id)) == "Fix the build · 3f2a9c1d"
+    assert str(AgentSnapshot.objects.get(pk="short-one")) == "short-one"
 
 
 def test_the_agent_list_shows_and_filters_stale_agents(admin_client, settings):
