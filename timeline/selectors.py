@@ -324,6 +324,37 @@ def browse_timeline(
     return BrowsePage(rows=rows, head_seq=agent.timeline_head.head_seq, has_older=has_older, has_newer=has_newer)
 
 
+#: How far before a read ``earlier_tool_call_rows`` looks for the first rows of its tool calls.
+TOOL_CALL_LOOKBACK = 200
+
+
+def earlier_tool_call_rows(
+    *, agent_id: str, rows: Sequence[TimelineRow], lookback: int = TOOL_CALL_LOOKBACK
+) -> list[TimelineRow]:
+    """The agent's ``tool_call`` rows among the ``lookback`` seqs just before ``rows`` (ascending)
+    that have a ``callId`` of a tool call in ``rows``: the earlier states of the calls a read shows.
+
+    One range of the (agent, item_type, seq) index, at most ``lookback`` rows, whatever the
+    history's length; a call that started further back shows the states from there on."""
+    call_ids = sorted(
+        {
+            row.item["callId"]
+            for row in rows
+            if row.item_type == "tool_call" and isinstance(row.item, dict) and isinstance(row.item.get("callId"), str)
+        }
+    )
+    if not call_ids:
+        return []
+    first = rows[0].seq
+    return list(
+        TimelineRow.objects.filter(
+            agent_id=agent_id, item_type="tool_call", seq__lt=first, seq__gte=max(1, first - lookback)
+        )
+        .filter(item__callId__in=call_ids)
+        .order_by("seq")
+    )
+
+
 def seq_at_or_after_time(*, agent_id: str, at: dt.datetime) -> int | None:
     """The seq of the agent's first row committed at or after ``at``, or None."""
     return (

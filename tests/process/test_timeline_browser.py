@@ -4,9 +4,13 @@ Debian's chromium driven by Playwright (never ``playwright install``), in the
 Europe/Paris zone: open an agent's timeline from its change page, see rows
 appended through the API appear without a reload (a provisional item first,
 replaced by its committed row), filter to tool_call, search a word and land
-on its row, jump to a seq, and move with j. Screenshots of each state go to
-``test-artifacts/timeline-*.png``. Every request the pages make goes to
-chartr itself.
+on its row, jump to a seq, and move with j. At 1440x900 and at 390 px: a
+tool call and its later state read as one entry, its output as text folded
+after a few lines (a ``<script>`` in it shown, never run), its JSON coloured,
+and a search for a word of its folded output opens it with the word marked.
+Screenshots of each state go to ``test-artifacts/timeline-*.png`` (their list
+is in docs/operations.md). Every request the pages make goes to chartr
+itself, and no page logs an error.
 """
 
 from __future__ import annotations
@@ -42,6 +46,20 @@ for n in range(1, 61):
         word = "zebra" if n == 13 else "llama"
         items.append({"type": "user_message" if n % 2 else "assistant_message", "text": f"row {n} about {word}"})
 append_timeline_items(agent_id=agent.agent_id, items=[NewTimelineItem(item=item) for item in items])
+tools = create_agent(workspace=workspace, provider="claude", agent_id=sys.argv[-1] + "-tools")
+shell = {"type": "shell", "command": "pytest -q tests/", "cwd": "/srv/browser/timeline/w"}
+output = "\\n".join([f"tests/test_{n}.py ....  [{n * 5}%]" for n in range(1, 16)]
+                   + ["<script>window.__owned = true</script>", "the okapi report: 15 passed"])
+calls = [
+    {"type": "user_message", "text": "run the tests"},
+    {"type": "tool_call", "callId": "t1", "name": "Bash", "status": "running", "detail": shell},
+    {"type": "assistant_message", "text": "running them now"},
+    {"type": "tool_call", "callId": "t1", "name": "Bash", "status": "completed",
+     "detail": {**shell, "output": output, "exitCode": 0}},
+    {"type": "tool_call", "callId": "t2", "name": "Edit", "status": "completed",
+     "detail": {"type": "unknown", "input": {"file": "a.py", "lines": [1, 2], "dry": False}, "output": None}},
+]
+append_timeline_items(agent_id=tools.agent_id, items=[NewTimelineItem(item=item) for item in calls])
 print("SETUP " + json.dumps({"token": token}))
 """
 
@@ -88,6 +106,81 @@ def shot(page, name: str) -> None:
     path = ARTIFACTS / f"timeline-{name}.png"
     page.screenshot(path=str(path), full_page=False)
     assert path.stat().st_size > 5_000
+
+
+def log_in(page, base: str) -> None:
+    page.goto(f"{base}/admin/login/")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", PASSWORD)
+    page.click("input[type=submit]")
+    page.wait_for_url(f"{base}/admin/")
+
+
+def watch_errors(page) -> list[str]:
+    """Uncaught errors and console errors, as they come (but the browser's own guess at
+    ``/favicon.ico``, which no page of chartr links to)."""
+    errors: list[str] = []
+
+    def on_console(message) -> None:
+        if message.type == "error" and not message.location.get("url", "").endswith("/favicon.ico"):
+            errors.append(f"{message.text} at {message.location.get('url')}")
+
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", on_console)
+    return errors
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_a_tool_call_reads_as_text_and_a_search_hit_opens_it(browser_page, server, width):
+    from playwright.sync_api import expect
+
+    base, _ = server
+    page = browser_page
+    page.set_viewport_size({"width": width, "height": 900 if width > 400 else 844})
+    errors = watch_errors(page)
+    log_in(page, base)
+    page.goto(f"{base}/admin/snapshots/agentsnapshot/{AGENT}-tools/timeline/")
+
+    # the call and its later state are one entry, showing the call as it is now, with both states
+    call = page.locator("#seq-2")
+    expect(page.locator("#timeline .tl-row")).to_have_count(4)
+    expect(call.locator(".tl-states li")).to_have_count(2)
+    expect(call.locator("details.tl-tool > summary .tl-status")).to_have_text("completed")
+    expect(call.locator("details.tl-tool > summary .tl-preview")).to_have_text("pytest -q tests/")
+    call.locator("details.tl-tool > summary").click()
+    output = call.locator(".tl-block-text").filter(has_text="output").locator("pre").first
+    expect(output).to_be_visible()
+    lines = output.inner_text().split("\n")
+    assert lines[:2] == ["tests/test_1.py ....  [5%]", "tests/test_2.py ....  [10%]"], lines
+    assert len(lines) == 8, "folded after a few lines"
+    expect(call.locator(".tl-fold summary").first).to_have_text("9 more lines")
+    call.locator(".tl-fold summary").first.click()
+    expect(call.locator(".tl-fold pre").first).to_contain_text("<script>window.__owned = true</script>")
+    assert page.evaluate("window.__owned") is None, "a tool's output is shown, never run"
+    # JSON is indented and coloured
+    edit = page.locator("#seq-5")
+    edit.locator("details.tl-tool > summary").click()
+    expect(edit.locator(".tl-block-json pre").first).to_have_text(
+        '{\n  "dry": false,\n  "file": "a.py",\n  "lines": [\n    1,\n    2\n  ]\n}'
+    )
+    expect(edit.locator(".tl-j-key").first).to_have_css("color", "rgb(122, 62, 157)")
+    fits = page.evaluate("document.documentElement.scrollWidth <= window.innerWidth + 1")
+    assert fits, "nothing wider than the screen"
+    call.scroll_into_view_if_needed()
+    shot(page, "tool-call" if width > 400 else "tool-call-phone")
+
+    # a search for a word in the folded output lands on the call, opened, the word marked
+    page.fill("#tl-search", "okapi")
+    page.click("#tl-search-go")
+    page.wait_for_url("**#seq-4")
+    hit = page.locator(".tl-hit")
+    expect(hit).to_have_attribute("data-seq", "2")
+    expect(hit.locator("details.tl-tool")).to_have_attribute("open", "")
+    expect(hit.locator("mark.tl-mark")).to_have_text(["okapi"])
+    expect(hit.locator("mark.tl-mark")).to_be_visible()
+    expect(hit.locator("mark.tl-mark")).to_be_in_viewport()
+    shot(page, "tool-call-search" if width > 400 else "tool-call-search-phone")
+    assert not errors, errors
 
 
 def test_operator_follows_searches_and_jumps_in_an_agents_timeline(browser_page, server):

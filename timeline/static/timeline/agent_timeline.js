@@ -97,6 +97,36 @@
     });
   }
 
+  // --- A tool call's later state: its entry is replaced where it stands, not appended again.
+  function lastSeq(row) { return parseInt(row.getAttribute("data-last-seq") || row.getAttribute("data-seq"), 10) || 0; }
+  function sameCall(call) {
+    return Array.prototype.filter.call(rowsBox.querySelectorAll(".tl-row[data-call]"), function (row) {
+      return row.getAttribute("data-call") === call;
+    })[0] || null;
+  }
+  function replaceCall(existing, node) {
+    // The entry keeps its place, its seq and its header; the states this page holds stay anchors here.
+    node.id = existing.id;
+    node.setAttribute("data-seq", existing.getAttribute("data-seq"));
+    var meta = node.querySelector(".tl-meta"), oldMeta = existing.querySelector(".tl-meta");
+    if (meta && oldMeta) node.replaceChild(oldMeta.cloneNode(true), meta);
+    Array.prototype.forEach.call(node.querySelectorAll(".tl-states li[data-seq]"), function (state) {
+      var seq = state.getAttribute("data-seq");
+      if (seq !== existing.getAttribute("data-seq") && !document.getElementById("seq-" + seq)) return;
+      var link = state.querySelector("a");
+      if (link) { link.setAttribute("href", "#seq-" + seq); link.removeAttribute("title"); }
+      if (seq !== existing.getAttribute("data-seq")) state.id = "seq-" + seq;
+    });
+    var wasOpen = existing.querySelector("details.tl-tool");
+    var details = node.querySelector("details.tl-tool");
+    if (wasOpen && details) details.open = wasOpen.open;
+    var wasCurrent = existing === current;
+    if (wasCurrent) current = node;
+    node.classList.toggle("tl-current", wasCurrent);
+    node.classList.add("tl-updated");
+    existing.replaceWith(node);
+  }
+
   function fetchCommitted() {
     if (fetching || committedThrough <= fetchedThrough) return;
     fetching = true;
@@ -115,6 +145,12 @@
         var fragment = new DOMParser().parseFromString(html, "text/html").getElementById("tl-fragment");
         var empty = rowsBox.querySelector(".tl-empty");
         Array.prototype.forEach.call(fragment.querySelectorAll(".tl-row"), function (row) {
+          var call = row.getAttribute("data-call");
+          var existing = call ? sameCall(call) : null;
+          if (existing) {
+            if (lastSeq(row) > lastSeq(existing)) replaceCall(existing, document.importNode(row, true));
+            return;
+          }
           if (document.getElementById(row.id)) return;
           var node = document.importNode(row, true);
           node.classList.add("tl-new");
