@@ -196,9 +196,7 @@ def timeline_page(request: HttpRequest, object_id: str, *, model_admin: admin.Mo
     context = {"timeline": view, "agent": agent}
     if fragment:
         # The live tail's read of newly committed rows, rendered like the page's.
-        context["through"] = (
-            max(agent.timeline_head.head_seq, view.page.max_seq or 0) if not view.page.has_newer else None
-        )
+        context["through"] = view.page.through
         return render(request, ROWS_TEMPLATE, context)
     opts = model_admin.model._meta
     context.update(

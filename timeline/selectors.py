@@ -271,6 +271,16 @@ class BrowsePage:
     def max_seq(self) -> int | None:
         return self.rows[-1].seq if self.rows else None
 
+    @property
+    def through(self) -> int:
+        """For a tail or an ``after`` read: the seq up to which it holds every row of its types
+        (a live tail goes on after it). ``head_seq`` was read before the rows, so all rows up
+        to it were there to be read; when more rows were left (``has_newer``) only up to the
+        last one read. Rows read beyond it come again in the next read, and are dropped there."""
+        if self.has_newer and self.max_seq is not None:
+            return min(self.max_seq, self.head_seq)
+        return self.head_seq
+
 
 def _rows_of_types(agent_id: str, item_types: Sequence[str]) -> list[QuerySet]:
     rows = TimelineRow.objects.filter(agent_id=agent_id)
@@ -306,7 +316,12 @@ def browse_timeline(
 ) -> BrowsePage:
     """A page of ``agent``'s rows (only of ``item_types`` when given): the newest
     (``tail``), those just before or after ``seq``, or those ``around`` it: ``seq``
-    itself when it is one of them, up to half a page before it and the rest after."""
+    itself when it is one of them, up to half a page before it and the rest after.
+
+    The head is read first: every row up to ``head_seq`` was committed before the rows
+    were read, so a live tail that goes on from ``head_seq`` (``BrowsePage.through``)
+    misses no row committed meanwhile."""
+    head_seq = agent.timeline_head.head_seq
     querysets = _rows_of_types(agent.pk, item_types)
     if direction == "tail":
         rows, has_older = _older(querysets, below=None, limit=limit)
@@ -321,7 +336,7 @@ def browse_timeline(
         older, has_older = _older(querysets, below=seq + 1, limit=limit - limit // 2)
         newer, has_newer = _newer(querysets, above=seq, limit=limit - len(older))
         rows = older + newer
-    return BrowsePage(rows=rows, head_seq=agent.timeline_head.head_seq, has_older=has_older, has_newer=has_newer)
+    return BrowsePage(rows=rows, head_seq=head_seq, has_older=has_older, has_newer=has_newer)
 
 
 #: How far before a read ``earlier_tool_call_rows`` looks for the first rows of its tool calls.

@@ -4,7 +4,10 @@ Debian's chromium driven by Playwright (never ``playwright install``), in the
 Europe/Paris zone: open an agent's timeline from its change page, see rows
 appended through the API appear without a reload (a provisional item first,
 replaced by its committed row), filter to tool_call, search a word and land
-on its row, jump to a seq, and move with j. At 1440x900 and at 390 px: a
+on its row, jump to a seq, and move with j. At 1440x900 and at 390 px: the
+newest page opens at its newest row and, in 8 checks of rows committed while
+it loads or while it is open, never loses one; a tool call's later state
+replaces its entry live; the agent's lifecycle and attention change live; a
 tool call and its later state read as one entry, its output as text folded
 after a few lines (a ``<script>`` in it shown, never run), its JSON coloured,
 and a search for a word of its folded output opens it with the word marked.
@@ -16,6 +19,8 @@ itself, and no page logs an error.
 from __future__ import annotations
 
 import json
+import threading
+import time
 
 import httpx
 import pytest
@@ -60,6 +65,11 @@ calls = [
      "detail": {"type": "unknown", "input": {"file": "a.py", "lines": [1, 2], "dry": False}, "output": None}},
 ]
 append_timeline_items(agent_id=tools.agent_id, items=[NewTimelineItem(item=item) for item in calls])
+tail = create_agent(workspace=workspace, provider="claude", agent_id=sys.argv[-1] + "-tail")
+append_timeline_items(
+    agent_id=tail.agent_id,
+    items=[NewTimelineItem(item={"type": "user_message", "text": f"tail row {n}"}) for n in range(1, 81)],
+)
 print("SETUP " + json.dumps({"token": token}))
 """
 
@@ -183,6 +193,97 @@ def test_a_tool_call_reads_as_text_and_a_search_hit_opens_it(browser_page, serve
     assert not errors, errors
 
 
+def append_burst(api: httpx.Client, agent_id: str, count: int, heads: list[int]) -> None:
+    """``count`` appends of one row each, a few milliseconds apart; their heads into ``heads``."""
+    for n in range(count):
+        answer = api.post(
+            f"/api/v1/agents/{agent_id}/timeline", json={"items": [{"item": {"type": "user_message", "text": f"b{n}"}}]}
+        )
+        assert answer.status_code in (200, 201), answer.text
+        heads.append(answer.json()["head_seq"])
+        time.sleep(0.015)
+
+
+def shown_seqs(page) -> list[int]:
+    return page.locator("#timeline .tl-row").evaluate_all("rows => rows.map(r => Number(r.dataset.seq))")
+
+
+@pytest.mark.parametrize("width", [1440, 390])
+def test_the_live_tail_never_loses_the_newest_row_and_shows_what_the_agent_does(browser_page, server, width):
+    from playwright.sync_api import expect
+
+    base, token = server
+    page = browser_page
+    page.set_viewport_size({"width": width, "height": 900 if width > 400 else 844})
+    errors = watch_errors(page)
+    api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    agent = f"{AGENT}-tail"
+    url = f"{base}/admin/snapshots/agentsnapshot/{agent}/timeline/"
+    log_in(page, base)
+
+    # the newest page opens at its newest row
+    page.goto(url)
+    expect(page.locator("#tl-live-status")).to_have_text("live")
+    expect(page.locator("#seq-80")).to_be_in_viewport()
+
+    # 8 checks: rows committed while the page loads (even checks) or while it is open (odd ones)
+    for check in range(8):
+        heads: list[int] = []
+        burst = threading.Thread(target=append_burst, args=(api, agent, 4, heads))
+        burst.start()
+        if check % 2 == 0:
+            page.goto(url)
+        burst.join()
+        newest = max(heads)
+        expect(page.locator(f"#seq-{newest}")).to_be_attached()
+        expect(page.locator("#tl-live-status")).to_have_text("live")
+        seqs = shown_seqs(page)
+        assert seqs == list(range(seqs[0], newest + 1)), f"check {check}: a row is missing or doubled: {seqs}"
+        expect(page.locator(f"#seq-{newest}")).to_be_in_viewport()
+        expect(page.locator("#tl-head")).to_have_text(str(newest))
+
+    # a tool call's later state replaces its entry where it stands
+    started = {
+        "type": "tool_call",
+        "callId": "live-1",
+        "name": "Bash",
+        "status": "running",
+        "detail": {"type": "shell", "command": "sleep 1"},
+    }
+    api.post(f"/api/v1/agents/{agent}/timeline", json={"items": [{"item": started}]})
+    first = newest + 1
+    expect(page.locator(f"#seq-{first} details.tl-tool > summary .tl-status")).to_have_text("running")
+    done = {**started, "status": "completed", "detail": {"type": "shell", "command": "sleep 1", "output": "slept"}}
+    api.post(f"/api/v1/agents/{agent}/timeline", json={"items": [{"item": done}]})
+    expect(page.locator(f"#seq-{first} details.tl-tool > summary .tl-status")).to_have_text("completed")
+    expect(page.locator(f"#seq-{first} .tl-states li")).to_have_count(2)
+    expect(page.locator("#timeline .tl-row[data-item-type=tool_call]")).to_have_count(1)
+    expect(page.locator(f"#seq-{first + 1}")).to_have_attribute("data-seq", str(first + 1))  # the anchor inside
+    expect(page.locator("#tl-head")).to_have_text(str(first + 1))
+
+    # the lifecycle and the attention change live, from the stream's agent events
+    assert page.evaluate("() => { window.__same_page = true; return true; }")
+    expect(page.locator("#tl-lifecycle")).to_have_text("initializing")
+    changed = api.patch(
+        f"/api/v1/agents/{agent}",
+        json={"lifecycle": "running", "requires_attention": True, "attention_reason": "permission"},
+    )
+    assert changed.status_code == 200, changed.text
+    expect(page.locator("#tl-lifecycle")).to_have_text("running")
+    expect(page.locator("#tl-attention")).to_contain_text("Needs attention: permission")
+    expect(page.locator("#tl-attention time")).to_contain_text(" CET")
+    assert (
+        api.patch(f"/api/v1/agents/{agent}", json={"lifecycle": "idle", "requires_attention": False}).status_code == 200
+    )
+    expect(page.locator("#tl-lifecycle")).to_have_text("idle")
+    expect(page.locator("#tl-attention")).to_have_text("No attention needed")
+    expect(page.locator("#tl-last-activity")).to_contain_text(" CET")
+    assert page.evaluate("window.__same_page") is True, "no reload"
+    page.evaluate("window.scrollTo(0, 0)")
+    shot(page, "live-state" if width > 400 else "live-state-phone")
+    assert not errors, errors
+
+
 def test_operator_follows_searches_and_jumps_in_an_agents_timeline(browser_page, server):
     from playwright.sync_api import expect
 
@@ -190,14 +291,9 @@ def test_operator_follows_searches_and_jumps_in_an_agents_timeline(browser_page,
     page = browser_page
     requested: list[str] = []
     page.on("request", lambda request: requested.append(request.url))
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
+    errors = watch_errors(page)
     api = httpx.Client(base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=10)
-
-    page.goto(f"{base}/admin/login/")
-    page.fill("#id_username", "admin")
-    page.fill("#id_password", PASSWORD)
-    page.click("input[type=submit]")
+    log_in(page, base)
 
     # open the timeline from the top of the agent's page; the times follow the browser's zone
     page.goto(f"{base}/admin/snapshots/agentsnapshot/{AGENT}/change/")

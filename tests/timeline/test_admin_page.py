@@ -369,3 +369,54 @@ def test_a_search_hit_marks_its_words_in_every_item_type(admin_client, found):
     assert '<mark class="tl-mark">okapi</mark>' in row_html(text, 2)
     if found["type"] == "tool_call":
         assert '<details class="tl-tool" open>' in row_html(text, 2)
+
+
+class TestTheLiveTailMissesNoRow:
+    """A row committed while a page is read is on the page or after its ``data-through``, where
+    the live tail goes on from: never below ``data-through`` and missing."""
+
+    @pytest.fixture
+    def commits_right_after_the_rows_are_read(self, monkeypatch, agent):
+        from timeline import selectors
+
+        def committing(read):
+            def read_then_commit(*args, **kwargs):
+                found = read(*args, **kwargs)
+                append_timeline_items(agent_id=agent.pk, items=[NewTimelineItem(item=item(121))])
+                return found
+
+            return read_then_commit
+
+        monkeypatch.setattr(selectors, "_older", committing(selectors._older))
+        monkeypatch.setattr(selectors, "_newer", committing(selectors._newer))
+
+    @pytest.mark.usefixtures("commits_right_after_the_rows_are_read")
+    def test_the_page(self, admin_client, agent):
+        response = admin_client.get(page_url(agent.pk))
+        through = int(re.search(r'id="timeline-page"[^>]* data-through="(\d+)"', response.content.decode()).group(1))
+        assert shown_seqs(response)[-1] == 120 and through == 120, "seq 121 comes from the stream"
+
+    @pytest.mark.usefixtures("commits_right_after_the_rows_are_read")
+    def test_the_fragment(self, admin_client, agent):
+        response = admin_client.get(page_url(agent.pk), {"fragment": "rows", "after_seq": "118"})
+        assert shown_seqs(response) == [119, 120] and 'data-through="120"' in response.content.decode()
+
+    def test_a_fragment_with_more_rows_left_goes_on_from_its_last_row(self, admin_client, agent):
+        response = admin_client.get(page_url(agent.pk), {"fragment": "rows", "after_seq": "10"})
+        assert shown_seqs(response)[-1] == 60 and 'data-through="60"' in response.content.decode()
+
+
+def test_the_page_says_what_the_agent_is_doing_now(admin_client, agent):
+    from snapshots.services import update_agent
+
+    text = admin_client.get(page_url(agent.pk) + "?tz=Europe/Paris").content.decode()
+    assert f'id="tl-lifecycle" class="tl-lifecycle tl-lifecycle-{agent.lifecycle}">{agent.lifecycle}<' in text
+    assert ">No attention needed<" in text and 'id="tl-archived" hidden' in text
+    at = dt.datetime(2026, 1, 2, 9, 30, tzinfo=dt.UTC)
+    update_agent(
+        agent=agent, lifecycle="running", requires_attention=True, attention_reason="permission", attention_at=at
+    )
+    text = admin_client.get(page_url(agent.pk) + "?tz=Europe/Paris").content.decode()
+    assert 'class="tl-lifecycle tl-lifecycle-running">running<' in text
+    assert 'Needs attention: <strong>permission</strong> since <time datetime="2026-01-02T10:30:00+01:00">' in text
+    assert re.search(r'id="tl-last-activity" datetime="[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d CET</time>', text)
