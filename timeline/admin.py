@@ -1,8 +1,8 @@
 """Timeline rows in the admin: read-only for everyone, superusers included.
 
 Committed history is never changed after the fact, so there is no add, change
-or delete here. ``entry_for`` shapes a row for the agent's timeline page
-(``timeline.admin_page``), ``agent_timeline_section`` links to that page from
+or delete here (the agent's timeline page is ``timeline.admin_page``, its
+entries ``timeline.entries``). ``agent_timeline_section`` links to that page from
 the bottom of the agent's change page, and ``count_rows_deleted_with``
 the row count on a project's, workspace's or agent's delete confirmation;
 ``TimelineConfig.ready()`` registers both with the apps below, which do not
@@ -11,8 +11,6 @@ import the timeline.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib import admin
@@ -21,103 +19,6 @@ from django.http import QueryDict
 from registry.cascade import DeletionScope
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineRow
-
-#: A rendered text or JSON block is cut here; an item may be up to a MiB.
-MAX_RENDERED_CHARS = 20_000
-#: Longer texts show this many lines, the rest folded (``<details>``).
-FOLD_AFTER_LINES = 20
-
-TEXT_ITEM_TYPES = {"user_message", "assistant_message", "reasoning"}
-KNOWN_ITEM_TYPES = TEXT_ITEM_TYPES | {"tool_call", "todo", "interaction", "error", "compaction"}
-
-
-def _clip(text: str) -> tuple[str, bool]:
-    if len(text) <= MAX_RENDERED_CHARS:
-        return text, False
-    return text[:MAX_RENDERED_CHARS], True
-
-
-def _as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
-
-
-@dataclass
-class TimelineEntry:
-    """One row, shaped for its item type's template branch."""
-
-    seq: int
-    committed_at: Any
-    item_type: str
-    item_id: str | None
-    #: Which rendering the template uses: an item type from KNOWN_ITEM_TYPES, or "generic".
-    kind: str
-    text: str = ""
-    truncated: bool = False
-    name: str = ""
-    status: str = ""
-    call_id: str = ""
-    todo_items: list[tuple[str, str]] = field(default_factory=list)
-    #: The rest of the item, as indented JSON.
-    details: str = ""
-    max_rendered_chars: int = MAX_RENDERED_CHARS
-
-    @property
-    def text_head(self) -> str:
-        """The first ``FOLD_AFTER_LINES`` lines of ``text``, shown unfolded."""
-        return "\n".join(self.text.split("\n")[:FOLD_AFTER_LINES])
-
-    @property
-    def text_rest(self) -> str:
-        """The lines of ``text`` after the first ``FOLD_AFTER_LINES``, folded."""
-        return "\n".join(self.text.split("\n")[FOLD_AFTER_LINES:])
-
-    @property
-    def folded_lines(self) -> int:
-        return max(0, self.text.count("\n") + 1 - FOLD_AFTER_LINES)
-
-
-def entry_for(row: TimelineRow) -> TimelineEntry:
-    item = row.item if isinstance(row.item, dict) else {"value": row.item}
-    kind = row.item_type if row.item_type in KNOWN_ITEM_TYPES else "generic"
-    entry = TimelineEntry(
-        seq=row.seq, committed_at=row.committed_at, item_type=row.item_type, item_id=row.item_id, kind=kind
-    )
-    shown: set[str] = {"type"}
-    if kind in TEXT_ITEM_TYPES:
-        entry.text, entry.truncated = _clip(_as_text(item.get("text", "")))
-        shown.add("text")
-    elif kind == "tool_call":
-        entry.name = _as_text(item.get("name", ""))
-        entry.status = _as_text(item.get("status", ""))
-        entry.call_id = _as_text(item.get("callId", ""))
-        shown |= {"name", "status", "callId"}
-    elif kind == "todo":
-        todos = item.get("items")
-        for todo in todos if isinstance(todos, list) else []:
-            if isinstance(todo, dict):
-                label = todo.get("content", todo.get("text", todo.get("title", todo)))
-                entry.todo_items.append((_clip(_as_text(label))[0], _as_text(todo.get("status", ""))))
-            else:
-                entry.todo_items.append((_clip(_as_text(todo))[0], ""))
-        if isinstance(todos, list):
-            shown.add("items")
-    elif kind == "error":
-        entry.text, entry.truncated = _clip(_as_text(item.get("message", "")))
-        shown.add("message")
-    elif kind == "compaction":
-        entry.status = _as_text(item.get("status", ""))
-        shown.add("status")
-    elif kind == "interaction":
-        entry.text, entry.truncated = _clip(_as_text(item.get("request", "")))
-        shown.add("request")
-    rest = {key: value for key, value in item.items() if key not in shown}
-    if rest:
-        entry.details, clipped = _clip(_as_text(rest))
-        entry.truncated = entry.truncated or clipped
-    return entry
-
 
 #: The template the agent's change page includes, with ``agent_timeline_section``'s variables.
 AGENT_TIMELINE_TEMPLATE = "admin/timeline/timeline.html"

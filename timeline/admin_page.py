@@ -31,10 +31,16 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from snapshots.models import AgentSnapshot
-from timeline.admin import KNOWN_ITEM_TYPES, TimelineEntry, entry_for
+from timeline.entries import KNOWN_ITEM_TYPES, TimelineEntry, build_entries
 from timeline.live.views import admin_timeline_stream
 from timeline.search.base import MAX_QUERY_LENGTH
-from timeline.selectors import BrowsePage, browse_timeline, find_match, seq_at_or_after_time
+from timeline.selectors import (
+    BrowsePage,
+    browse_timeline,
+    earlier_tool_call_rows,
+    find_match,
+    seq_at_or_after_time,
+)
 
 PAGE_SIZE = 50
 PAGE_TEMPLATE = "admin/timeline/agent_timeline.html"
@@ -147,13 +153,15 @@ def build_page(request: HttpRequest, agent: AgentSnapshot, *, fragment: bool = F
         page = browse_timeline(agent=agent, item_types=item_types, direction="after", seq=after, limit=PAGE_SIZE)
     else:
         page = browse_timeline(agent=agent, item_types=item_types, limit=PAGE_SIZE)
+    query = params.get("q", "").strip()[:MAX_QUERY_LENGTH]
+    earlier = earlier_tool_call_rows(agent_id=agent.pk, rows=page.rows) if page.rows else []
     view = TimelinePageView(
         agent=agent,
         zone=zone,
         page=page,
-        entries=[entry_for(row) for row in page.rows],
+        entries=build_entries(page.rows, earlier=earlier, anchor=around, query=query),
         item_types=item_types,
-        query=params.get("q", "").strip()[:MAX_QUERY_LENGTH],
+        query=query,
         highlight=around,
         notice=notice or "",
         live=around is None and before is None and after is None,
@@ -188,9 +196,7 @@ def timeline_page(request: HttpRequest, object_id: str, *, model_admin: admin.Mo
     context = {"timeline": view, "agent": agent}
     if fragment:
         # The live tail's read of newly committed rows, rendered like the page's.
-        context["through"] = (
-            max(agent.timeline_head.head_seq, view.page.max_seq or 0) if not view.page.has_newer else None
-        )
+        context["through"] = view.page.through
         return render(request, ROWS_TEMPLATE, context)
     opts = model_admin.model._meta
     context.update(

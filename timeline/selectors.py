@@ -271,6 +271,16 @@ class BrowsePage:
     def max_seq(self) -> int | None:
         return self.rows[-1].seq if self.rows else None
 
+    @property
+    def through(self) -> int:
+        """For a tail or an ``after`` read: the seq up to which it holds every row of its types
+        (a live tail goes on after it). ``head_seq`` was read before the rows, so all rows up
+        to it were there to be read; when more rows were left (``has_newer``) only up to the
+        last one read. Rows read beyond it come again in the next read, and are dropped there."""
+        if self.has_newer and self.max_seq is not None:
+            return min(self.max_seq, self.head_seq)
+        return self.head_seq
+
 
 def _rows_of_types(agent_id: str, item_types: Sequence[str]) -> list[QuerySet]:
     rows = TimelineRow.objects.filter(agent_id=agent_id)
@@ -306,7 +316,12 @@ def browse_timeline(
 ) -> BrowsePage:
     """A page of ``agent``'s rows (only of ``item_types`` when given): the newest
     (``tail``), those just before or after ``seq``, or those ``around`` it: ``seq``
-    itself when it is one of them, up to half a page before it and the rest after."""
+    itself when it is one of them, up to half a page before it and the rest after.
+
+    The head is read first: every row up to ``head_seq`` was committed before the rows
+    were read, so a live tail that goes on from ``head_seq`` (``BrowsePage.through``)
+    misses no row committed meanwhile."""
+    head_seq = agent.timeline_head.head_seq
     querysets = _rows_of_types(agent.pk, item_types)
     if direction == "tail":
         rows, has_older = _older(querysets, below=None, limit=limit)
@@ -321,7 +336,38 @@ def browse_timeline(
         older, has_older = _older(querysets, below=seq + 1, limit=limit - limit // 2)
         newer, has_newer = _newer(querysets, above=seq, limit=limit - len(older))
         rows = older + newer
-    return BrowsePage(rows=rows, head_seq=agent.timeline_head.head_seq, has_older=has_older, has_newer=has_newer)
+    return BrowsePage(rows=rows, head_seq=head_seq, has_older=has_older, has_newer=has_newer)
+
+
+#: How far before a read ``earlier_tool_call_rows`` looks for the first rows of its tool calls.
+TOOL_CALL_LOOKBACK = 200
+
+
+def earlier_tool_call_rows(
+    *, agent_id: str, rows: Sequence[TimelineRow], lookback: int = TOOL_CALL_LOOKBACK
+) -> list[TimelineRow]:
+    """The agent's ``tool_call`` rows among the ``lookback`` seqs just before ``rows`` (ascending)
+    that have a ``callId`` of a tool call in ``rows``: the earlier states of the calls a read shows.
+
+    One range of the (agent, item_type, seq) index, at most ``lookback`` rows, whatever the
+    history's length; a call that started further back shows the states from there on."""
+    call_ids = sorted(
+        {
+            row.item["callId"]
+            for row in rows
+            if row.item_type == "tool_call" and isinstance(row.item, dict) and isinstance(row.item.get("callId"), str)
+        }
+    )
+    if not call_ids:
+        return []
+    first = rows[0].seq
+    return list(
+        TimelineRow.objects.filter(
+            agent_id=agent_id, item_type="tool_call", seq__lt=first, seq__gte=max(1, first - lookback)
+        )
+        .filter(item__callId__in=call_ids)
+        .order_by("seq")
+    )
 
 
 def seq_at_or_after_time(*, agent_id: str, at: dt.datetime) -> int | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import html
 import re
 
 import pytest
@@ -212,3 +213,210 @@ def test_the_stream_wants_a_staff_session_and_a_known_agent(fresh_hub, django_us
     assert asyncio.run(client.get(stream_url("no-such-agent"))).status_code == 404
     assert asyncio.run(client.get(stream_url(agent.pk) + "?after_seq=x")).status_code == 400
     assert asyncio.run(client.post(stream_url(agent.pk))).status_code == 405
+
+
+def row_html(text: str, seq: int) -> str:
+    """The entry ``id="seq-N"`` of a page, up to the next entry."""
+    start = text.index(f'id="seq-{seq}" data-seq="{seq}"')
+    following = text.find('<div class="tl-row', start)
+    return text[start : following if following > 0 else len(text)]
+
+
+def call(status: str, **more) -> dict:
+    return {"type": "tool_call", "callId": "c1", "name": "bash", "status": status, **more}
+
+
+SHELL = {"type": "shell", "command": "make test", "cwd": "/srv/w"}
+OUTPUT = "collected 3 items\n" + "\n".join(f"test_{n} PASSED" for n in range(1, 12)) + "\nthe okapi report\n"
+
+
+class TestToolCalls:
+    def test_a_call_and_its_later_states_are_one_entry(self, admin_client):
+        agent = AgentFactory()
+        append_timeline_items(
+            agent_id=agent.pk,
+            items=[
+                NewTimelineItem(item=call("running", detail=SHELL)),
+                NewTimelineItem(item={"type": "assistant_message", "text": "waiting"}),
+                NewTimelineItem(item=call("completed", detail={**SHELL, "output": OUTPUT, "exitCode": 0})),
+            ],
+        )
+        response = admin_client.get(page_url(agent.pk))
+        text = response.content.decode()
+        assert entry_seqs(text) == [1, 2]
+        entry = row_html(text, 1)
+        assert 'data-last-seq="3"' in entry and '"c1"' in html.unescape(entry)
+        assert 'tl-status-completed">completed<' in entry, "the call as it is now"
+        states = re.findall(r'<li(?: id="seq-(\d+)")? data-seq="(\d+)">.*?tl-status-(\w+)"', entry, re.S)
+        assert states == [("", "1", "running"), ("3", "3", "completed")], "seq 3 is an anchor inside the entry"
+        assert text.count('id="seq-3"') == 1 and '<div class="tl-row tl-tool_call" id="seq-3"' not in text
+        # the output with its line breaks, folded after a few lines; the command as text, the exit code a token
+        assert '<div class="tl-label">output</div>\n<pre class="tl-text">collected 3 items\ntest_1 PASSED' in entry
+        assert "5 more lines" in entry and "the okapi report</pre>" in entry
+        assert '<div class="tl-label">command</div>\n<pre class="tl-text">make test</pre>' in entry
+        assert '<span class="tl-label">exitCode</span> <code class="tl-json"><span class="tl-j-num">0</span>' in entry
+        assert '<details class="tl-tool">' in entry and "<mark" not in entry, "closed, nothing marked"
+
+    def test_the_same_call_id_in_another_turn_is_another_call(self, admin_client):
+        agent = AgentFactory()
+        append_timeline_items(agent_id=agent.pk, items=[NewTimelineItem(item=call("completed"))] * 2)
+        for seq, turn in ((1, "t1"), (2, "t2")):
+            TimelineRow.objects.filter(agent=agent, seq=seq).update(turn_id=turn)
+        response = admin_client.get(page_url(agent.pk))
+        text = response.content.decode()
+        assert entry_seqs(text) == [1, 2] and "tl-states" not in text
+
+    def test_a_call_that_started_before_the_page_shows_its_earlier_states(self, admin_client):
+        agent = AgentFactory()
+        items = [call("running", detail=SHELL)]
+        items += [{"type": "user_message", "text": f"filler {n}"} for n in range(60)]
+        items += [call("completed", detail={**SHELL, "output": "done"})]
+        append_timeline_items(agent_id=agent.pk, items=[NewTimelineItem(item=item) for item in items])
+        response = admin_client.get(page_url(agent.pk))
+        assert entry_seqs(response.content.decode())[0] == 13, "the newest page: seq 13 to 62"
+        entry = row_html(response.content.decode(), 62)
+        assert 'href="?&amp;around=1#seq-1" title="on an earlier page">#1</a>' in entry
+        assert re.findall(r'data-seq="(\d+)">', entry)[-2:] == ["1", "62"]
+        assert "done" in entry and "make test" in entry
+
+    def test_earlier_states_are_looked_for_within_the_lookback_only(self):
+        from timeline.selectors import earlier_tool_call_rows
+
+        agent = AgentFactory()
+        items = [call("running"), *[{"type": "user_message", "text": "x"}] * 4, call("completed")]
+        items.insert(1, {**call("running"), "callId": "other"})
+        append_timeline_items(agent_id=agent.pk, items=[NewTimelineItem(item=item) for item in items])
+        last = [TimelineRow.objects.get(agent=agent, seq=7)]
+        assert earlier_tool_call_rows(agent_id=agent.pk, rows=last, lookback=5) == []
+        assert [row.seq for row in earlier_tool_call_rows(agent_id=agent.pk, rows=last, lookback=6)] == [1]
+
+    def test_the_live_tails_fragment_carries_the_whole_call(self, admin_client):
+        agent = AgentFactory()
+        append_timeline_items(agent_id=agent.pk, items=[NewTimelineItem(item=call("running", detail=SHELL))])
+        append_timeline_items(agent_id=agent.pk, items=[NewTimelineItem(item=call("failed", error="exit 2"))])
+        response = admin_client.get(page_url(agent.pk), {"fragment": "rows", "after_seq": "1"})
+        text = response.content.decode()
+        assert re.search(r'id="seq-2" data-seq="2" data-last-seq="2" data-item-type="tool_call" data-call="', text)
+        assert 'title="on an earlier page">#1</a>' in text and 'tl-status-failed">failed<' in text
+        assert '<div class="tl-label">error</div>\n<pre class="tl-text">exit 2</pre>' in text
+
+    def test_a_search_hit_inside_a_call_opens_it_and_marks_the_words(self, admin_client):
+        agent = AgentFactory()
+        append_timeline_items(
+            agent_id=agent.pk,
+            items=[
+                NewTimelineItem(item=call("running", detail=SHELL)),
+                NewTimelineItem(item=call("completed", detail={**SHELL, "output": OUTPUT})),
+                NewTimelineItem(item={"type": "user_message", "text": "nothing here"}),
+            ],
+        )
+        found = admin_client.get(page_url(agent.pk), {"q": "okapi"})
+        assert found["Location"].endswith("around=2&q=okapi#seq-2")
+        text = admin_client.get(found["Location"]).content.decode()
+        entry = row_html(text, 1)
+        assert hit_seqs_of(text) == [1], "the entry that holds seq 2"
+        assert '<details class="tl-tool" open>' in entry
+        assert '<details class="tl-fold" open><summary>5 more lines</summary>' in entry, "the folded match shows"
+        assert 'the <mark class="tl-mark">okapi</mark> report' in entry
+        assert "<mark" not in row_html(text, 3)
+
+    def test_markup_in_a_tool_output_is_escaped(self, admin_client):
+        agent = AgentFactory()
+        evil = "<script>alert('owned')</script><img src=x onerror=alert(1)>"
+        append_timeline_items(
+            agent_id=agent.pk,
+            items=[
+                NewTimelineItem(item={**call("completed", output=evil), "name": "<b>bash</b>", "metadata": {"k": evil}})
+            ],
+        )
+        for url in (page_url(agent.pk), page_url(agent.pk) + "?q=owned&around=1"):
+            text = admin_client.get(url).content.decode()
+            assert "<script>alert" not in text and "<img src=x" not in text and "<b>bash</b>" not in text
+            assert "&lt;script&gt;alert(&#x27;" in text and "&lt;b&gt;bash&lt;/b&gt;" in text
+
+
+def entry_seqs(text: str) -> list[int]:
+    return [int(seq) for seq in re.findall(r'<div class="tl-row [^"]*" id="seq-(\d+)"', text)]
+
+
+def hit_seqs_of(text: str) -> list[int]:
+    return [int(seq) for seq in re.findall(r'class="tl-row [^"]* tl-hit" id="seq-(\d+)"', text)]
+
+
+MARKED_IN_EVERY_TYPE = [
+    {"type": "user_message", "text": "an okapi"},
+    {"type": "assistant_message", "text": "an okapi"},
+    {"type": "reasoning", "text": "an okapi"},
+    {"type": "tool_call", "callId": "k", "name": "bash", "status": "completed", "input": {"cmd": "an okapi"}},
+    {"type": "todo", "items": [{"content": "an okapi", "status": "pending"}]},
+    {"type": "interaction", "request": {"question": "an okapi?"}},
+    {"type": "error", "message": "an okapi"},
+    {"type": "compaction", "status": "completed", "note": "an okapi"},
+    {"type": "future_thing", "payload": ["an okapi"]},
+]
+
+
+@pytest.mark.parametrize("found", MARKED_IN_EVERY_TYPE, ids=lambda item: item["type"])
+def test_a_search_hit_marks_its_words_in_every_item_type(admin_client, found):
+    agent = AgentFactory()
+    append_timeline_items(
+        agent_id=agent.pk,
+        items=[NewTimelineItem(item={"type": "user_message", "text": "before"}), NewTimelineItem(item=found)],
+    )
+    response = admin_client.get(page_url(agent.pk), {"q": "OKAPI"})
+    assert response["Location"].endswith("#seq-2")
+    text = admin_client.get(response["Location"]).content.decode()
+    assert '<mark class="tl-mark">okapi</mark>' in row_html(text, 2)
+    if found["type"] == "tool_call":
+        assert '<details class="tl-tool" open>' in row_html(text, 2)
+
+
+class TestTheLiveTailMissesNoRow:
+    """A row committed while a page is read is on the page or after its ``data-through``, where
+    the live tail goes on from: never below ``data-through`` and missing."""
+
+    @pytest.fixture
+    def commits_right_after_the_rows_are_read(self, monkeypatch, agent):
+        from timeline import selectors
+
+        def committing(read):
+            def read_then_commit(*args, **kwargs):
+                found = read(*args, **kwargs)
+                append_timeline_items(agent_id=agent.pk, items=[NewTimelineItem(item=item(121))])
+                return found
+
+            return read_then_commit
+
+        monkeypatch.setattr(selectors, "_older", committing(selectors._older))
+        monkeypatch.setattr(selectors, "_newer", committing(selectors._newer))
+
+    @pytest.mark.usefixtures("commits_right_after_the_rows_are_read")
+    def test_the_page(self, admin_client, agent):
+        response = admin_client.get(page_url(agent.pk))
+        through = int(re.search(r'id="timeline-page"[^>]* data-through="(\d+)"', response.content.decode()).group(1))
+        assert shown_seqs(response)[-1] == 120 and through == 120, "seq 121 comes from the stream"
+
+    @pytest.mark.usefixtures("commits_right_after_the_rows_are_read")
+    def test_the_fragment(self, admin_client, agent):
+        response = admin_client.get(page_url(agent.pk), {"fragment": "rows", "after_seq": "118"})
+        assert shown_seqs(response) == [119, 120] and 'data-through="120"' in response.content.decode()
+
+    def test_a_fragment_with_more_rows_left_goes_on_from_its_last_row(self, admin_client, agent):
+        response = admin_client.get(page_url(agent.pk), {"fragment": "rows", "after_seq": "10"})
+        assert shown_seqs(response)[-1] == 60 and 'data-through="60"' in response.content.decode()
+
+
+def test_the_page_says_what_the_agent_is_doing_now(admin_client, agent):
+    from snapshots.services import update_agent
+
+    text = admin_client.get(page_url(agent.pk) + "?tz=Europe/Paris").content.decode()
+    assert f'id="tl-lifecycle" class="tl-lifecycle tl-lifecycle-{agent.lifecycle}">{agent.lifecycle}<' in text
+    assert ">No attention needed<" in text and 'id="tl-archived" hidden' in text
+    at = dt.datetime(2026, 1, 2, 9, 30, tzinfo=dt.UTC)
+    update_agent(
+        agent=agent, lifecycle="running", requires_attention=True, attention_reason="permission", attention_at=at
+    )
+    text = admin_client.get(page_url(agent.pk) + "?tz=Europe/Paris").content.decode()
+    assert 'class="tl-lifecycle tl-lifecycle-running">running<' in text
+    assert 'Needs attention: <strong>permission</strong> since <time datetime="2026-01-02T10:30:00+01:00">' in text
+    assert re.search(r'id="tl-last-activity" datetime="[^"]+">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d CET</time>', text)

@@ -26,9 +26,16 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from tests.factories import AgentFactory
-from timeline.models import TimelineHead
+from timeline.models import TimelineHead, TimelineRow
 from timeline.search import timeline_search
-from timeline.selectors import browse_timeline, find_match, read_timeline, seq_at_or_after_time
+from timeline.selectors import (
+    TOOL_CALL_LOOKBACK,
+    browse_timeline,
+    earlier_tool_call_rows,
+    find_match,
+    read_timeline,
+    seq_at_or_after_time,
+)
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -141,6 +148,14 @@ def test_page_reads_at_a_million_rows_are_bounded_by_their_limit(million_row_age
     assert [row.seq for row in results["filtered"].rows][-1] == 899_000
     assert len(results["filtered"].rows) == LIMIT and results["filtered"].has_older
     assert results["time"] == 5 * 86_400 + 1
+
+
+def test_the_earlier_states_of_a_pages_tool_calls_are_one_bounded_range(million_row_agent):
+    # The page's rows need not be saved: the read only takes their seqs and call ids.
+    shown = [TimelineRow(seq=900_001, item_type="tool_call", item={"type": "tool_call", "callId": "c"})]
+    found, plans = plans_of(lambda: earlier_tool_call_rows(agent_id=million_row_agent.pk, rows=shown))
+    assert found == [] and len(plans) == 1
+    assert_bounded_index_range(plans[0], TOOL_CALL_LOOKBACK)
 
 
 def test_search_at_a_million_rows_reads_the_search_index(million_row_agent):

@@ -1,4 +1,5 @@
-/* The agent's timeline page: live tail, operator's time zone, type chips, j/k and "/".
+/* The agent's timeline page: live tail, what the agent is doing now, operator's time zone, type
+ * chips, j/k and "/".
  *
  * The page works without this file (paged HTML); this only enhances it. No
  * framework and no inline script: the page's Content-Security-Policy may
@@ -70,6 +71,72 @@
   var hit = document.querySelector("#timeline .tl-hit");
   if (hit) select(hit);
 
+  // --- The newest page opens at its newest row (a link to a row opens at that row instead).
+  // The browser restoring the previous scroll position on a reload would undo it.
+  function openAtNewest() {
+    if (rowsBox && rowsBox.lastElementChild) rowsBox.lastElementChild.scrollIntoView({ block: "end" });
+  }
+  if (page.dataset.live === "1" && !window.location.hash) {
+    if ("scrollRestoration" in window.history) window.history.scrollRestoration = "manual";
+    openAtNewest();
+    window.addEventListener("load", openAtNewest);
+  }
+
+  // --- Times the script writes, as the server does: "2026-01-01 13:07:00 CET" in the page's zone.
+  function formatTime(iso) {
+    var date = new Date(iso);
+    if (isNaN(date.getTime())) return String(iso);
+    var parts = {};
+    try {
+      new Intl.DateTimeFormat("en-GB", {
+        timeZone: page.dataset.zone, year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit",
+        minute: "2-digit", second: "2-digit", hourCycle: "h23", timeZoneName: "short"
+      }).formatToParts(date).forEach(function (part) { parts[part.type] = part.value; });
+    } catch (e) { return date.toISOString(); }
+    return parts.year + "-" + parts.month + "-" + parts.day + " " + parts.hour + ":" + parts.minute + ":" +
+      parts.second + " " + parts.timeZoneName;
+  }
+  function setTime(node, iso) {
+    node.setAttribute("datetime", iso);
+    node.textContent = formatTime(iso);
+  }
+
+  // --- What the agent is doing now, from the stream's agent events (and its rows' commit times).
+  function showAgent(data) {
+    var lifecycle = document.getElementById("tl-lifecycle");
+    if (lifecycle && typeof data.lifecycle === "string") {
+      lifecycle.textContent = data.lifecycle;
+      lifecycle.className = "tl-lifecycle tl-lifecycle-" + data.lifecycle;
+    }
+    var attention = document.getElementById("tl-attention");
+    if (attention && typeof data.requires_attention === "boolean") {
+      attention.textContent = "";
+      attention.setAttribute("data-requires", data.requires_attention ? "1" : "0");
+      if (data.requires_attention) {
+        var reason = document.createElement("strong");
+        reason.textContent = data.attention_reason || "unspecified";
+        attention.appendChild(document.createTextNode("Needs attention: "));
+        attention.appendChild(reason);
+        if (data.attention_at) {
+          var since = document.createElement("time");
+          setTime(since, data.attention_at);
+          attention.appendChild(document.createTextNode(" since "));
+          attention.appendChild(since);
+        }
+      } else {
+        attention.textContent = "No attention needed";
+      }
+    }
+    var archived = document.getElementById("tl-archived");
+    if (archived && "archived_at" in data) archived.hidden = !data.archived_at;
+  }
+  function showActivity(iso) {
+    var last = document.getElementById("tl-last-activity");
+    if (!last || !iso) return;
+    var shown = Date.parse(last.getAttribute("datetime") || "");
+    if (isNaN(shown) || Date.parse(iso) > shown) setTime(last, iso);
+  }
+
   // --- Live tail: only on the newest page, which the new rows continue.
   if (page.dataset.live !== "1" || !window.EventSource || !rowsBox) return;
   var wanted = params.getAll("type");
@@ -97,6 +164,39 @@
     });
   }
 
+  // --- A tool call's later state: its entry is replaced where it stands, not appended again.
+  function lastSeq(row) { return parseInt(row.getAttribute("data-last-seq") || row.getAttribute("data-seq"), 10) || 0; }
+  function sameCall(call) {
+    return Array.prototype.filter.call(rowsBox.querySelectorAll(".tl-row[data-call]"), function (row) {
+      return row.getAttribute("data-call") === call;
+    })[0] || null;
+  }
+  function replaceCall(existing, node) {
+    // The entry keeps its place, its seq and its header; the states this page holds stay anchors here.
+    var ownSeq = node.getAttribute("data-seq");
+    node.id = existing.id;
+    node.setAttribute("data-seq", existing.getAttribute("data-seq"));
+    var meta = node.querySelector(".tl-meta"), oldMeta = existing.querySelector(".tl-meta");
+    if (meta && oldMeta) node.replaceChild(oldMeta.cloneNode(true), meta);
+    Array.prototype.forEach.call(node.querySelectorAll(".tl-states li[data-seq]"), function (state) {
+      var seq = state.getAttribute("data-seq");
+      var here = seq === ownSeq || state.id || seq === existing.getAttribute("data-seq") ||
+        document.getElementById("seq-" + seq);
+      if (!here) return;
+      var link = state.querySelector("a");
+      if (link) { link.setAttribute("href", "#seq-" + seq); link.removeAttribute("title"); }
+      if (seq !== existing.getAttribute("data-seq")) state.id = "seq-" + seq;
+    });
+    var wasOpen = existing.querySelector("details.tl-tool");
+    var details = node.querySelector("details.tl-tool");
+    if (wasOpen && details) details.open = wasOpen.open;
+    var wasCurrent = existing === current;
+    if (wasCurrent) current = node;
+    node.classList.toggle("tl-current", wasCurrent);
+    node.classList.add("tl-updated");
+    existing.replaceWith(node);
+  }
+
   function fetchCommitted() {
     if (fetching || committedThrough <= fetchedThrough) return;
     fetching = true;
@@ -115,6 +215,12 @@
         var fragment = new DOMParser().parseFromString(html, "text/html").getElementById("tl-fragment");
         var empty = rowsBox.querySelector(".tl-empty");
         Array.prototype.forEach.call(fragment.querySelectorAll(".tl-row"), function (row) {
+          var call = row.getAttribute("data-call");
+          var existing = call ? sameCall(call) : null;
+          if (existing) {
+            if (lastSeq(row) > lastSeq(existing)) replaceCall(existing, document.importNode(row, true));
+            return;
+          }
           if (document.getElementById(row.id)) return;
           var node = document.importNode(row, true);
           node.classList.add("tl-new");
@@ -175,6 +281,7 @@
     var seq = parseInt(event.lastEventId, 10);
     if (seq > committedThrough) committedThrough = seq;
     fetchCommitted();
+    try { showActivity(JSON.parse(event.data).committed_at); } catch (e) { /* the row still comes from the server */ }
   });
   source.addEventListener("provisional", function (event) { showProvisional(JSON.parse(event.data)); });
   source.addEventListener("reset", function () {
@@ -183,6 +290,7 @@
   });
   source.addEventListener("agent", function (event) {
     var data = JSON.parse(event.data);
-    if (data.deleted) { showStatus("this agent was deleted", false); source.close(); }
+    if (data.deleted) { showStatus("this agent was deleted", false); source.close(); return; }
+    showAgent(data);
   });
 })();
