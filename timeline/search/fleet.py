@@ -51,9 +51,7 @@ class FleetSearchPage:
     next_key: tuple[dt.datetime, str] | None
 
 
-def check_search_arguments(
-    *, query: str, item_types: Sequence[str], since: dt.datetime | None, until: dt.datetime | None, limit: int
-) -> list[list[str]]:
+def check_search_arguments(*, query: str, item_types: Sequence[str], limit: int) -> list[list[str]]:
     """The query's terms, or a ``ValidationError`` naming what is wrong."""
     if len(query) > MAX_QUERY_LENGTH:
         raise ValidationError({"q": [f"Ensure this has at most {MAX_QUERY_LENGTH} characters."]}, code="invalid")
@@ -62,8 +60,6 @@ def check_search_arguments(
         raise ValidationError({"q": ["Give at least one word to search for."]}, code="invalid")
     if len(item_types) > MAX_ITEM_TYPES:
         raise ValidationError({"item_type": [f"Give at most {MAX_ITEM_TYPES} item types."]}, code="invalid")
-    if since is not None and until is not None and since >= until:
-        raise ValidationError({"until": ["until must be later than since."]}, code="invalid")
     if not 1 <= limit <= MAX_LIMIT:
         raise ValidationError({"limit": [f"limit is between 1 and {MAX_LIMIT}."]}, code="invalid")
     return terms
@@ -82,8 +78,8 @@ def search_fleet(
 ) -> FleetSearchPage:
     """The agents whose rows hold every word of ``query`` (committed at or after ``since`` and
     before ``until``, of ``item_types``, in the project or workspace), newest match first,
-    after the key ``after`` (a page's ``next_key``)."""
-    terms = check_search_arguments(query=query, item_types=item_types, since=since, until=until, limit=limit)
+    after the key ``after`` (a page's ``next_key``). A ``since`` at or after ``until`` matches nothing."""
+    terms = check_search_arguments(query=query, item_types=item_types, limit=limit)
     rows = TimelineRow.objects.all()
     if item_types:
         rows = rows.filter(item_type__in=sorted(set(item_types)))
