@@ -14,6 +14,7 @@ import msgspec
 
 from kernel.api.pagination import MAX_CURSOR_CHARS, decode_cursor, encode_cursor, list_scope
 from kernel.api.plain import Answer, Operation, json_view
+from kernel.api.schema_text import NUL_FREE
 from kernel.api.serializers import INT64_MAX
 from snapshots.models import AgentSnapshot
 from timeline.api_shapes import Timestamp, timestamp_renderer
@@ -37,7 +38,8 @@ class SearchQuery(msgspec.Struct, forbid_unknown_fields=True):
         msgspec.Meta(
             min_length=1,
             max_length=MAX_QUERY_LENGTH,
-            pattern=r"\w",
+            # Text without NUL (kernel/api/schema_text.py) holding a word character, as the server reads words.
+            pattern=NUL_FREE + r"[\s\S]*\w",
             description="Words that must all occur in a row's text (its item's string values, any case); \"quoted "
             'words" must occur together, in that order. Punctuation separates words.',
         ),
