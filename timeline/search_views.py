@@ -12,24 +12,28 @@ from typing import Annotated
 
 import msgspec
 
-from kernel.api.pagination import MAX_CURSOR_CHARS, decode_cursor, encode_cursor, list_scope
+from kernel.api.pagination import MAX_CURSOR_CHARS
 from kernel.api.plain import Answer, Operation, json_view
 from kernel.api.schema_text import NUL_FREE
 from kernel.api.serializers import INT64_MAX
-from snapshots.models import AgentSnapshot
 from timeline.api_shapes import Timestamp, timestamp_renderer
 from timeline.items import MAX_ITEM_TYPE_LENGTH
-from timeline.models import TimelineRow
 from timeline.search.base import MAX_QUERY_LENGTH
-from timeline.search.fleet import DEFAULT_LIMIT, MAX_LIMIT, FleetSearchPage, search_fleet
+from timeline.search.fleet import (
+    DEFAULT_LIMIT,
+    MAX_LIMIT,
+    FleetSearchPage,
+    decode_key,
+    encode_key,
+    search_fleet,
+    search_scope,
+)
 from tokens.access import authorize
 
 Id = Annotated[int, msgspec.Meta(ge=1, le=INT64_MAX)]
 Time = Annotated[dt.datetime, msgspec.Meta(tz=True)]
-#: The fields a cursor holds: the last agent's newest match time and its id.
-CURSOR_FIELDS = (TimelineRow._meta.get_field("committed_at"), AgentSnapshot._meta.get_field("agent_id"))
-#: What the cursor's scope is computed from (with the filters), as a list's path would be.
-SCOPE_NAME = "search"
+#: Where the cursor's scope says it belongs, as a list's path does.
+SCOPE_NAME = "api"
 
 
 class SearchQuery(msgspec.Struct, forbid_unknown_fields=True):
@@ -98,17 +102,13 @@ def _utc(value: dt.datetime | None) -> dt.datetime | None:
 
 
 def _scope(query: SearchQuery) -> str:
-    filters = [
-        (name, [str(getattr(query, name))])
-        for name in ("q", "project_id", "workspace_id", "item_type", "since", "until")
-        if getattr(query, name) is not None
-    ]
-    return list_scope(SCOPE_NAME, None, filters)
+    names = ("q", "project_id", "workspace_id", "item_type", "since", "until")
+    return search_scope(SCOPE_NAME, {name: getattr(query, name) for name in names})
 
 
 def search(*, query: SearchQuery) -> Answer:
     scope = _scope(query)
-    after = tuple(decode_cursor(query.cursor, list(CURSOR_FIELDS), scope=scope)) if query.cursor else None
+    after = decode_key(query.cursor, scope=scope) if query.cursor else None
     page = search_fleet(
         query=query.q,
         project_id=query.project_id,
@@ -137,7 +137,7 @@ def search_document(page: FleetSearchPage, *, scope: str) -> SearchPage:
             )
             for group in page.groups
         ],
-        next_cursor=None if page.next_key is None else encode_cursor(list(page.next_key), scope=scope),
+        next_cursor=None if page.next_key is None else encode_key(page.next_key, scope=scope),
     )
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from django.core.exceptions import ValidationError
 from django.db.models import Count, Max, Q
 
+from kernel.api.pagination import decode_cursor, encode_cursor, list_scope
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineRow
 from timeline.search import timeline_search
@@ -32,6 +33,8 @@ DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 #: The most item types one search filters by.
 MAX_ITEM_TYPES = 20
+#: The fields a cursor holds: the last agent's newest match time and its id.
+CURSOR_FIELDS = (TimelineRow._meta.get_field("committed_at"), AgentSnapshot._meta.get_field("agent_id"))
 
 
 @dataclass(frozen=True)
@@ -120,3 +123,19 @@ def search_fleet(
     ]
     next_key = (page[-1]["newest_at"], page[-1]["agent_id"]) if len(found) > limit else None
     return FleetSearchPage(groups=result, next_key=next_key)
+
+
+def search_scope(where: str, filters: dict[str, object]) -> str:
+    """The scope a cursor carries: where it is used (the API, the admin page) and the filters given."""
+    return list_scope(where, None, [(name, [str(value)]) for name, value in filters.items() if value not in (None, "")])
+
+
+def encode_key(key: tuple[dt.datetime, str], *, scope: str) -> str:
+    """A page's ``next_key`` as the opaque cursor every list hands out (kernel/api/pagination.py)."""
+    return encode_cursor(list(key), scope=scope)
+
+
+def decode_key(cursor: str, *, scope: str) -> tuple[dt.datetime, str]:
+    """The key ``encode_key`` wrote; a 400 ``invalid`` on ``cursor`` for anything else."""
+    at, agent_id = decode_cursor(cursor, list(CURSOR_FIELDS), scope=scope)
+    return at, agent_id
