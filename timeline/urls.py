@@ -1,6 +1,6 @@
 from django.urls import path
 
-from timeline import last_views, views
+from timeline import last_views, search_views, views
 from timeline.live import tickets as live_tickets
 from timeline.live import views as live_views
 
@@ -14,6 +14,7 @@ urlpatterns = [
         live_views.provisional,
         name="timeline-provisional",
     ),
+    path("search", search_views.fleet_search, name="fleet-search"),
     path("agents/<str:agent_id>/timeline/last-item", last_views.last_item, name="timeline-last-item"),
     path(
         "agents/<str:agent_id>/timeline/last-assistant-message",

@@ -1,6 +1,7 @@
 """Text search within an agent's timeline: one ``TimelineSearch`` class per database engine.
 
-The selectors (``timeline.selectors.find_match``), the append service's index
+The selectors (``timeline.selectors.find_match``, and ``fleet.py``'s search of
+every agent's timeline at once), the append service's index
 hook and the migration that builds the index all go through
 ``timeline_search()``, so each engine's way of searching lives in one class
 (``base.py`` says what every engine provides):
