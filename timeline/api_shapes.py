@@ -126,6 +126,27 @@ class ReadQuery(msgspec.Struct, forbid_unknown_fields=True):
     projection: Literal["canonical", "projected"] = "canonical"
 
 
+class RowUpdateRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """A committed row's new content (Paseo's ``updateCommittedRow``): its seq stays. The keys left out
+    are the row's no longer (no turn, no provider ids, no revert token), but ``committed_at``, which stays."""
+
+    item: NewItemBody
+    committed_at: (
+        Annotated[
+            Annotated[str, msgspec.Meta(min_length=1, max_length=64)],
+            msgspec.Meta(description="The new commit time (ISO 8601 with its offset); left out, it stays."),
+        ]
+        | None
+    ) = None
+    turn_id: ItemId | None = None
+    provider_message_id: ItemId | None = None
+    provider_timeline_item_id: ItemId | None = None
+    revert_token: (
+        Annotated[Any, msgspec.Meta(description="Any JSON value (null is a null token); left out, the row has none.")]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+
+
 # --- out ----------------------------------------------------------------------
 
 
@@ -179,6 +200,10 @@ class CanonicalRow(msgspec.Struct):
             description="Keys the row came with that chartr does not model (an import's).",
             extra_json_schema={"type": "object", "additionalProperties": True},
         ),
+    ]
+    revision: Annotated[
+        int,
+        msgspec.Meta(ge=1, description="The row's version: 1 as committed, one more for each update that changed it."),
     ]
 
 

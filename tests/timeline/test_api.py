@@ -55,6 +55,7 @@ def test_append_then_read(api):
         "provider_timeline_item_id": None,
         "revert_token": None,
         "extra": {},
+        "revision": 1,
     }
     assert page["holes"] == []
     assert page["window"] == {"min_seq": 1, "max_seq": 2, "next_seq": 3}

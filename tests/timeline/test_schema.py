@@ -56,6 +56,7 @@ def test_reads_carry_typed_items_and_separate_row_shapes(document):
         "provider_timeline_item_id",
         "revert_token",
         "extra",
+        "revision",
     }
     projected = schema_for(document, "ProjectedEntry")
     assert set(projected["required"]) == {
