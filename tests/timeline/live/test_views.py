@@ -238,4 +238,4 @@ def test_a_last_event_id_of_any_length_of_digits_is_a_cursor_not_a_crash(raw):
     """Thousands of digits are more than int() converts by default; the answer is the same as for any seq past the head."""
     from timeline.live.views import MAX_SEQ, _last_event_id
 
-    assert _last_event_id(raw) == (7 if raw.endswith("7") else MAX_SEQ)
+    assert _last_event_id(raw) == ((7 if raw.endswith("7") else MAX_SEQ), None)
