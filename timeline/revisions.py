@@ -17,6 +17,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import BooleanField, ExpressionWrapper, F, JSONField, Q, Value
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from timeline.agent_head import lock_agent
@@ -86,9 +87,9 @@ def update_row(*, agent_id: str, seq: int, content: RowContent) -> RowUpdate:
         size_change = item_bytes(content.item) - item_bytes(row.item)
         _keep_revision(row)
         _apply(row, content, update_seq=update_seq)
-        TimelineHead.objects.filter(pk=agent_id).update(
-            update_seq=update_seq, committed_bytes=F("committed_bytes") + size_change
-        )
+        # Never below 0, even on counters that drifted (``timeline.counters`` repairs them).
+        committed_bytes = Greatest(F("committed_bytes") + size_change, Value(0))
+        TimelineHead.objects.filter(pk=agent_id).update(update_seq=update_seq, committed_bytes=committed_bytes)
         timeline_search(agent.connection).reindex_row(row.pk)
         epoch = agent.timeline_epoch
         transaction.on_commit(

@@ -27,7 +27,7 @@ describe("updateCommittedRow", () => {
     const agentId = await newAgent();
     await seed(agentId, [runningTool]);
     const { epoch, rows } = await store().fetchCommitted(agentId);
-    const stream = await TimelineStream.open(agentId, { after_seq: "1", epoch });
+    const stream = await TimelineStream.open(agentId, { after_seq: "1", epoch, updates: "1" });
     try {
       await store().updateCommittedRow(agentId, { ...(rows[0] as AgentTimelineRow), item: completedTool });
       const event = await stream.next((candidate) => candidate.event === "updated");
@@ -50,7 +50,7 @@ describe("updateCommittedRow", () => {
     };
     const first = await revision();
     const { epoch } = await store().fetchCommitted(agentId);
-    const stream = await TimelineStream.open(agentId, { after_seq: "1", epoch });
+    const stream = await TimelineStream.open(agentId, { after_seq: "1", epoch, updates: "1" });
     try {
       await store().updateCommittedRow(agentId, update);
       expect(await revision()).toBe(first);
