@@ -91,7 +91,7 @@ class Writer:
                 except (httpx.HTTPError, httpx.InvalidURL):
                     time.sleep(0.2)  # the server is down: the call may or may not have landed
                 self.operations += 1
-                time.sleep(rng.uniform(0, 0.02))
+                time.sleep(rng.uniform(0.005, 0.03))
 
 
 class Follower:
@@ -120,7 +120,8 @@ class Follower:
         if event.id is not None:
             self.last_event_id = event.id
 
-    def follow_once(self, client: httpx.Client, server: ServerProcess, token: str, budget: int) -> None:
+    def follow_once(self, client: httpx.Client, server: ServerProcess, token: str, budget: int, done) -> None:
+        """One connection, dropped after ``budget`` events, or at a keep-alive once ``done()``."""
         query = "?updates=1" + ("&after_seq=0" if self.last_event_id is None else "")
         try:
             url = server.url(f"/api/v1/agents/{AGENT}/timeline/stream{query}")
@@ -129,6 +130,7 @@ class Follower:
             time.sleep(0.2)
             return
         self.connections += 1
+        reader.stop_when = done
         try:
             if reader.response.status_code != 200:
                 time.sleep(0.2)
@@ -164,13 +166,18 @@ def test_updates_reach_a_reconnecting_reader_exactly_once_across_sigkill(server)
     killed = False
     thread.start()
     deadline = time.monotonic() + 120
+    target: str | None = None
+
+    def done() -> bool:
+        return follower.last_event_id == target if target else not thread.is_alive()
+
     with httpx.Client() as client:
         while thread.is_alive() and time.monotonic() < deadline:
             if not killed and writer.operations >= OPERATIONS // 2:
                 server.kill()
                 server.restart()
                 killed = True
-            follower.follow_once(client, server, token, rng.randint(1, 12))
+            follower.follow_once(client, server, token, rng.randint(1, 12), done)
         stop.set()
         thread.join(timeout=30)
         # One last update, answered: the reader is done once its cursor has reached it.
@@ -180,7 +187,7 @@ def test_updates_reach_a_reconnecting_reader_exactly_once_across_sigkill(server)
         head = stored_rows(server, token)[-1]["seq"]
         target = f"{head}:{final['update_seq']}"
         while follower.last_event_id != target and time.monotonic() < deadline + 30:
-            follower.follow_once(client, server, token, rng.randint(1, 12))
+            follower.follow_once(client, server, token, rng.randint(1, 12), done)
     assert killed and not writer.failures
     assert follower.last_event_id == target
     assert follower.connections >= 8
