@@ -2,10 +2,10 @@
 
 import { describe, expect, it } from "vitest";
 
-import type { AgentTimelineRow } from "../../src/index.js";
-import { api, newAgent, store } from "../support/chartr.js";
-import { assistant, seed } from "../support/seed.js";
-import { TimelineStream } from "../support/stream.js";
+import type { AgentTimelineRow } from "../src/index.js";
+import { api, newAgent, store } from "./support/chartr.js";
+import { assistant, seed } from "./support/seed.js";
+import { TimelineStream } from "./support/stream.js";
 
 const runningTool = { type: "tool_call", callId: "call-1", name: "shell", status: "running" };
 const completedTool = { ...runningTool, status: "completed", output: "done" };
