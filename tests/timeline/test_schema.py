@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jsonschema
 import pytest
 from hypothesis import given, settings
@@ -156,3 +158,21 @@ def test_the_stream_takes_a_token_or_a_ticket_and_the_ticket_endpoint_is_documen
         "stream_url",
         "ticket",
     ]
+
+
+def test_the_row_update_and_the_streams_updates_are_documented(document):
+    operation = document["paths"]["/api/v1/agents/{agent_id}/timeline/rows/{seq}"]["put"]
+    assert operation["operationId"] == "timeline_row_update"
+    assert {"200", "400", "404", "409", "413", "415"} <= set(operation["responses"])
+    assert "row_not_found" in operation["responses"]["404"]["description"]
+    body = schema_for(document, "RowUpdateRequestRequest")
+    assert body["required"] == ["item"] and body["additionalProperties"] is False
+    assert "revert_token" in body["properties"]
+    stream = document["paths"][stream_path()]["get"]
+    parameters = {parameter["name"]: parameter for parameter in stream["parameters"]}
+    assert parameters["updates"]["schema"]["enum"] == ["0", "1"]
+    pattern = parameters["Last-Event-ID"]["schema"]["pattern"]
+    updated = schema_for(document, "UpdatedEvent")
+    assert updated["properties"]["event"]["const"] == "updated"
+    assert updated["properties"]["id"]["pattern"] == pattern
+    assert re.fullmatch(pattern, "12:3") and re.fullmatch(pattern, "12") and not re.fullmatch(pattern, "12:")
