@@ -20,18 +20,9 @@ from django.conf import settings
 
 from kernel import draining
 from snapshots.signals import agents_changed
-from timeline.live import reads
+from timeline.live import messages, reads
 from timeline.live.heap import make_heap_trimmer
-from timeline.live.messages import (
-    AgentsChanged,
-    Closing,
-    Committed,
-    Message,
-    Provisional,
-    Resync,
-    Updated,
-    decode_message,
-)
+from timeline.live.messages import AgentsChanged, Closing, Committed, Message, Provisional, Resync, decode_message
 from timeline.live.reads import DatabaseRunner, LiveBatch
 from timeline.live.transports.base import LiveTransport
 from timeline.live.transports.factory import make_transport
@@ -335,14 +326,7 @@ class Hub:
         elif isinstance(message, AgentsChanged):
             for channel in self._channels_of(message.agent_ids):
                 channel.dispatch(message)
-        elif isinstance(message, Updated):
-            channel = self.channels.get(message.agent_id)
-            if channel is not None:
-                known = channel.known
-                if known is not None and message.update_seq > known[3]:
-                    channel.known = (*known[:3], message.update_seq)
-                channel.dispatch(message)
-        elif isinstance(message, (Provisional, Resync)):
+        elif isinstance(message, (Provisional, Resync, messages.Updated)):
             channel = self.channels.get(message.agent_id)
             if channel is not None:
                 channel.dispatch(message)
@@ -435,7 +419,7 @@ class Hub:
             elif seen[2] != previous[2]:
                 channel.dispatch(AgentsChanged((agent_id,), "changed"))
             if seen is not None and previous is not None and seen[3] > previous[3]:
-                channel.dispatch(Updated(agent_id, seen[3], 0, seen[1]))
+                channel.dispatch(messages.Updated(agent_id, seen[3], 0, seen[1]))
 
 
 # --- The process-wide hub and the signal receivers ---------------------------------
@@ -488,7 +472,7 @@ def on_timeline_committed(sender, *, agent_id: str, head_seq: int, epoch: str, *
 
 
 def on_timeline_updated(sender, *, agent_id: str, seq: int, update_seq: int, epoch: str, **kwargs) -> None:
-    get_hub().publish(Updated(agent_id=agent_id, update_seq=update_seq, seq=seq, epoch=epoch))
+    get_hub().publish(messages.Updated(agent_id=agent_id, update_seq=update_seq, seq=seq, epoch=epoch))
 
 
 def on_agents_changed(sender, *, agent_ids, reason: str, **kwargs) -> None:
