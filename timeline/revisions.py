@@ -27,6 +27,8 @@ from timeline.models import TimelineHead, TimelineRow, TimelineRowRevision
 from timeline.search import timeline_search
 from timeline.signals import timeline_updated
 
+#: The largest seq a row can have (a signed 64-bit column).
+MAX_SEQ = 2**63 - 1
 #: "The row has no revert token" (SQL NULL), apart from a JSON null token.
 NO_TOKEN: Any = object()
 #: The fields an update writes, and that a revision keeps, besides the item.
@@ -69,11 +71,14 @@ def update_row(*, agent_id: str, seq: int, content: RowContent) -> RowUpdate:
     _check_content(content)
     with transaction.atomic():
         agent = lock_agent(agent_id, allow_archived=False)
+        # A seq no row can have (0, or past a bigint) is looked up nowhere.
         row = (
             TimelineRow.objects.select_for_update()
             .annotate(has_token=ExpressionWrapper(Q(revert_token__isnull=False), output_field=BooleanField()))
             .filter(agent_id=agent_id, seq=seq)
             .first()
+            if 1 <= seq <= MAX_SEQ
+            else None
         )
         if row is None:
             raise RowNotFound(

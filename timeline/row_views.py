@@ -9,7 +9,7 @@ import msgspec
 from django.core.exceptions import ValidationError
 
 from kernel.api.plain import Answer, Operation, json_view
-from timeline.api_shapes import MAX_SEQ, CanonicalRow, RowUpdateRequest, timestamp_renderer
+from timeline.api_shapes import CanonicalRow, RowUpdateRequest, timestamp_renderer
 from timeline.revisions import NO_TOKEN, RowContent, update_row
 from tokens.access import authorize
 
@@ -36,8 +36,6 @@ def _committed_at(raw: str | None) -> dt.datetime | None:
 
 
 def update(*, agent_id: str, seq: int, body: RowUpdateRequest) -> Answer:
-    if not 1 <= seq <= MAX_SEQ:
-        raise ValidationError({"seq": [f"seq is between 1 and {MAX_SEQ}."]}, code="invalid")
     content = RowContent(
         item=body.item,
         committed_at=_committed_at(body.committed_at),

@@ -79,8 +79,9 @@ def test_unknown_seq_agent_and_bad_bodies(api):
     for body in ({"item": {"type": ""}}, {"item": DONE, "seq": 1}, {"item": DONE, "committed_at": "yesterday"}):
         refused = api.put(row_url(agent.pk, 1), body, format="json")
         assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid", body
-    zero = api.put(row_url(agent.pk, 0), {"item": DONE}, format="json")
-    assert zero.status_code == 400
+    for seq in (0, 2**63, 10**30):
+        nowhere = api.put(row_url(agent.pk, seq), {"item": DONE}, format="json")
+        assert (nowhere.status_code, nowhere.json()["error"]["code"]) == (404, "row_not_found"), seq
     assert client_with(read_only=True).put(row_url(agent.pk, 1), {"item": DONE}, format="json").status_code == 403
     archive_agent(agent=agent)
     assert api.put(row_url(agent.pk, 1), {"item": DONE}, format="json").json()["error"]["code"] == "archived"
