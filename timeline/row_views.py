@@ -27,7 +27,8 @@ def _committed_at(raw: str | None) -> dt.datetime | None:
     if raw is None:
         return None
     try:
-        value = dt.datetime.fromisoformat(raw)
+        # The pattern (``COMMIT_TIME_PATTERN``) lets RFC 3339's lower-case t and z through.
+        value = dt.datetime.fromisoformat(raw.upper())
     except ValueError:
         raise ValidationError({"committed_at": ["An ISO 8601 time with its offset."]}, code="invalid") from None
     if value.tzinfo is None:
