@@ -111,7 +111,7 @@ def test_the_schema_accepts_exactly_the_items_the_server_accepts(document):
     agree()
 
 
-def test_the_stream_names_its_four_events_with_their_data_and_ids(document):
+def test_the_stream_names_its_five_events_with_their_data_and_ids(document):
     content = document["paths"][stream_path()]["get"]["responses"]["200"]["content"]
     assert content["text/event-stream"]["schema"] == {"$ref": "#/components/schemas/TimelineStreamEvent"}
     events = {
@@ -122,11 +122,18 @@ def test_the_stream_names_its_four_events_with_their_data_and_ids(document):
     assert names == {
         "CommittedEvent": "committed",
         "ProvisionalEvent": "provisional",
+        "UpdatedEvent": "updated",
         "AgentEvent": "agent",
         "ResetEvent": "reset",
     }
     id_required = {name: "id" in event["required"] for name, event in events.items()}
-    assert id_required == {"CommittedEvent": True, "ProvisionalEvent": False, "AgentEvent": False, "ResetEvent": True}
+    assert id_required == {
+        "CommittedEvent": True,
+        "ProvisionalEvent": False,
+        "UpdatedEvent": True,
+        "AgentEvent": False,
+        "ResetEvent": True,
+    }
     for event in events.values():
         assert event["properties"]["data"]["contentMediaType"] == "application/json"
     committed_data = events["CommittedEvent"]["properties"]["data"]["contentSchema"]
