@@ -1,6 +1,7 @@
 """Timeline rows in the admin: read-only for everyone, superusers included.
 
-Committed history is never changed after the fact, so there is no add, change
+Committed history changes only through the timeline's services (an update keeps
+the earlier version, shown on the row's page below), so there is no add, change
 or delete here (the agent's timeline page is ``timeline.admin_page``, its
 entries ``timeline.entries``). ``agent_timeline_section`` links to that page from
 the bottom of the agent's change page, and ``count_rows_deleted_with``
@@ -18,7 +19,7 @@ from django.http import QueryDict
 
 from registry.cascade import DeletionScope
 from snapshots.models import AgentSnapshot
-from timeline.models import TimelineRow
+from timeline.models import TimelineRow, TimelineRowRevision
 
 #: The template the agent's change page includes, with ``agent_timeline_section``'s variables.
 AGENT_TIMELINE_TEMPLATE = "admin/timeline/timeline.html"
@@ -39,9 +40,33 @@ def count_rows_deleted_with(scope: DeletionScope) -> int:
     return TimelineRow.objects.filter(**{_ROW_LOOKUP[scope.kind]: scope.ids}).count()
 
 
+class EarlierVersionsInline(admin.TabularInline):
+    """A row's earlier versions, oldest first: what each update replaced (``timeline.revisions``)."""
+
+    model = TimelineRowRevision
+    fk_name = "row"
+    verbose_name_plural = "earlier versions"
+    fields = ["revision", "update_seq", "committed_at", "replaced_at", "item", "turn_id", "revert_token"]
+    readonly_fields = fields
+    ordering = ["revision"]
+    extra = 0
+    can_delete = False
+    show_change_link = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(TimelineRow)
 class TimelineRowAdmin(admin.ModelAdmin):
-    list_display = ["agent_id", "seq", "item_type", "item_id", "committed_at"]
+    list_display = ["agent_id", "seq", "item_type", "item_id", "committed_at", "revision_shown"]
+    inlines = [EarlierVersionsInline]
     search_fields = ["=agent__agent_id", "=item_id"]
     fields = [
         "agent",
@@ -55,10 +80,15 @@ class TimelineRowAdmin(admin.ModelAdmin):
         "provider_timeline_item_id",
         "revert_token",
         "extra",
+        "revision_shown",
     ]
     readonly_fields = fields
     # Counting a long history twice per page buys nothing.
     show_full_result_count = False
+
+    @admin.display(description="revision")
+    def revision_shown(self, obj: TimelineRow) -> int:
+        return obj.current_revision
 
     def has_add_permission(self, request):
         return False

@@ -126,6 +126,39 @@ class ReadQuery(msgspec.Struct, forbid_unknown_fields=True):
     projection: Literal["canonical", "projected"] = "canonical"
 
 
+#: An RFC 3339 time with its offset, in years no offset can carry out of a datetime's range.
+COMMIT_TIME_PATTERN = (
+    r"^(19[7-9][0-9]|2[0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+    r"[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"
+)
+
+
+class RowUpdateRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """A committed row's new content (Paseo's ``updateCommittedRow``): its seq stays. The keys left out
+    are the row's no longer (no turn, no provider ids, no revert token), but ``committed_at``, which stays."""
+
+    item: NewItemBody
+    committed_at: (
+        Annotated[
+            str,
+            msgspec.Meta(
+                max_length=64,
+                pattern=COMMIT_TIME_PATTERN,
+                description="The new commit time (RFC 3339, years 1970 to 2999); left out, it stays.",
+                extra_json_schema={"format": "date-time"},
+            ),
+        ]
+        | None
+    ) = None
+    turn_id: ItemId | None = None
+    provider_message_id: ItemId | None = None
+    provider_timeline_item_id: ItemId | None = None
+    revert_token: (
+        Annotated[Any, msgspec.Meta(description="Any JSON value (null is a null token); left out, the row has none.")]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
+
+
 # --- out ----------------------------------------------------------------------
 
 
@@ -179,6 +212,10 @@ class CanonicalRow(msgspec.Struct):
             description="Keys the row came with that chartr does not model (an import's).",
             extra_json_schema={"type": "object", "additionalProperties": True},
         ),
+    ]
+    revision: Annotated[
+        int,
+        msgspec.Meta(ge=1, description="The row's version: 1 as committed, one more for each update that changed it."),
     ]
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel.errors import ChartrError, Conflict
+from kernel.errors import ChartrError, Conflict, NotFound
 
 
 class SeqConflict(Conflict):
@@ -46,3 +46,10 @@ class TooManyRows(ChartrError):
             "read it in pages with a limit between 1 and 1000.",
             extra={"setting": "CHARTR_TIMELINE_READ_ALL_MAX_ROWS", "max_rows": max_rows},
         )
+
+
+class RowNotFound(NotFound):
+    """The agent exists but holds no row at that seq (never had one, or it was pruned);
+    ``extra`` carries the ``seq`` asked for and the agent's ``min_seq`` and ``head_seq``."""
+
+    code = "row_not_found"

@@ -55,6 +55,9 @@ class TimelineHead(models.Model):
     # When the agent's own daemon last appended: a sign of life, as a heartbeat is
     # (``snapshots.selectors.last_sign_of_life``). NULL for histories the importer carried.
     last_appended_at = models.DateTimeField(null=True, blank=True)
+    # Updates of committed rows so far (``timeline.revisions.update_row``): each takes the
+    # next number, which its ``updated`` event carries (``seq:update_seq`` ids on the stream).
+    update_seq = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         db_table = "timeline_head"
@@ -76,7 +79,12 @@ class TimelineHead(models.Model):
 
 
 class TimelineRow(models.Model):
-    """One finalized item of an agent's committed history. Never updated."""
+    """One finalized item of an agent's committed history.
+
+    Its seq never changes. Its content changes only through ``timeline.revisions.update_row``
+    (Paseo's ``updateCommittedRow``), which keeps the content it replaces as a
+    ``TimelineRowRevision``.
+    """
 
     # No index of its own: the (agent, seq) unique index serves every lookup by agent
     # (the cascade of an agent's delete included), and one index fewer is a page
@@ -98,6 +106,11 @@ class TimelineRow(models.Model):
     # NULL when the row has none (every row the API appends): adding the column then
     # rewrote no table, and the API renders it as {}.
     extra = models.JSONField(null=True, blank=True, help_text=EXTRA_HELP)
+    # The row's version: NULL until its first update (revision 1, what every append writes,
+    # so adding the columns rewrote no table), then 2, 3, ...
+    revision = models.PositiveIntegerField(null=True, blank=True)
+    # The agent's ``TimelineHead.update_seq`` of the update that wrote the current content; NULL when none did.
+    update_seq = models.PositiveBigIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["agent", "seq"]
@@ -120,7 +133,63 @@ class TimelineRow(models.Model):
             # The text search index is engine-specific: timeline/search/.
             models.Index(fields=["agent", "committed_at", "seq"], name="timeline_agent_time_idx"),
             models.Index(fields=["agent", "item_type", "seq"], name="timeline_agent_type_idx"),
+            # A reconnecting stream's "updates after u" (only updated rows are in it).
+            models.Index(
+                fields=["agent", "update_seq"],
+                condition=models.Q(update_seq__isnull=False),
+                name="timeline_agent_update_idx",
+            ),
         ]
 
     def __str__(self) -> str:
         return f"{self.agent_id}#{self.seq} {self.item_type}"
+
+    @property
+    def current_revision(self) -> int:
+        return self.revision or 1
+
+
+class TimelineRowRevision(models.Model):
+    """An earlier version of a committed row: what an update (``timeline.revisions.update_row``) replaced.
+
+    Written only by that service, never changed, deleted with its row (the foreign key
+    cascades in the database, as the row's own does with its agent).
+    """
+
+    row = models.ForeignKey(TimelineRow, on_delete=models.CASCADE, related_name="revisions", db_index=False)
+    # The row's agent again, so a reconnecting stream reads an agent's updates by one index range.
+    agent = models.ForeignKey(
+        AgentSnapshot, on_delete=models.CASCADE, related_name="timeline_row_revisions", db_index=False
+    )
+    revision = models.PositiveIntegerField()
+    # The agent's update number that wrote this version; NULL for the row as first committed.
+    update_seq = models.PositiveBigIntegerField(null=True, blank=True)
+    # When the next update replaced it.
+    replaced_at = models.DateTimeField()
+    committed_at = models.DateTimeField()
+    item_type = models.CharField(max_length=64)
+    item = models.JSONField()
+    turn_id = models.CharField(max_length=256, null=True, blank=True)
+    provider_message_id = models.CharField(max_length=256, null=True, blank=True)
+    provider_timeline_item_id = models.CharField(max_length=256, null=True, blank=True)
+    revert_token = models.JSONField(null=True, blank=True)
+    extra = models.JSONField(null=True, blank=True, help_text=EXTRA_HELP)
+
+    class Meta:
+        db_table = "timeline_row_revision"
+        verbose_name = "earlier version of a row"
+        ordering = ["row", "revision"]
+        constraints = [
+            models.UniqueConstraint(fields=["row", "revision"], name="timeline_revision_unique"),
+            models.CheckConstraint(condition=models.Q(revision__gte=1), name="timeline_revision_positive"),
+        ]
+        indexes = [
+            models.Index(
+                fields=["agent", "update_seq"],
+                condition=models.Q(update_seq__isnull=False),
+                name="timeline_revision_update_idx",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"row {self.row_id} revision {self.revision}"

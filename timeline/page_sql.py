@@ -72,7 +72,10 @@ class PageSql:
         self._kept_cursors: list[Any] = []
 
     def columns(self) -> str:
-        return f"seq, {self.committed_at_column}, item_type, {self.item_column}, {PLAIN_COLUMNS}, {self.json_columns}"
+        return (
+            f"seq, {self.committed_at_column}, item_type, {self.item_column}, {PLAIN_COLUMNS}, {self.json_columns}, "
+            "COALESCE(revision, 1)"
+        )
 
     def _page_sql(self, bound: str, order: str) -> str:
         columns = self.columns()
@@ -172,6 +175,7 @@ class PageSql:
                 "provider_timeline_item_id": row[7],
                 "revert_token": token,
                 "extra": extra,
+                "revision": row[10],
             }
             for row, item, token, extra, at in zip(found, items, tokens, extras, times, strict=True)
         ]
@@ -254,7 +258,7 @@ class PostgresPageSql(PageSql):
         # (On SQLite the same shape costs a temporary B-tree, and conversions are cheap.)
         columns = self.columns()
         page = (
-            f"SELECT seq, committed_at, item_type, item, {PLAIN_COLUMNS}, revert_token, extra "
+            f"SELECT seq, committed_at, item_type, item, {PLAIN_COLUMNS}, revert_token, extra, revision "
             f"FROM {TimelineRow._meta.db_table} "
             f"WHERE agent_id = %s{bound} ORDER BY {order} LIMIT %s"
         )

@@ -40,6 +40,9 @@ fresh ticket and `after_seq` (docs/api.md, "Stream tickets").
 Events:
 - `committed`: `id:` is the seq; `data` is the row `{seq, committed_at, item_type, item, item_id, turn_id, provider_message_id, provider_timeline_item_id, revert_token, extra}`.
 - `provisional`: no `id`; `data` is `{item, item_id}`. Never stored.
+- `updated` (only with `?updates=1`): a committed row updated in place; `data` is the row as `committed`'s.
+  With `updates=1` every `id:` is `seq:update_seq`, and a `Last-Event-ID` in that form replays the
+  updates missed, each once, after the rows (docs/timeline.md, "Updates").
 - `agent`: a change of lifecycle, attention or archive (`data` carries the agent's state, incl. `archived_at`).
 - `reset`: the epoch changed (or the resume point is beyond the head): re-read the tail; or, with reason
   `gap`, the rows after the resume point are no longer retained: the stream goes on from `min_seq`.
@@ -49,7 +52,11 @@ Served only under ASGI; under WSGI it answers 503 `asgi_required`.
 """
 
 
-_SEQ_ID = {"type": "string", "pattern": "^[0-9]+$", "description": "A seq: where a reconnect resumes."}
+_SEQ_ID = {
+    "type": "string",
+    "pattern": LAST_EVENT_ID_PATTERN,
+    "description": "Where a reconnect resumes: a seq, or `seq:update_seq` on an `updates=1` stream.",
+}
 _TIMESTAMP = {"type": "string", "format": "date-time"}
 _NULLABLE_TIMESTAMP = {"type": ["string", "null"], "format": "date-time"}
 
@@ -117,6 +124,13 @@ def stream_event_components() -> dict[str, dict]:
                 "required": ["item", "item_id"],
             },
             id_="never",
+        ),
+        "UpdatedEvent": _event(
+            "updated",
+            "A committed row updated in place (only on a stream opened with `updates=1`). `id` is "
+            "`seq:update_seq`: the last seq sent and this update's number.",
+            _ref("CanonicalRow"),
+            id_="always",
         ),
         "AgentEvent": _event(
             "agent",
@@ -195,6 +209,13 @@ def stream_parameters() -> list[dict]:
             "description": "Resume after this seq (ignored when Last-Event-ID is sent).",
         },
         {
+            "name": "updates",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "string", "enum": ["0", "1"]},
+            "description": "1: also send `updated` events for rows updated in place, with `seq:update_seq` ids.",
+        },
+        {
             "name": "epoch",
             "in": "query",
             "required": False,
@@ -206,7 +227,8 @@ def stream_parameters() -> list[dict]:
             "in": "header",
             "required": False,
             "schema": {"type": "string", "pattern": LAST_EVENT_ID_PATTERN},
-            "description": "The `id` of the last event the client received (a seq). One beyond the head gets `reset`.",
+            "description": "The `id` of the last event the client received (a seq, or `seq:update_seq`). "
+            "One beyond the head gets `reset`.",
         },
     ]
 
@@ -220,7 +242,8 @@ def stream_responses() -> dict:
             "content": {"text/event-stream": {"schema": _ref("TimelineStreamEvent")}},
         },
         "400": _error(
-            "`after_seq` or `Last-Event-ID` is not a whole number in range, or a ticket came with an "
+            "`after_seq` or `Last-Event-ID` is not a whole number in range, `updates` is not 0 or 1, or a "
+            "ticket came with an "
             "`Authorization` header (`invalid`)."
         ),
         "401": _error(

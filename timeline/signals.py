@@ -51,3 +51,9 @@ def set_live_notice(notice: LiveNotice | None) -> LiveNotice | None:
 
 def live_notice() -> LiveNotice | None:
     return _live_notice
+
+
+#: Sent after a committed row's update commits (``timeline.revisions.update_row``), with
+#: ``agent_id``, ``seq``, ``update_seq`` and ``epoch``. Like ``timeline_committed`` it only
+#: says when to read: live subscribers read the updates themselves.
+timeline_updated = Signal(use_caching=True)

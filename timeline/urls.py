@@ -1,6 +1,6 @@
 from django.urls import path
 
-from timeline import last_views, search_views, views
+from timeline import last_views, row_views, search_views, views
 from timeline.live import tickets as live_tickets
 from timeline.live import views as live_views
 
@@ -9,6 +9,7 @@ urlpatterns = [
     # A plain async view (see timeline/live/views.py); timeline/schema.py documents it.
     path("agents/<str:agent_id>/timeline/stream", live_views.timeline_stream, name="timeline-stream"),
     path("agents/<str:agent_id>/timeline/stream-tickets", live_tickets.stream_tickets, name="timeline-stream-tickets"),
+    path("agents/<str:agent_id>/timeline/rows/<int:seq>", row_views.timeline_row, name="timeline-row"),
     path(
         "agents/<str:agent_id>/timeline/provisional",
         live_views.provisional,

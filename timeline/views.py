@@ -73,6 +73,7 @@ def page_document(page: Page, *, projected: bool) -> TimelinePage:
                 provider_timeline_item_id=row["provider_timeline_item_id"],
                 revert_token=None if row["revert_token"] is None else raw(row["revert_token"]),
                 extra=raw(row["extra"]),
+                revision=row["revision"],
             )
             for row in page.rows
         ]

@@ -45,6 +45,7 @@ MODELS_SINCE_THE_OLD_LAYOUT = {
     "axes.accessfailurelog",
     "axes.accesslog",
     "timeline.timelinehead",
+    "timeline.timelinerowrevision",
     "tokens.idempotentcreate",
     "tokens.streamticket",
     "tokens.throttlewindow",

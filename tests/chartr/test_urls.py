@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import get_resolver, resolve, reverse
 
-SAMPLE_KWARGS = {"agent_id": "a", "id": 1}
+SAMPLE_KWARGS = {"agent_id": "a", "id": 1, "seq": 1}
 
 
 def api_route_names() -> list[tuple[str, list[str]]]:

@@ -214,6 +214,8 @@ class Examples:
     def path_value(self, name: str, path: str) -> str:
         if name == "agent_id":
             return AGENT
+        if name == "seq":
+            return "1"
         return str(self.workspace_id if path.startswith("/api/v1/workspaces") else self.project_id)
 
 

@@ -167,3 +167,17 @@ class TestTimelineRowAdmin:
         add_rows(other, [{"type": "user_message", "text": "x"}])
         response = admin_client.get(reverse("admin:timeline_timelinerow_changelist"), {"q": other.agent_id})
         assert [row.agent_id for row in response.context["cl"].result_list] == [other.agent_id]
+
+    def test_a_rows_page_shows_its_earlier_versions_read_only(self, admin_client, long_agent):
+        from timeline.revisions import RowContent, update_row
+
+        update_row(agent_id=long_agent.pk, seq=1, content=RowContent(item={"type": "user_message", "text": "second"}))
+        update_row(agent_id=long_agent.pk, seq=1, content=RowContent(item={"type": "user_message", "text": "third"}))
+        row = TimelineRow.objects.get(agent=long_agent, seq=1)
+        page = admin_client.get(reverse("admin:timeline_timelinerow_change", args=[row.pk]))
+        text = page.content.decode()
+        assert page.status_code == 200 and "earlier versions" in text.lower()
+        assert "third" in text and "second" in text and "message 1" in text
+        inline = page.context["inline_admin_formsets"][0]
+        assert [form.original.revision for form in inline] == [1, 2]
+        assert not inline.has_add_permission and not inline.has_delete_permission

@@ -55,6 +55,7 @@ def test_append_then_read(api):
         "provider_timeline_item_id": None,
         "revert_token": None,
         "extra": {},
+        "revision": 1,
     }
     assert page["holes"] == []
     assert page["window"] == {"min_seq": 1, "max_seq": 2, "next_seq": 3}
@@ -211,7 +212,13 @@ def test_the_stream_is_documented_in_the_schema(api):
     document = api.get("/api/v1/schema").json()
     operation = document["paths"][stream_path()]["get"]
     assert "text/event-stream" in operation["responses"]["200"]["content"]
-    assert {p["name"] for p in operation["parameters"]} == {"agent_id", "after_seq", "epoch", "Last-Event-ID"}
+    assert {p["name"] for p in operation["parameters"]} == {
+        "agent_id",
+        "after_seq",
+        "epoch",
+        "updates",
+        "Last-Event-ID",
+    }
     assert "bearerAuth" in document["components"]["securitySchemes"]
     for status in ("400", "401", "404", "500", "503"):
         ref = operation["responses"][status]["content"]["application/json"]["schema"]["$ref"]

@@ -38,8 +38,10 @@ def awkward_agent():
 
 def orm_rows(agent_id: str) -> list[dict]:
     # A row without extra keys holds NULL there; a page says {}.
-    rows = TimelineRow.objects.filter(agent_id=agent_id).order_by("seq").values(*ROW_FIELDS)
-    return [{**row, "extra": row["extra"] or {}} for row in rows]
+    rows = TimelineRow.objects.filter(agent_id=agent_id).order_by("seq")
+    # A row never updated holds NULL as its revision; a page says 1.
+    rows = rows.values(*ROW_FIELDS, "revision")
+    return [{**row, "extra": row["extra"] or {}, "revision": row["revision"] or 1} for row in rows]
 
 
 def test_rows_are_what_the_orm_reads(awkward_agent):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import jsonschema
 import pytest
 from hypothesis import given, settings
@@ -56,6 +58,7 @@ def test_reads_carry_typed_items_and_separate_row_shapes(document):
         "provider_timeline_item_id",
         "revert_token",
         "extra",
+        "revision",
     }
     projected = schema_for(document, "ProjectedEntry")
     assert set(projected["required"]) == {
@@ -108,7 +111,7 @@ def test_the_schema_accepts_exactly_the_items_the_server_accepts(document):
     agree()
 
 
-def test_the_stream_names_its_four_events_with_their_data_and_ids(document):
+def test_the_stream_names_its_five_events_with_their_data_and_ids(document):
     content = document["paths"][stream_path()]["get"]["responses"]["200"]["content"]
     assert content["text/event-stream"]["schema"] == {"$ref": "#/components/schemas/TimelineStreamEvent"}
     events = {
@@ -119,11 +122,18 @@ def test_the_stream_names_its_four_events_with_their_data_and_ids(document):
     assert names == {
         "CommittedEvent": "committed",
         "ProvisionalEvent": "provisional",
+        "UpdatedEvent": "updated",
         "AgentEvent": "agent",
         "ResetEvent": "reset",
     }
     id_required = {name: "id" in event["required"] for name, event in events.items()}
-    assert id_required == {"CommittedEvent": True, "ProvisionalEvent": False, "AgentEvent": False, "ResetEvent": True}
+    assert id_required == {
+        "CommittedEvent": True,
+        "ProvisionalEvent": False,
+        "UpdatedEvent": True,
+        "AgentEvent": False,
+        "ResetEvent": True,
+    }
     for event in events.values():
         assert event["properties"]["data"]["contentMediaType"] == "application/json"
     committed_data = events["CommittedEvent"]["properties"]["data"]["contentSchema"]
@@ -155,3 +165,21 @@ def test_the_stream_takes_a_token_or_a_ticket_and_the_ticket_endpoint_is_documen
         "stream_url",
         "ticket",
     ]
+
+
+def test_the_row_update_and_the_streams_updates_are_documented(document):
+    operation = document["paths"]["/api/v1/agents/{agent_id}/timeline/rows/{seq}"]["put"]
+    assert operation["operationId"] == "timeline_row_update"
+    assert {"200", "400", "404", "409", "413", "415"} <= set(operation["responses"])
+    assert "row_not_found" in operation["responses"]["404"]["description"]
+    body = schema_for(document, "RowUpdateRequestRequest")
+    assert body["required"] == ["item"] and body["additionalProperties"] is False
+    assert "revert_token" in body["properties"]
+    stream = document["paths"][stream_path()]["get"]
+    parameters = {parameter["name"]: parameter for parameter in stream["parameters"]}
+    assert parameters["updates"]["schema"]["enum"] == ["0", "1"]
+    pattern = parameters["Last-Event-ID"]["schema"]["pattern"]
+    updated = schema_for(document, "UpdatedEvent")
+    assert updated["properties"]["event"]["const"] == "updated"
+    assert updated["properties"]["id"]["pattern"] == pattern
+    assert re.fullmatch(pattern, "12:3") and re.fullmatch(pattern, "12") and not re.fullmatch(pattern, "12:")

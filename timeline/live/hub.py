@@ -20,13 +20,13 @@ from django.conf import settings
 
 from kernel import draining
 from snapshots.signals import agents_changed
-from timeline.live import reads
+from timeline.live import messages, reads
 from timeline.live.heap import make_heap_trimmer
 from timeline.live.messages import AgentsChanged, Closing, Committed, Message, Provisional, Resync, decode_message
 from timeline.live.reads import DatabaseRunner, LiveBatch
 from timeline.live.transports.base import LiveTransport
 from timeline.live.transports.factory import make_transport
-from timeline.signals import set_live_notice, timeline_committed
+from timeline.signals import set_live_notice, timeline_committed, timeline_updated
 
 logger = logging.getLogger("chartr.live")
 
@@ -132,7 +132,7 @@ class Channel:
         self.agent_id = agent_id
         self.subscribers: set[Subscription] = set()
         self.generation = 0
-        self.known: tuple[int, str, int] | None = None  # (head_seq, epoch, version) last seen
+        self.known: tuple[int, str, int, int] | None = None  # (head_seq, epoch, version, update_seq) last seen
         #: The seq the latest finished read left its readers at; None before the first.
         self.tip: int | None = None
         #: after_seq -> (generation when the read started, its future); reads in flight
@@ -321,12 +321,12 @@ class Hub:
             channel = self.channels.get(message.agent_id)
             if channel is not None:
                 if channel.known is not None and message.head_seq > channel.known[0]:
-                    channel.known = (message.head_seq, message.epoch, channel.known[2])
+                    channel.known = (message.head_seq, message.epoch, *channel.known[2:])
                 channel.dispatch_committed(self, message, limit=self.batch_size)
         elif isinstance(message, AgentsChanged):
             for channel in self._channels_of(message.agent_ids):
                 channel.dispatch(message)
-        elif isinstance(message, (Provisional, Resync)):
+        elif isinstance(message, (Provisional, Resync, messages.Updated)):
             channel = self.channels.get(message.agent_id)
             if channel is not None:
                 channel.dispatch(message)
@@ -418,6 +418,8 @@ class Hub:
                 channel.dispatch(Committed(agent_id, seen[0], seen[1]))
             elif seen[2] != previous[2]:
                 channel.dispatch(AgentsChanged((agent_id,), "changed"))
+            if seen is not None and previous is not None and seen[3] > previous[3]:
+                channel.dispatch(messages.Updated(agent_id, seen[3], 0, seen[1]))
 
 
 # --- The process-wide hub and the signal receivers ---------------------------------
@@ -469,6 +471,10 @@ def on_timeline_committed(sender, *, agent_id: str, head_seq: int, epoch: str, *
     hub.publish(message, sent=hub.transport.sends_with_transaction)
 
 
+def on_timeline_updated(sender, *, agent_id: str, seq: int, update_seq: int, epoch: str, **kwargs) -> None:
+    get_hub().publish(messages.Updated(agent_id=agent_id, update_seq=update_seq, seq=seq, epoch=epoch))
+
+
 def on_agents_changed(sender, *, agent_ids, reason: str, **kwargs) -> None:
     get_hub().publish(AgentsChanged(agent_ids=tuple(agent_ids), reason=reason))
 
@@ -482,5 +488,6 @@ def on_process_draining() -> None:
 def connect_signals() -> None:
     set_live_notice(CommittingNotice())
     timeline_committed.connect(on_timeline_committed, dispatch_uid="chartr-live-committed")
+    timeline_updated.connect(on_timeline_updated, dispatch_uid="chartr-live-updated")
     agents_changed.connect(on_agents_changed, dispatch_uid="chartr-live-agents")
     draining.on_draining(on_process_draining)

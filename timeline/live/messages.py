@@ -28,6 +28,16 @@ class Committed:
 
 
 @dataclass(frozen=True)
+class Updated:
+    """The agent's committed row ``seq`` was updated, taking update number ``update_seq``, in ``epoch``."""
+
+    agent_id: str
+    update_seq: int
+    seq: int
+    epoch: str = ""
+
+
+@dataclass(frozen=True)
 class AgentsChanged:
     """The agent snapshots of ``agent_ids`` changed (created, updated, archived, ...)."""
 
@@ -58,7 +68,7 @@ class Closing:
     agent_id: str = ""
 
 
-Message = Committed | AgentsChanged | Provisional
+Message = Committed | AgentsChanged | Provisional | Updated
 
 
 def encode_message(message: Message, origin: str) -> str:
@@ -69,6 +79,8 @@ def encode_message(message: Message, origin: str) -> str:
         body: dict[str, Any] = {"k": "a", "a": list(message.agent_ids), "r": message.reason}
     elif isinstance(message, Provisional):
         body = {"k": "p", "a": message.agent_id, "i": message.item, "d": message.item_id}
+    elif isinstance(message, Updated):
+        body = {"k": "u", "a": message.agent_id, "u": message.update_seq, "s": message.seq, "e": message.epoch}
     else:  # pragma: no cover - programming error
         raise TypeError(f"Cannot send {message!r}")
     body["o"] = origin
@@ -98,6 +110,10 @@ def decode_message(payload: str | bytes) -> tuple[str, Message]:
             return origin, Committed(agent_id=str(body["a"]), head_seq=int(body["s"]), epoch=str(body["e"]))
         if kind == "a":
             return origin, AgentsChanged(agent_ids=tuple(str(a) for a in body["a"]), reason=str(body["r"]))
+        if kind == "u":
+            return origin, Updated(
+                agent_id=str(body["a"]), update_seq=int(body["u"]), seq=int(body["s"]), epoch=str(body["e"])
+            )
         if kind == "p":
             if not isinstance(body["i"], dict):
                 raise ValueError("provisional item is not an object")

@@ -10,7 +10,7 @@ import asyncio
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, TypeVar
 
@@ -19,6 +19,7 @@ from django.db.models import F
 
 from snapshots.models import AgentSnapshot
 from timeline.live.sse import encode_committed_row
+from timeline.models import TimelineRow, TimelineRowRevision
 from timeline.selectors import RetainedRange, rows_after
 
 T = TypeVar("T")
@@ -41,6 +42,8 @@ HEAD_STATE_FIELDS = {
     "timeline_epoch": F("timeline_head__epoch"),
     # Not sent: whether the history has holes (``RetainedRange.has_holes``).
     "committed_rows": F("timeline_head__committed_rows"),
+    # Not sent either: the updates so far, for the streams that take them (``updates=1``).
+    "update_seq": F("timeline_head__update_seq"),
 }
 
 #: Agents per ``IN`` list when polling heads, so the list stays bounded.
@@ -56,6 +59,8 @@ class LiveBatch:
 
     rows: list[tuple[int, bytes]]
     agent: dict | None
+    #: ``seq -> update_seq`` of the rows read whose content an update wrote (for ``updates=1`` streams).
+    row_updates: dict[int, int] = field(default_factory=dict)
 
     @cached_property
     def retained(self) -> RetainedRange:
@@ -78,17 +83,79 @@ def read_batch(agent_id: str, after_seq: int, limit: int) -> LiveBatch:
     # The agent is read after the rows: if its epoch is still the one the
     # reader holds, the history was not replaced before the rows were read.
     agent = read_agent_state(agent_id)
-    return LiveBatch(rows=[(row.seq, encode_committed_row(row)) for row in rows], agent=agent)
+    return LiveBatch(
+        rows=[(row.seq, encode_committed_row(row)) for row in rows],
+        agent=agent,
+        row_updates={row.seq: row.update_seq for row in rows if row.update_seq is not None},
+    )
 
 
-def read_heads(agent_ids: list[str]) -> dict[str, tuple[int, str, int]]:
-    """``agent_id -> (head_seq, timeline_epoch, version)`` for the agents that still exist."""
-    heads: dict[str, tuple[int, str, int]] = {}
+@dataclass(frozen=True)
+class LiveUpdate:
+    """One update of a committed row: its number, the row's seq, and the content it wrote (an ``updated`` event's data)."""
+
+    update_seq: int
+    seq: int
+    data: dict
+
+
+#: What an ``updated`` event carries of a row or of the revision an update wrote.
+_UPDATE_FIELDS = (
+    "update_seq",
+    "committed_at",
+    "item_type",
+    "item",
+    "turn_id",
+    "provider_message_id",
+    "provider_timeline_item_id",
+    "revert_token",
+    "extra",
+    "revision",
+)
+
+
+def read_updates(agent_id: str, after_update: int, limit: int) -> list[LiveUpdate]:
+    """The agent's first ``limit`` row updates numbered above ``after_update``, in order, each with
+    the content it wrote: the row's current content for its latest update, the revision the next
+    update replaced for an earlier one. Two index ranges (``timeline_agent_update_idx``,
+    ``timeline_revision_update_idx``), merged."""
+    current = TimelineRow.objects.filter(agent_id=agent_id, update_seq__gt=after_update).order_by("update_seq")
+    earlier = TimelineRowRevision.objects.filter(agent_id=agent_id, update_seq__gt=after_update).order_by("update_seq")
+    found = [
+        *current.values("seq", "item_id", *_UPDATE_FIELDS)[:limit],
+        *earlier.values(*_UPDATE_FIELDS, seq=F("row__seq"), item_id=F("row__item_id"))[:limit],
+    ]
+    found.sort(key=lambda update: update["update_seq"])
+    return [
+        LiveUpdate(update_seq=update["update_seq"], seq=update["seq"], data=_update_data(update))
+        for update in found[:limit]
+    ]
+
+
+def _update_data(update: dict) -> dict:
+    return {
+        "seq": update["seq"],
+        "committed_at": update["committed_at"],
+        "item_type": update["item_type"],
+        "item": update["item"],
+        "item_id": update["item_id"],
+        "turn_id": update["turn_id"],
+        "provider_message_id": update["provider_message_id"],
+        "provider_timeline_item_id": update["provider_timeline_item_id"],
+        "revert_token": update["revert_token"],
+        "extra": update["extra"] or {},
+        "revision": update["revision"],
+    }
+
+
+def read_heads(agent_ids: list[str]) -> dict[str, tuple[int, str, int, int]]:
+    """``agent_id -> (head_seq, timeline_epoch, version, update_seq)`` for the agents that still exist."""
+    heads: dict[str, tuple[int, str, int, int]] = {}
     for start in range(0, len(agent_ids), HEADS_PER_QUERY):
         rows = AgentSnapshot.objects.filter(pk__in=agent_ids[start : start + HEADS_PER_QUERY]).values_list(
-            "agent_id", "timeline_head__head_seq", "timeline_head__epoch", "version"
+            "agent_id", "timeline_head__head_seq", "timeline_head__epoch", "version", "timeline_head__update_seq"
         )
-        heads.update((agent_id, (head, epoch, version)) for agent_id, head, epoch, version in rows)
+        heads.update((agent_id, (head, epoch, version, updates)) for agent_id, head, epoch, version, updates in rows)
     return heads
 
 

@@ -32,15 +32,16 @@ def _json(data) -> str:
     return json.dumps(data, cls=_Encoder, separators=(",", ":"), ensure_ascii=False)
 
 
-def sse_frame(event: str, data, *, event_id: int | None = None) -> bytes:
+def sse_frame(event: str, data, *, event_id: int | str | None = None) -> bytes:
     """One SSE event. JSON never contains a raw newline, so ``data`` is one line."""
     head = f"id: {event_id}\n" if event_id is not None else ""
     return f"{head}event: {event}\ndata: {_json(data)}\n\n".encode()
 
 
-def encode_committed_row(row) -> bytes:
+def encode_committed_row(row, *, event: str = "committed", event_id: int | str | None = None) -> bytes:
+    """A row's event: ``committed`` (its id the seq), or ``updated`` (its id given)."""
     return sse_frame(
-        "committed",
+        event,
         {
             "seq": row.seq,
             "committed_at": _iso(row.committed_at),
@@ -52,8 +53,9 @@ def encode_committed_row(row) -> bytes:
             "provider_timeline_item_id": row.provider_timeline_item_id,
             "revert_token": row.revert_token,
             "extra": row.extra or {},
+            "revision": row.revision or 1,
         },
-        event_id=row.seq,
+        event_id=row.seq if event_id is None else event_id,
     )
 
 

@@ -14,6 +14,12 @@ already been told about and ends; its client reconnects with ``Last-Event-ID``.
 
 Rows are only ever sent from a database read, in seq order, and only when
 their seq is exactly ``last + 1``. Notifications only say when to read.
+
+A stream opened with ``updates=1`` also sends row updates (docs/timeline.md,
+"Updates"): after the rows of each read, the updates numbered above the last one
+it sent, each to a row the client holds and newer than the content it holds
+(a row sent in the same connection may already carry it). Its event ids are
+``seq:update_seq``, both cursors, so ``Last-Event-ID`` resumes both.
 """
 
 from __future__ import annotations
@@ -23,8 +29,8 @@ from collections.abc import AsyncIterator, Callable
 from django.conf import settings
 
 from timeline.live.hub import Hub, Subscription
-from timeline.live.messages import AgentsChanged, Closing, Committed, Provisional, Resync
-from timeline.live.reads import LiveBatch
+from timeline.live.messages import AgentsChanged, Closing, Committed, Provisional, Resync, Updated
+from timeline.live.reads import LiveBatch, read_updates
 from timeline.live.sse import KEEPALIVE, agent_event, sse_frame
 
 
@@ -39,6 +45,8 @@ class TimelineStream:
         after_seq: int | None,
         epoch: str | None,
         on_close: Callable[[], None] | None = None,
+        updates: bool = False,
+        after_update: int | None = None,
     ):
         self.hub = hub
         #: Called once the stream ends (its slot, timeline/live/slots.py).
@@ -51,6 +59,12 @@ class TimelineStream:
         self.version: int | None = None
         self.generation = 0
         self.ended = False
+        #: ``updates=1``: row updates are sent, and ids carry the last one sent (``last_update``).
+        self.updates = updates
+        self.requested_after_update = after_update
+        self.last_update = 0
+        #: ``seq -> update_seq`` of rows sent with content an update wrote after ``last_update``.
+        self.fresh: dict[int, int] = {}
 
     async def events(self) -> AsyncIterator[bytes]:
         subscription = self.hub.subscribe(self.agent_id)
@@ -109,6 +123,10 @@ class TimelineStream:
         self.epoch = state["timeline_epoch"]
         head = state["head_seq"]
         stale_epoch = self.client_epoch is not None and self.client_epoch != self.epoch
+        resumes = after is not None and not stale_epoch and after <= head
+        asked_update = self.requested_after_update
+        self.last_update = asked_update if resumes and asked_update is not None else state["update_seq"]
+        self.last_update = min(self.last_update, state["update_seq"])
         if after is None or stale_epoch or after > head:
             # No cursor: only new events. A cursor from another history (or
             # beyond this one) cannot be resumed: say so, and go on from the head.
@@ -123,11 +141,14 @@ class TimelineStream:
         # The opening event carries the cursor too (`id:`), so a client that
         # connected without one and drops before any row arrives resumes from
         # here on reconnect instead of from a later head, which would skip rows.
-        yield agent_event(state, "snapshot", event_id=self.last_seq)
+        yield agent_event(state, "snapshot", event_id=self.event_id())
         for frame in self._send_rows(batch):
             yield frame
         if self.last_seq < head:
             async for frame in self._catch_up(subscription, reason="snapshot"):
+                yield frame
+        elif self.updates:
+            for frame in await self._send_updates(state):
                 yield frame
 
     def _reason_to_read(self, message) -> str | None:
@@ -140,6 +161,8 @@ class TimelineStream:
             return message.reason
         if isinstance(message, Resync):
             return "changed"
+        if isinstance(message, Updated) and self.updates and message.update_seq > self.last_update:
+            return "updated"
         return None
 
     async def _catch_up(self, subscription: Subscription, *, reason: str) -> AsyncIterator[bytes]:
@@ -160,6 +183,7 @@ class TimelineStream:
             # The history was replaced: these rows are not a continuation.
             self.epoch = state["timeline_epoch"]
             self.last_seq = state["head_seq"]
+            self.last_update, self.fresh = state["update_seq"], {}
             self.version = state["version"]
             return [self._reset(state, "epoch")], True
         frames = [self._reset(state, "gap")] if self._gap(batch) else []
@@ -168,7 +192,30 @@ class TimelineStream:
         if state["version"] != self.version:
             self.version = state["version"]
             frames.append(agent_event(state, reason))
-        return frames, self.last_seq == before or self.last_seq >= state["head_seq"]
+        caught_up = self.last_seq == before or self.last_seq >= state["head_seq"]
+        if caught_up and self.updates:
+            frames.extend(await self._send_updates(state))
+        return frames, caught_up
+
+    def event_id(self) -> int | str:
+        """The cursor an event's ``id:`` gives: the seq, and with ``updates=1`` the last update too."""
+        return f"{self.last_seq}:{self.last_update}" if self.updates else self.last_seq
+
+    async def _send_updates(self, state: dict) -> list[bytes]:
+        """The ``updated`` events the client is owed, up to the agent's update count in ``state``."""
+        frames: list[bytes] = []
+        while self.last_update < state["update_seq"]:
+            found = await self.hub.db.run(read_updates, self.agent_id, self.last_update, self.hub.batch_size)
+            if not found:
+                break
+            for update in found:
+                self.last_update = update.update_seq
+                # A row the client does not hold yet comes with this content when it is sent; a row
+                # sent in this connection may carry it already.
+                if update.seq <= self.last_seq and self.fresh.get(update.seq, 0) < update.update_seq:
+                    frames.append(sse_frame("updated", update.data, event_id=self.event_id()))
+        self.fresh = {seq: at for seq, at in self.fresh.items() if at > self.last_update}
+        return frames
 
     def _send_rows(self, batch: LiveBatch):
         holes = batch.agent is not None and batch.retained.has_holes
@@ -179,6 +226,11 @@ class TimelineStream:
                 # next read decides.
                 break
             self.last_seq = seq
+            if self.updates:
+                written = batch.row_updates.get(seq)
+                if written is not None and written > self.last_update:
+                    self.fresh[seq] = written
+                frame = b"id: %s\n%s" % (self.event_id().encode(), frame.split(b"\n", 1)[1])
             yield frame
 
     def _gap(self, batch: LiveBatch) -> bool:
@@ -201,7 +253,7 @@ class TimelineStream:
                 "head_seq": state["head_seq"],
                 "min_seq": state["min_seq"],
             },
-            event_id=self.last_seq,
+            event_id=self.event_id(),
         )
 
     def _gone(self) -> bytes:

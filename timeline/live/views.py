@@ -32,8 +32,9 @@ from timeline.live.stream import TimelineStream
 from timeline.selectors import get_agent_for_timeline
 from tokens.access import authorize, authorize_stream
 
-#: What a Last-Event-ID must look like; timeline/schema.py publishes it.
-LAST_EVENT_ID_PATTERN = "^[0-9]+$"
+#: What a Last-Event-ID must look like: a seq, or ``seq:update_seq`` as ``updates=1`` streams
+#: send them; timeline/schema.py publishes it.
+LAST_EVENT_ID_PATTERN = "^[0-9]+(:[0-9]+)?$"
 LAST_EVENT_ID_RE = re.compile(LAST_EVENT_ID_PATTERN)
 
 
@@ -51,11 +52,18 @@ def _non_negative_int(raw: str, field: str) -> int:
     return value
 
 
-def _last_event_id(raw: str) -> int:
-    """An id this stream sent is a seq: ASCII digits (LAST_EVENT_ID_PATTERN). One beyond any seq
-    is a cursor ahead of the head, answered with ``reset`` like any other."""
+def _last_event_id(raw: str) -> tuple[int, int | None]:
+    """An id this stream sent: a seq (ASCII digits), or ``seq:update_seq`` (LAST_EVENT_ID_PATTERN).
+    One beyond any seq is a cursor ahead of the head, answered with ``reset`` like any other."""
     if LAST_EVENT_ID_RE.fullmatch(raw) is None:
-        raise ValidationError({"Last-Event-ID": ["Must be a seq: ASCII digits only."]}, code="invalid")
+        raise ValidationError(
+            {"Last-Event-ID": ["Must be a seq, or seq:update_seq: ASCII digits only."]}, code="invalid"
+        )
+    seq, _, update = raw.partition(":")
+    return _bounded(seq), _bounded(update) if update else None
+
+
+def _bounded(raw: str) -> int:
     digits = raw.lstrip("0")
     # Longer than any seq: Python would refuse to convert thousands of digits, and the answer is the same.
     if len(digits) > len(str(MAX_SEQ)):
@@ -71,11 +79,27 @@ def _authorize_stream(request: HttpRequest, agent_id: str) -> int:
     return token.pk
 
 
-def _open_stream(request: HttpRequest, hub, agent_id: str, *, owner, after_seq, epoch) -> EventStreamResponse:
+def _updates_param(raw: str) -> bool:
+    if raw not in ("", "0", "1"):
+        raise ValidationError({"updates": ["Use 1 (send row updates) or 0."]}, code="invalid")
+    return raw == "1"
+
+
+def _open_stream(
+    request: HttpRequest, hub, agent_id: str, *, owner, after_seq, epoch, updates=False, after_update=None
+) -> EventStreamResponse:
     """The stream in one of this worker's slots (timeline/live/slots.py): 503 or 429 when none is left."""
     slot = stream_slots.take(owner)
     setattr(request, REQUEST_ATTRIBUTE, slot)
-    stream = TimelineStream(hub, agent_id, after_seq=after_seq, epoch=epoch, on_close=slot.release)
+    stream = TimelineStream(
+        hub,
+        agent_id,
+        after_seq=after_seq,
+        epoch=epoch,
+        on_close=slot.release,
+        updates=updates,
+        after_update=after_update,
+    )
     response = EventStreamResponse(stream.events())
     response["Cache-Control"] = "no-cache"
     # Keeps nginx and similar proxies from buffering the stream.
@@ -115,10 +139,21 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
         # after_seq is checked even when Last-Event-ID wins: a bad parameter is never silently ignored.
         after_seq_param = request.GET.get("after_seq", "")
         after_seq = _non_negative_int(after_seq_param, "after_seq") if after_seq_param != "" else None
+        updates = _updates_param(request.GET.get("updates", ""))
+        after_update = None
         if last_event_id is not None:
-            after_seq = _last_event_id(last_event_id)
+            after_seq, after_update = _last_event_id(last_event_id)
         epoch = request.GET.get("epoch") or None
-        return _open_stream(request, hub, agent_id, owner=token_id, after_seq=after_seq, epoch=epoch)
+        return _open_stream(
+            request,
+            hub,
+            agent_id,
+            owner=token_id,
+            after_seq=after_seq,
+            epoch=epoch,
+            updates=updates,
+            after_update=after_update,
+        )
     except Exception as exc:  # noqa: BLE001 - the handler maps everything, unknown errors to a logged 500
         return _error_response(exc)
 

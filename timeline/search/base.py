@@ -51,6 +51,11 @@ class TimelineSearch(ABC):
     def drop_index(self, schema_editor: BaseDatabaseSchemaEditor) -> None:
         """Undo ``create_index``."""
 
+    def reindex_row(self, row_id: int) -> None:
+        """Take note that the row ``row_id`` now holds another item (``timeline.revisions.update_row``),
+        inside the transaction that changed it. Nothing for an index computed from the row itself."""
+        return None
+
     @abstractmethod
     def index_rows(self, *, agent_id: str, first_seq: int, last_seq: int, item_bytes: int | None = None) -> None:
         """Take note of the agent's rows ``first_seq..last_seq``, just inserted, whose

@@ -75,6 +75,13 @@ _BACKLOG_ROWS = f"SELECT r.id, {_ROW_TEXT} FROM timeline_timelinerow r WHERE r.i
 #: The id of the last row the connection inserted (the rows an append just inserted get consecutive ids).
 _LAST_INSERTED_ID = Statement("SELECT last_insert_rowid()", placeholder="?")
 _INDEX_BACKLOG = Statement(f"INSERT INTO {TABLE}(rowid, body) {_BACKLOG_ROWS}", placeholder="?")
+#: One indexed row out of the index, and back in with its text.
+_WATERMARK = Statement(f"SELECT {_INDEXED_UP_TO}", placeholder="?")
+_FORGET_ROW = Statement(f"DELETE FROM {TABLE} WHERE rowid = %s", placeholder="?")
+_INDEX_ROW = Statement(
+    f"INSERT INTO {TABLE}(rowid, body) SELECT r.id, {_ROW_TEXT} FROM timeline_timelinerow r WHERE r.id = %s",
+    placeholder="?",
+)
 _CREATE_BACKLOG_TABLE = Statement(
     f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{BACKLOG_TABLE} USING fts5(body, {_TOKENIZER})", placeholder="?"
 )
@@ -114,6 +121,13 @@ class SQLiteTimelineSearch(TimelineSearch):
         (last_id,) = _LAST_INSERTED_ID.fetchone([], connection=self.connection)
         if crosses_batch_boundary(last_id, last_seq - first_seq + 1):
             self.index_backlog()
+
+    def reindex_row(self, row_id: int) -> None:
+        """An indexed row's text again (a row of the backlog is read as it is by every search)."""
+        (indexed_up_to,) = _WATERMARK.fetchone([], connection=self.connection)
+        if row_id <= indexed_up_to:
+            _FORGET_ROW.execute([row_id], connection=self.connection)
+            _INDEX_ROW.execute([row_id], connection=self.connection)
 
     def index_backlog(self) -> None:
         """Index every row above the watermark, in the current transaction."""

@@ -238,4 +238,19 @@ def test_a_last_event_id_of_any_length_of_digits_is_a_cursor_not_a_crash(raw):
     """Thousands of digits are more than int() converts by default; the answer is the same as for any seq past the head."""
     from timeline.live.views import MAX_SEQ, _last_event_id
 
-    assert _last_event_id(raw) == (7 if raw.endswith("7") else MAX_SEQ)
+    assert _last_event_id(raw) == ((7 if raw.endswith("7") else MAX_SEQ), None)
+
+
+def test_a_last_event_id_may_carry_the_update_cursor_and_updates_is_0_or_1():
+    from django.core.exceptions import ValidationError
+
+    from timeline.live.views import _last_event_id, _updates_param
+
+    assert _last_event_id("12:3") == (12, 3)
+    assert _last_event_id("12") == (12, None)
+    for bad in ("12:", ":3", "1:2:3", "a:1", "-1"):
+        with pytest.raises(ValidationError):
+            _last_event_id(bad)
+    assert (_updates_param("1"), _updates_param("0"), _updates_param("")) == (True, False, False)
+    with pytest.raises(ValidationError):
+        _updates_param("yes")

@@ -201,6 +201,12 @@ class TooManyRows(Invalid):
     code_name = "too_many_rows"
 
 
+class RowNotFound(NotFound):
+    """The agent holds no row at that seq (an update of a committed row); ``seq``, ``min_seq``, ``head_seq``."""
+
+    code_name = "row_not_found"
+
+
 class StreamTicketInvalid(NotAuthenticated):
     """The stream ticket is unknown, expired, spent or its token revoked: mint a new one."""
 

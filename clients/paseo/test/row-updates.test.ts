@@ -2,10 +2,10 @@
 
 import { describe, expect, it } from "vitest";
 
-import type { AgentTimelineRow } from "../../src/index.js";
-import { api, newAgent, store } from "../support/chartr.js";
-import { assistant, seed } from "../support/seed.js";
-import { TimelineStream } from "../support/stream.js";
+import type { AgentTimelineRow } from "../src/index.js";
+import { api, newAgent, store } from "./support/chartr.js";
+import { assistant, seed } from "./support/seed.js";
+import { TimelineStream } from "./support/stream.js";
 
 const runningTool = { type: "tool_call", callId: "call-1", name: "shell", status: "running" };
 const completedTool = { ...runningTool, status: "completed", output: "done" };
@@ -27,7 +27,7 @@ describe("updateCommittedRow", () => {
     const agentId = await newAgent();
     await seed(agentId, [runningTool]);
     const { epoch, rows } = await store().fetchCommitted(agentId);
-    const stream = await TimelineStream.open(agentId, { after_seq: "1", epoch });
+    const stream = await TimelineStream.open(agentId, { after_seq: "1", epoch, updates: "1" });
     try {
       await store().updateCommittedRow(agentId, { ...(rows[0] as AgentTimelineRow), item: completedTool });
       const event = await stream.next((candidate) => candidate.event === "updated");
@@ -50,7 +50,7 @@ describe("updateCommittedRow", () => {
     };
     const first = await revision();
     const { epoch } = await store().fetchCommitted(agentId);
-    const stream = await TimelineStream.open(agentId, { after_seq: "1", epoch });
+    const stream = await TimelineStream.open(agentId, { after_seq: "1", epoch, updates: "1" });
     try {
       await store().updateCommittedRow(agentId, update);
       expect(await revision()).toBe(first);
