@@ -8,6 +8,8 @@ from snapshots.models import AgentSnapshot, new_timeline_epoch
 #: The longest epoch a timeline keeps: chartr makes 16 hex digits (``new_timeline_epoch``),
 #: a history carried over keeps its own (Paseo's are 36-character UUIDs).
 EPOCH_MAX_LENGTH = 128
+#: The longest of Paseo's string row keys (``turn_id``, ``provider_message_id``, ``provider_timeline_item_id``).
+MAX_ROW_KEY_LENGTH = 256
 #: What a row carries besides its agent, in the order pages render it and appends insert it.
 ROW_FIELDS = (
     "seq",
@@ -88,12 +90,12 @@ class TimelineRow(models.Model):
     item = models.JSONField()
     item_id = models.CharField(max_length=256, null=True, blank=True)
     # The turn the row belongs to, as Paseo records it (``turnId``); null when unknown.
-    turn_id = models.CharField(max_length=256, null=True, blank=True)
+    turn_id = models.CharField(max_length=MAX_ROW_KEY_LENGTH, null=True, blank=True)
     # Paseo's row keys beside the item (``providerMessageId``, ``providerTimelineItemId``,
     # ``revertToken``), null when the row had none. ``revert_token`` is any JSON value:
     # SQL NULL when the row had no token, JSON ``null`` when it had a null one.
-    provider_message_id = models.CharField(max_length=256, null=True, blank=True)
-    provider_timeline_item_id = models.CharField(max_length=256, null=True, blank=True)
+    provider_message_id = models.CharField(max_length=MAX_ROW_KEY_LENGTH, null=True, blank=True)
+    provider_timeline_item_id = models.CharField(max_length=MAX_ROW_KEY_LENGTH, null=True, blank=True)
     revert_token = models.JSONField(null=True, blank=True)
     # NULL when the row has none (every row the API appends): adding the column then
     # rewrote no table, and the API renders it as {}.

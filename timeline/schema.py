@@ -38,7 +38,7 @@ Credentials: `Authorization: Bearer <token>`, or (for EventSource, which cannot 
 fresh ticket and `after_seq` (docs/api.md, "Stream tickets").
 
 Events:
-- `committed`: `id:` is the seq; `data` is the row `{seq, committed_at, item_type, item, item_id, turn_id, provider_message_id, provider_timeline_item_id, revert_token, extra}`.
+- `committed`: `id:` is the seq; `data` is the row `{seq, committed_at, item_type, item, item_id, turn_id, provider_message_id, provider_timeline_item_id, extra, revert_token}` (`revert_token` left out when the row has none).
 - `provisional`: no `id`; `data` is `{item, item_id}`. Never stored.
 - `agent`: a change of lifecycle, attention or archive (`data` carries the agent's state, incl. `archived_at`).
 - `reset`: the epoch changed (or the resume point is beyond the head): re-read the tail; or, with reason

@@ -18,7 +18,7 @@ from typing import Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 
 from kernel.errors import NotFound
 from snapshots.models import AgentSnapshot
@@ -130,8 +130,12 @@ def get_agent_for_timeline(*, agent_id: str) -> AgentSnapshot:
 
 
 def rows_after(*, agent_id: str, after_seq: int, limit: int) -> list[TimelineRow]:
-    """Committed rows with seq > after_seq, ascending. The live stream's catch-up read."""
-    return list(TimelineRow.objects.filter(agent_id=agent_id, seq__gt=after_seq).order_by("seq")[:limit])
+    """Committed rows with seq > after_seq, ascending. The live stream's catch-up read.
+
+    Each has ``has_revert_token``: the JSON field reads a null token (JSON null) and none (SQL NULL) alike."""
+    rows = TimelineRow.objects.filter(agent_id=agent_id, seq__gt=after_seq).order_by("seq")
+    has_token = ExpressionWrapper(Q(revert_token__isnull=False), output_field=BooleanField())
+    return list(rows.annotate(has_revert_token=has_token)[:limit])
 
 
 def check_read_arguments(*, projection: str, limit: int, seq: int | None) -> None:

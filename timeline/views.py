@@ -15,6 +15,7 @@ from timeline.api_shapes import (
     ReadQuery,
     TimelinePage,
     Window,
+    row_keys,
     timestamp_renderer,
 )
 from timeline.selectors import TimelinePage as Page
@@ -37,7 +38,7 @@ def read(*, agent_id: str, query: ReadQuery) -> Answer:
 
 
 def append(*, agent_id: str, body: AppendRequest) -> Answer:
-    items = [NewTimelineItem(item=entry.item, item_id=entry.item_id) for entry in body.items]
+    items = [NewTimelineItem(item=entry.item, item_id=entry.item_id, **row_keys(entry)) for entry in body.items]
     result = append_timeline_items(agent_id=agent_id, items=items, expected_head_seq=body.expected_head_seq)
     return Answer(append_document(result), status=201 if result.created else 200)
 
@@ -71,7 +72,7 @@ def page_document(page: Page, *, projected: bool) -> TimelinePage:
                 turn_id=row["turn_id"],
                 provider_message_id=row["provider_message_id"],
                 provider_timeline_item_id=row["provider_timeline_item_id"],
-                revert_token=None if row["revert_token"] is None else raw(row["revert_token"]),
+                revert_token=msgspec.UNSET if row["revert_token"] is None else raw(row["revert_token"]),
                 extra=raw(row["extra"]),
             )
             for row in page.rows

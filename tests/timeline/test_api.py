@@ -53,7 +53,6 @@ def test_append_then_read(api):
         "turn_id": None,
         "provider_message_id": None,
         "provider_timeline_item_id": None,
-        "revert_token": None,
         "extra": {},
     }
     assert page["holes"] == []

@@ -39,22 +39,22 @@ def sse_frame(event: str, data, *, event_id: int | None = None) -> bytes:
 
 
 def encode_committed_row(row) -> bytes:
-    return sse_frame(
-        "committed",
-        {
-            "seq": row.seq,
-            "committed_at": _iso(row.committed_at),
-            "item_type": row.item_type,
-            "item": row.item,
-            "item_id": row.item_id,
-            "turn_id": row.turn_id,
-            "provider_message_id": row.provider_message_id,
-            "provider_timeline_item_id": row.provider_timeline_item_id,
-            "revert_token": row.revert_token,
-            "extra": row.extra or {},
-        },
-        event_id=row.seq,
-    )
+    """A ``committed`` event: the row as the REST read renders it (``revert_token`` left out when the
+    row has none: ``has_revert_token``, from ``timeline.selectors.rows_after``)."""
+    data = {
+        "seq": row.seq,
+        "committed_at": _iso(row.committed_at),
+        "item_type": row.item_type,
+        "item": row.item,
+        "item_id": row.item_id,
+        "turn_id": row.turn_id,
+        "provider_message_id": row.provider_message_id,
+        "provider_timeline_item_id": row.provider_timeline_item_id,
+        "extra": row.extra or {},
+    }
+    if getattr(row, "has_revert_token", row.revert_token is not None):
+        data["revert_token"] = row.revert_token
+    return sse_frame("committed", data, event_id=row.seq)
 
 
 def agent_event(state: dict, reason: str, *, event_id: int | None = None) -> bytes:
