@@ -300,6 +300,13 @@ class TimelinePage(msgspec.Struct):
             "imported history whose seqs had holes has any, and its rows keep their own seqs."
         ),
     ]
+    backfilling: Annotated[
+        bool,
+        msgspec.Meta(
+            description="True while a backfill is under way (POST .../timeline/backfill until .../backfill/complete): "
+            "the rows are a replay in progress, not yet the whole conversation."
+        ),
+    ]
 
 
 class LastItem(msgspec.Struct):

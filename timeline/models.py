@@ -57,6 +57,9 @@ class TimelineHead(models.Model):
     # When the agent's own daemon last appended: a sign of life, as a heartbeat is
     # (``snapshots.selectors.last_sign_of_life``). NULL for histories the importer carried.
     last_appended_at = models.DateTimeField(null=True, blank=True)
+    # Paseo's backfill (``beginBackfill`` .. ``completeBackfill``, timeline.history): while True the
+    # rows are a provider's replay under way, not yet the whole conversation; pages say so.
+    backfilling = models.BooleanField(default=False)
 
     class Meta:
         db_table = "timeline_head"

@@ -110,6 +110,8 @@ class TimelinePage:
     items_as_json: bool = False
     #: the missing seq ranges ``[first, last]`` the page spans (only an imported history has any)
     holes: list[list[int]] = field(default_factory=list)
+    #: a backfill is under way (``timeline.history.begin_backfill``): the rows are not yet the whole conversation
+    backfilling: bool = False
 
     @property
     def head_seq(self) -> int:
@@ -175,7 +177,7 @@ def read_timeline(
     found, rows = statements.agent_and_rows(agent_id, direction, seq, limit, decode_items=not keep_json)
     if found is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
-    head_seq, min_seq, agent_epoch, committed_rows = found
+    head_seq, min_seq, agent_epoch, committed_rows, backfilling = found
     retained = RetainedRange(min_seq=min_seq, head_seq=head_seq, committed_rows=committed_rows)
     stale_cursor = epoch is not None and epoch != agent_epoch
     direction, seq, gap = _cursor_to_read(retained, direction, seq, stale_cursor=stale_cursor)
@@ -202,6 +204,8 @@ def read_timeline(
         gap=gap,
         items_as_json=keep_json,
         holes=holes,
+        # SQLite hands the column back as 0 or 1.
+        backfilling=bool(backfilling),
     )
 
 

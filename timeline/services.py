@@ -198,6 +198,7 @@ def bulk_append_timeline_rows(
     start_seq: int | None = None,
     epoch: str | None = None,
     keep_seqs: bool = False,
+    alive_at: dt.datetime | None = None,
 ) -> BulkAppendResult:
     """Append already-checked ``rows`` (any iterable, consumed in batches of
     ``batch_size``) to the agent's timeline as seq head+1, head+2, ...
@@ -225,9 +226,13 @@ def bulk_append_timeline_rows(
     ``keep_seqs``: each row goes in at its own ``seq`` (ascending, above the
     head) instead of head+1: an imported history with holes in its seqs keeps
     them, and ``committed_rows`` then says how many rows the range holds.
+
+    ``alive_at``: the agent's own daemon wrote the rows (``timeline.history``'s row writes), a
+    sign of life as an append is.
     """
     with transaction.atomic():
         agent = lock_agent(agent_id, allow_archived=allow_archived)
+        agent.alive_at = alive_at
         _check_expected_head(agent, expected_head_seq)
         restarted = start_seq is not None or epoch is not None
         if restarted:

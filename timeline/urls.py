@@ -1,6 +1,6 @@
 from django.urls import path
 
-from timeline import last_views, views
+from timeline import history_views, last_views, views
 from timeline.live import tickets as live_tickets
 from timeline.live import views as live_views
 
@@ -13,6 +13,14 @@ urlpatterns = [
         "agents/<str:agent_id>/timeline/provisional",
         live_views.provisional,
         name="timeline-provisional",
+    ),
+    # Paseo's bulkInsert and backfill (timeline/history_views.py).
+    path("agents/<str:agent_id>/timeline/rows", history_views.timeline_rows, name="timeline-rows"),
+    path("agents/<str:agent_id>/timeline/backfill", history_views.backfill, name="timeline-backfill"),
+    path(
+        "agents/<str:agent_id>/timeline/backfill/complete",
+        history_views.backfill_complete,
+        name="timeline-backfill-complete",
     ),
     path("agents/<str:agent_id>/timeline/last-item", last_views.last_item, name="timeline-last-item"),
     path(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from kernel.api.plain import Answer, Operation, json_view
+from timeline import history_views
 from timeline.api_shapes import (
     ROW_OR_ENTRY,
     AppendRequest,
@@ -90,6 +91,7 @@ def page_document(page: Page, *, projected: bool) -> TimelinePage:
         stale_cursor=page.stale_cursor,
         gap=page.gap,
         holes=page.holes,
+        backfilling=page.backfilling,
     )
 
 
@@ -139,5 +141,8 @@ agent_timeline = json_view(
         responses={201: AppendResponse, 200: AppendResponse},
         tags=("timeline",),
     ),
+    # Paseo's replaceCommitted and deleteAgent (timeline/history_views.py).
+    history_views.REPLACE,
+    history_views.DELETE,
     authorize=authorize,
 )
