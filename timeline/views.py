@@ -35,7 +35,8 @@ def read(*, agent_id: str, query: ReadQuery) -> Answer:
         projection=query.projection,
         items_as_json=True,
     )
-    return Answer(page_document(page, projected=query.projection == "projected"))
+    # The direction asked for, as Paseo's stores answer it, also when a reset read the tail.
+    return Answer(page_document(page, projected=query.projection == "projected", direction=query.direction))
 
 
 def append(*, agent_id: str, body: AppendRequest) -> Answer:
@@ -44,7 +45,7 @@ def append(*, agent_id: str, body: AppendRequest) -> Answer:
     return Answer(append_document(result), status=201 if result.created else 200)
 
 
-def page_document(page: Page, *, projected: bool) -> TimelinePage:
+def page_document(page: Page, *, projected: bool, direction: str | None = None) -> TimelinePage:
     render_timestamp = timestamp_renderer()
     if projected:
         rows = [
@@ -82,7 +83,7 @@ def page_document(page: Page, *, projected: bool) -> TimelinePage:
     return TimelinePage(
         agent_id=page.agent_id,
         epoch=page.epoch,
-        direction=page.direction,
+        direction=direction or page.direction,
         rows=rows,
         window=Window(**retained.window()),
         has_older=page.has_older,
