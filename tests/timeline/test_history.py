@@ -286,3 +286,13 @@ def test_the_writes_run_inside_a_callers_transaction_all_or_nothing():
         )
         raise RuntimeError
     assert seqs(agent.pk) == [] and head(agent.pk).head_seq == 0
+
+
+def test_an_integral_float_seq_is_an_integer_as_json_schema_counts_it(api):
+    agent = AgentFactory()
+    body = '{"rows": [{"seq": 2.0, "item": {"type": "user_message", "text": "a"}, "committed_at": "2026-01-01T00:00:00Z"}]}'
+    created = api.generic("POST", f"{url(agent.pk)}/rows", body, content_type="application/json")
+    assert created.status_code == 201, created.content
+    assert seqs(agent.pk) == [2]
+    refused = api.generic("POST", f"{url(agent.pk)}/rows", body.replace("2.0", "2.5"), content_type="application/json")
+    assert refused.status_code == 400
