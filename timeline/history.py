@@ -42,7 +42,7 @@ from timeline.signals import live_notice, timeline_committed
 #: The highest seq a row may carry: JavaScript's Number.MAX_SAFE_INTEGER, where Paseo's seqs live.
 MAX_ROW_SEQ = 2**53 - 1
 #: Rows per call of a row write (the request's size limit applies too).
-MAX_ROWS_PER_WRITE = 5000
+MAX_ROWS_PER_WRITE = 1000
 
 
 @dataclass(frozen=True)
