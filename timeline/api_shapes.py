@@ -17,7 +17,8 @@ import msgspec
 from django.utils import timezone
 
 from kernel.api.parsers import NOT_ONLY_WHITESPACE
-from timeline.models import EPOCH_MAX_LENGTH
+from timeline.items import item_json
+from timeline.models import EPOCH_MAX_LENGTH, MAX_ROW_KEY_LENGTH
 from timeline.selectors import DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 from timeline.services import MAX_ITEMS_PER_APPEND
 
@@ -69,7 +70,46 @@ def render_timestamp(value: dt.datetime | None) -> str | None:
 # --- in -----------------------------------------------------------------------
 
 
-class NewItem(msgspec.Struct, forbid_unknown_fields=True):
+#: One of Paseo's string row keys (``turnId``, ``providerMessageId``, ``providerTimelineItemId``).
+RowKey = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ROW_KEY_LENGTH)]
+#: A commit time sent by the client (Paseo's row ``timestamp``): RFC 3339 with its offset.
+SentTimestamp = Annotated[dt.datetime, msgspec.Meta(tz=True, extra_json_schema={"format": "date-time"})]
+#: Paseo's ``revertToken``: any JSON value; a row without the key has none, ``null`` is a null token.
+RevertToken = Annotated[
+    Any,
+    msgspec.Meta(description="Paseo's revertToken: any JSON value (null is a null token); leave the key out for none."),
+]
+
+
+class RowKeys(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """Paseo's keys beside a row's item, as an append or a row write takes them (all optional)."""
+
+    committed_at: (
+        Annotated[SentTimestamp, msgspec.Meta(description="The row's commit time (Paseo's timestamp); default now.")]
+        | None
+    ) = None
+    turn_id: Annotated[RowKey, msgspec.Meta(description="Paseo's turnId.")] | None = None
+    provider_message_id: Annotated[RowKey, msgspec.Meta(description="Paseo's providerMessageId.")] | None = None
+    provider_timeline_item_id: Annotated[RowKey, msgspec.Meta(description="Paseo's providerTimelineItemId.")] | None = (
+        None
+    )
+    revert_token: RevertToken | msgspec.UnsetType = msgspec.UNSET
+
+
+def row_keys(sent: RowKeys) -> dict[str, Any]:
+    """``sent``'s Paseo row keys as the services take them (``revert_token_json``: None when it has
+    none, its compact JSON text otherwise, ``"null"`` for a null token)."""
+    token = sent.revert_token
+    return {
+        "committed_at": sent.committed_at,
+        "turn_id": sent.turn_id,
+        "provider_message_id": sent.provider_message_id,
+        "provider_timeline_item_id": sent.provider_timeline_item_id,
+        "revert_token_json": None if token is msgspec.UNSET else item_json(token),
+    }
+
+
+class NewItem(RowKeys, forbid_unknown_fields=True, kw_only=True):
     item: NewItemBody
     item_id: (
         Annotated[
@@ -189,7 +229,7 @@ class StreamTicketMinted(msgspec.Struct):
     stream_url: str
 
 
-class CanonicalRow(msgspec.Struct):
+class CanonicalRow(msgspec.Struct, kw_only=True):
     """One committed row, as stored (``projection=canonical`` and the stream's ``committed`` events)."""
 
     seq: Annotated[int, msgspec.Meta(ge=1)]
@@ -202,10 +242,6 @@ class CanonicalRow(msgspec.Struct):
     provider_timeline_item_id: Annotated[
         str | None, msgspec.Meta(description="Paseo's providerTimelineItemId, or null.")
     ]
-    revert_token: Annotated[
-        msgspec.Raw | None,
-        msgspec.Meta(description="Paseo's revertToken (any JSON value), or null when the row has none."),
-    ]
     extra: Annotated[
         msgspec.Raw,
         msgspec.Meta(
@@ -217,6 +253,16 @@ class CanonicalRow(msgspec.Struct):
         int,
         msgspec.Meta(ge=1, description="The row's version: 1 as committed, one more for each update that changed it."),
     ]
+    revert_token: (
+        Annotated[
+            msgspec.Raw,
+            msgspec.Meta(
+                description="Paseo's revertToken (any JSON value; null is a null token). "
+                "Left out when the row has none."
+            ),
+        ]
+        | msgspec.UnsetType
+    ) = msgspec.UNSET
 
 
 SeqRange = Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=2, max_length=2)]
@@ -289,6 +335,13 @@ class TimelinePage(msgspec.Struct):
         msgspec.Meta(
             description="The missing seq ranges [first, last] between the cursor and the page's far end: only an "
             "imported history whose seqs had holes has any, and its rows keep their own seqs."
+        ),
+    ]
+    backfilling: Annotated[
+        bool,
+        msgspec.Meta(
+            description="True while a backfill is under way (POST .../timeline/backfill until .../backfill/complete): "
+            "the rows are a replay in progress, not yet the whole conversation."
         ),
     ]
 

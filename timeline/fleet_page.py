@@ -24,8 +24,8 @@ from django.utils import timezone
 from rest_framework.exceptions import ValidationError as CursorError
 
 from registry.models import Project, Workspace
-from timeline.admin import KNOWN_ITEM_TYPES
 from timeline.admin_page import operator_zone, parse_operator_time
+from timeline.entries import KNOWN_ITEM_TYPES
 from timeline.search.base import MAX_QUERY_LENGTH
 from timeline.search.fleet import AgentMatches, decode_key, encode_key, search_fleet, search_scope
 

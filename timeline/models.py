@@ -8,6 +8,8 @@ from snapshots.models import AgentSnapshot, new_timeline_epoch
 #: The longest epoch a timeline keeps: chartr makes 16 hex digits (``new_timeline_epoch``),
 #: a history carried over keeps its own (Paseo's are 36-character UUIDs).
 EPOCH_MAX_LENGTH = 128
+#: The longest of Paseo's string row keys (``turn_id``, ``provider_message_id``, ``provider_timeline_item_id``).
+MAX_ROW_KEY_LENGTH = 256
 #: What a row carries besides its agent, in the order pages render it and appends insert it.
 ROW_FIELDS = (
     "seq",
@@ -58,6 +60,9 @@ class TimelineHead(models.Model):
     # Updates of committed rows so far (``timeline.revisions.update_row``): each takes the
     # next number, which its ``updated`` event carries (``seq:update_seq`` ids on the stream).
     update_seq = models.PositiveBigIntegerField(default=0)
+    # Paseo's backfill (``beginBackfill`` .. ``completeBackfill``, timeline.history): while True the
+    # rows are a provider's replay under way, not yet the whole conversation; pages say so.
+    backfilling = models.BooleanField(default=False)
 
     class Meta:
         db_table = "timeline_head"
@@ -96,12 +101,12 @@ class TimelineRow(models.Model):
     item = models.JSONField()
     item_id = models.CharField(max_length=256, null=True, blank=True)
     # The turn the row belongs to, as Paseo records it (``turnId``); null when unknown.
-    turn_id = models.CharField(max_length=256, null=True, blank=True)
+    turn_id = models.CharField(max_length=MAX_ROW_KEY_LENGTH, null=True, blank=True)
     # Paseo's row keys beside the item (``providerMessageId``, ``providerTimelineItemId``,
     # ``revertToken``), null when the row had none. ``revert_token`` is any JSON value:
     # SQL NULL when the row had no token, JSON ``null`` when it had a null one.
-    provider_message_id = models.CharField(max_length=256, null=True, blank=True)
-    provider_timeline_item_id = models.CharField(max_length=256, null=True, blank=True)
+    provider_message_id = models.CharField(max_length=MAX_ROW_KEY_LENGTH, null=True, blank=True)
+    provider_timeline_item_id = models.CharField(max_length=MAX_ROW_KEY_LENGTH, null=True, blank=True)
     revert_token = models.JSONField(null=True, blank=True)
     # NULL when the row has none (every row the API appends): adding the column then
     # rewrote no table, and the API renders it as {}.

@@ -60,7 +60,9 @@ class PageSql:
         self.connection = connection
         # Every agent has its head (``TimelineHead``): no head, no agent.
         heads = TimelineHead._meta.db_table
-        self.agent_sql = f"SELECT head_seq, min_seq, epoch, committed_rows FROM {heads} WHERE agent_id = %s"
+        self.agent_sql = (
+            f"SELECT head_seq, min_seq, epoch, committed_rows, backfilling FROM {heads} WHERE agent_id = %s"
+        )
         self.rows_sql: dict[Direction, str] = {
             "tail": self._page_sql("", "seq DESC"),
             "before": self._page_sql(" AND seq < %s", "seq DESC"),
@@ -116,15 +118,15 @@ class PageSql:
         """Run ``sql`` on ``cursor``: a driver's (``texts`` holds its text for it) or Django's (``texts`` None)."""
         cursor.execute(texts[sql] if texts else sql, params)
 
-    def agent(self, agent_id: str) -> tuple[int, int, str, int] | None:
-        """``(head_seq, min_seq, timeline_epoch, committed_rows)`` of the agent's timeline head, or None when there is no agent."""
+    def agent(self, agent_id: str) -> tuple[int, int, str, int, bool] | None:
+        """``(head_seq, min_seq, timeline_epoch, committed_rows, backfilling)`` of the agent's timeline head, or None when there is no agent."""
         with self._cursors(1) as ((cursor,), texts):
             self.execute(cursor, texts, self.agent_sql, (agent_id,))
             return cursor.fetchone()
 
     def agent_and_rows(
         self, agent_id: str, direction: Direction, seq: int | None, limit: int, *, decode_items: bool
-    ) -> tuple[tuple[int, int, str, int] | None, list[dict] | None]:
+    ) -> tuple[tuple[int, int, str, int, bool] | None, list[dict] | None]:
         """The agent's row and, where the engine gains by reading them in the same trip, the
         page's rows for ``direction``/``seq`` (None otherwise): the caller uses them only if
         the agent's row leaves the cursor as it was asked."""
@@ -266,7 +268,7 @@ class PostgresPageSql(PageSql):
 
     def agent_and_rows(
         self, agent_id: str, direction: Direction, seq: int | None, limit: int, *, decode_items: bool
-    ) -> tuple[tuple[int, int, str, int] | None, list[dict] | None]:
+    ) -> tuple[tuple[int, int, str, int, bool] | None, list[dict] | None]:
         # A round trip is most of a page read's time here: when the rows do not
         # depend on the agent's row (a tail, or an explicit cursor), both
         # statements go out in one pipeline.

@@ -38,7 +38,7 @@ Credentials: `Authorization: Bearer <token>`, or (for EventSource, which cannot 
 fresh ticket and `after_seq` (docs/api.md, "Stream tickets").
 
 Events:
-- `committed`: `id:` is the seq; `data` is the row `{seq, committed_at, item_type, item, item_id, turn_id, provider_message_id, provider_timeline_item_id, revert_token, extra}`.
+- `committed`: `id:` is the seq; `data` is the row `{seq, committed_at, item_type, item, item_id, turn_id, provider_message_id, provider_timeline_item_id, extra, revert_token}` (`revert_token` left out when the row has none).
 - `provisional`: no `id`; `data` is `{item, item_id}`. Never stored.
 - `updated` (only with `?updates=1`): a committed row updated in place; `data` is the row as `committed`'s.
   With `updates=1` every `id:` is `seq:update_seq`, and a `Last-Event-ID` in that form replays the

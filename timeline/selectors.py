@@ -18,7 +18,7 @@ from typing import Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db.models import QuerySet
+from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
 
 from kernel.errors import NotFound
 from snapshots.models import AgentSnapshot
@@ -110,6 +110,8 @@ class TimelinePage:
     items_as_json: bool = False
     #: the missing seq ranges ``[first, last]`` the page spans (only an imported history has any)
     holes: list[list[int]] = field(default_factory=list)
+    #: a backfill is under way (``timeline.history.begin_backfill``): the rows are not yet the whole conversation
+    backfilling: bool = False
 
     @property
     def head_seq(self) -> int:
@@ -130,8 +132,12 @@ def get_agent_for_timeline(*, agent_id: str) -> AgentSnapshot:
 
 
 def rows_after(*, agent_id: str, after_seq: int, limit: int) -> list[TimelineRow]:
-    """Committed rows with seq > after_seq, ascending. The live stream's catch-up read."""
-    return list(TimelineRow.objects.filter(agent_id=agent_id, seq__gt=after_seq).order_by("seq")[:limit])
+    """Committed rows with seq > after_seq, ascending. The live stream's catch-up read.
+
+    Each has ``has_revert_token``: the JSON field reads a null token (JSON null) and none (SQL NULL) alike."""
+    rows = TimelineRow.objects.filter(agent_id=agent_id, seq__gt=after_seq).order_by("seq")
+    has_token = ExpressionWrapper(Q(revert_token__isnull=False), output_field=BooleanField())
+    return list(rows.annotate(has_revert_token=has_token)[:limit])
 
 
 def check_read_arguments(*, projection: str, limit: int, seq: int | None) -> None:
@@ -171,7 +177,7 @@ def read_timeline(
     found, rows = statements.agent_and_rows(agent_id, direction, seq, limit, decode_items=not keep_json)
     if found is None:
         raise NotFound(f"Agent {agent_id} does not exist.")
-    head_seq, min_seq, agent_epoch, committed_rows = found
+    head_seq, min_seq, agent_epoch, committed_rows, backfilling = found
     retained = RetainedRange(min_seq=min_seq, head_seq=head_seq, committed_rows=committed_rows)
     stale_cursor = epoch is not None and epoch != agent_epoch
     direction, seq, gap = _cursor_to_read(retained, direction, seq, stale_cursor=stale_cursor)
@@ -198,6 +204,8 @@ def read_timeline(
         gap=gap,
         items_as_json=keep_json,
         holes=holes,
+        # SQLite hands the column back as 0 or 1.
+        backfilling=bool(backfilling),
     )
 
 

@@ -51,6 +51,13 @@ BULK_APPEND_BATCH = 5000
 class NewTimelineItem:
     item: dict
     item_id: str | None = None
+    #: Paseo's row keys: the commit time (None: the append's), its turn and provider keys,
+    #: and its revert token as JSON text (None: the row has none; ``"null"``: a null one).
+    committed_at: dt.datetime | None = None
+    turn_id: str | None = None
+    provider_message_id: str | None = None
+    provider_timeline_item_id: str | None = None
+    revert_token_json: str | None = None
 
 
 class CheckedRow(Protocol):
@@ -76,6 +83,10 @@ class PendingRow:
     committed_at: dt.datetime
     #: The item's ``timeline.items.item_json``, when the caller has it (encoded once per append).
     item_json: str | None = None
+    turn_id: str | None = None
+    provider_message_id: str | None = None
+    provider_timeline_item_id: str | None = None
+    revert_token_json: str | None = None
 
 
 @dataclass(frozen=True)
@@ -150,10 +161,7 @@ def _append_checked_items(
             _check_expected_head(agent, expected_head_seq)
         now = timezone.now()
         first_seq = agent.head_seq + 1
-        pending = [
-            PendingRow(item=new.item, item_type=new.item["type"], item_id=new.item_id, committed_at=now, item_json=text)
-            for new, text in new_items
-        ]
+        pending = [_pending_row(new, text, now) for new, text in new_items]
         agent.alive_at = now
         _append_locked(agent, pending, batch_size=MAX_ITEMS_PER_APPEND)
     return AppendResult(
@@ -162,6 +170,20 @@ def _append_checked_items(
         epoch=agent.timeline_epoch,
         created=len(new_items),
         replayed=len(items) - len(new_items),
+    )
+
+
+def _pending_row(new: NewTimelineItem, text: str | None, now: dt.datetime) -> PendingRow:
+    return PendingRow(
+        item=new.item,
+        item_type=new.item["type"],
+        item_id=new.item_id,
+        committed_at=new.committed_at or now,
+        item_json=text,
+        turn_id=new.turn_id,
+        provider_message_id=new.provider_message_id,
+        provider_timeline_item_id=new.provider_timeline_item_id,
+        revert_token_json=new.revert_token_json,
     )
 
 
@@ -176,6 +198,7 @@ def bulk_append_timeline_rows(
     start_seq: int | None = None,
     epoch: str | None = None,
     keep_seqs: bool = False,
+    alive_at: dt.datetime | None = None,
 ) -> BulkAppendResult:
     """Append already-checked ``rows`` (any iterable, consumed in batches of
     ``batch_size``) to the agent's timeline as seq head+1, head+2, ...
@@ -203,9 +226,13 @@ def bulk_append_timeline_rows(
     ``keep_seqs``: each row goes in at its own ``seq`` (ascending, above the
     head) instead of head+1: an imported history with holes in its seqs keeps
     them, and ``committed_rows`` then says how many rows the range holds.
+
+    ``alive_at``: the agent's own daemon wrote the rows (``timeline.history``'s row writes), a
+    sign of life as an append is.
     """
     with transaction.atomic():
         agent = lock_agent(agent_id, allow_archived=allow_archived)
+        agent.alive_at = alive_at
         _check_expected_head(agent, expected_head_seq)
         restarted = start_seq is not None or epoch is not None
         if restarted:
@@ -460,6 +487,6 @@ def _rows_in_call_order(
         if stored is not None:
             rows.append(CommittedRow(seq=stored.seq, committed_at=stored.committed_at, item_id=stored.item_id))
         else:
-            rows.append(CommittedRow(seq=next_seq, committed_at=committed_at, item_id=new.item_id))
+            rows.append(CommittedRow(seq=next_seq, committed_at=new.committed_at or committed_at, item_id=new.item_id))
             next_seq += 1
     return rows

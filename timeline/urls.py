@@ -1,6 +1,6 @@
 from django.urls import path
 
-from timeline import last_views, row_views, search_views, views
+from timeline import history_views, last_views, row_views, search_views, views
 from timeline.live import tickets as live_tickets
 from timeline.live import views as live_views
 
@@ -16,6 +16,14 @@ urlpatterns = [
         name="timeline-provisional",
     ),
     path("search", search_views.fleet_search, name="fleet-search"),
+    # Paseo's bulkInsert and backfill (timeline/history_views.py).
+    path("agents/<str:agent_id>/timeline/rows", history_views.timeline_rows, name="timeline-rows"),
+    path("agents/<str:agent_id>/timeline/backfill", history_views.backfill, name="timeline-backfill"),
+    path(
+        "agents/<str:agent_id>/timeline/backfill/complete",
+        history_views.backfill_complete,
+        name="timeline-backfill-complete",
+    ),
     path("agents/<str:agent_id>/timeline/last-item", last_views.last_item, name="timeline-last-item"),
     path(
         "agents/<str:agent_id>/timeline/last-assistant-message",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 
 from kernel.api.plain import Answer, Operation, json_view
+from timeline import history_views
 from timeline.api_shapes import (
     ROW_OR_ENTRY,
     AppendRequest,
@@ -15,6 +16,7 @@ from timeline.api_shapes import (
     ReadQuery,
     TimelinePage,
     Window,
+    row_keys,
     timestamp_renderer,
 )
 from timeline.selectors import TimelinePage as Page
@@ -33,16 +35,17 @@ def read(*, agent_id: str, query: ReadQuery) -> Answer:
         projection=query.projection,
         items_as_json=True,
     )
-    return Answer(page_document(page, projected=query.projection == "projected"))
+    # The direction asked for, as Paseo's stores answer it, also when a reset read the tail.
+    return Answer(page_document(page, projected=query.projection == "projected", direction=query.direction))
 
 
 def append(*, agent_id: str, body: AppendRequest) -> Answer:
-    items = [NewTimelineItem(item=entry.item, item_id=entry.item_id) for entry in body.items]
+    items = [NewTimelineItem(item=entry.item, item_id=entry.item_id, **row_keys(entry)) for entry in body.items]
     result = append_timeline_items(agent_id=agent_id, items=items, expected_head_seq=body.expected_head_seq)
     return Answer(append_document(result), status=201 if result.created else 200)
 
 
-def page_document(page: Page, *, projected: bool) -> TimelinePage:
+def page_document(page: Page, *, projected: bool, direction: str | None = None) -> TimelinePage:
     render_timestamp = timestamp_renderer()
     if projected:
         rows = [
@@ -71,7 +74,7 @@ def page_document(page: Page, *, projected: bool) -> TimelinePage:
                 turn_id=row["turn_id"],
                 provider_message_id=row["provider_message_id"],
                 provider_timeline_item_id=row["provider_timeline_item_id"],
-                revert_token=None if row["revert_token"] is None else raw(row["revert_token"]),
+                revert_token=msgspec.UNSET if row["revert_token"] is None else raw(row["revert_token"]),
                 extra=raw(row["extra"]),
                 revision=row["revision"],
             )
@@ -81,7 +84,7 @@ def page_document(page: Page, *, projected: bool) -> TimelinePage:
     return TimelinePage(
         agent_id=page.agent_id,
         epoch=page.epoch,
-        direction=page.direction,
+        direction=direction or page.direction,
         rows=rows,
         window=Window(**retained.window()),
         has_older=page.has_older,
@@ -90,6 +93,7 @@ def page_document(page: Page, *, projected: bool) -> TimelinePage:
         stale_cursor=page.stale_cursor,
         gap=page.gap,
         holes=page.holes,
+        backfilling=page.backfilling,
     )
 
 
@@ -139,5 +143,8 @@ agent_timeline = json_view(
         responses={201: AppendResponse, 200: AppendResponse},
         tags=("timeline",),
     ),
+    # Paseo's replaceCommitted and deleteAgent (timeline/history_views.py).
+    history_views.REPLACE,
+    history_views.DELETE,
     authorize=authorize,
 )

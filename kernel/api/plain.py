@@ -184,12 +184,29 @@ def _integer_fields(shape: type[msgspec.Struct]) -> frozenset[str]:
     return frozenset(names)
 
 
+def _nested_structs(shape: type[msgspec.Struct]) -> dict[str, type[msgspec.Struct]]:
+    """The fields of ``shape`` that hold a list of ``Struct`` (a row write's ``rows``), by their shape."""
+    nested = {}
+    for info in msgspec.inspect.type_info(shape).fields:
+        kind = info.type.type if isinstance(info.type, msgspec.inspect.Metadata) else info.type
+        if isinstance(kind, msgspec.inspect.ListType):
+            entry = kind.item_type.type if isinstance(kind.item_type, msgspec.inspect.Metadata) else kind.item_type
+            if isinstance(entry, msgspec.inspect.StructType):
+                nested[info.encode_name] = entry.cls
+    return nested
+
+
 def _integral_floats_as_ints(document: Any, shape: type[msgspec.Struct]) -> Any:
-    """JSON Schema (and so the OpenAPI document) counts ``7.0`` as an integer; JSON parsers make it a float."""
+    """JSON Schema (and so the OpenAPI document) counts ``7.0`` as an integer; JSON parsers make it a float.
+    Also in the entries of a list of ``Struct`` (``rows[].seq``)."""
     if not isinstance(document, dict):
         return document
     for name in _integer_fields(shape):
         value = document.get(name)
         if isinstance(value, float) and value.is_integer():
             document[name] = int(value)
+    for name, entry_shape in _nested_structs(shape).items():
+        entries = document.get(name)
+        for entry in entries if isinstance(entries, list) else ():
+            _integral_floats_as_ints(entry, entry_shape)
     return document

@@ -32,6 +32,8 @@ UNSTATABLE_REFUSALS = {
 UNSTATABLE_PATTERNS = [
     # Two items of one append with the same item_id: JSON Schema's uniqueItems compares whole items.
     (re.compile(r"items\[\d+\]\.item_id"), re.compile(r"item_id repeats items\[\d+\]\.item_id in the same call\.")),
+    # Two rows of one row write (POST .../timeline/rows, PUT .../timeline) at one seq: the same gap.
+    (re.compile(r"rows\[\d+\]\.seq"), re.compile(r"seq \d+ repeats rows\[\d+\]\.seq in the same call\.")),
 ]
 
 

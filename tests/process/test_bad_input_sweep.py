@@ -172,6 +172,10 @@ class Examples:
             "labels": {"team": "sweep"},
             # A guard that holds whatever the head is by then.
             "expected_head_seq": None,
+            # A row written at its own seq (POST .../timeline/rows, PUT .../timeline): above any head
+            # an earlier request left, and a time its format asks for.
+            "seq": 10**9 + n,
+            "committed_at": "2026-01-01T00:00:00+00:00",
         }
 
     def value(self, node: dict, name: str = ""):

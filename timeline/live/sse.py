@@ -39,24 +39,24 @@ def sse_frame(event: str, data, *, event_id: int | str | None = None) -> bytes:
 
 
 def encode_committed_row(row, *, event: str = "committed", event_id: int | str | None = None) -> bytes:
-    """A row's event: ``committed`` (its id the seq), or ``updated`` (its id given)."""
-    return sse_frame(
-        event,
-        {
-            "seq": row.seq,
-            "committed_at": _iso(row.committed_at),
-            "item_type": row.item_type,
-            "item": row.item,
-            "item_id": row.item_id,
-            "turn_id": row.turn_id,
-            "provider_message_id": row.provider_message_id,
-            "provider_timeline_item_id": row.provider_timeline_item_id,
-            "revert_token": row.revert_token,
-            "extra": row.extra or {},
-            "revision": row.revision or 1,
-        },
-        event_id=row.seq if event_id is None else event_id,
-    )
+    """A row's event: ``committed`` (its id the seq), or ``updated`` (its id given); the row as the
+    REST read renders it (``revert_token`` left out when the row has none: ``has_revert_token``,
+    from ``timeline.selectors.rows_after``)."""
+    data = {
+        "seq": row.seq,
+        "committed_at": _iso(row.committed_at),
+        "item_type": row.item_type,
+        "item": row.item,
+        "item_id": row.item_id,
+        "turn_id": row.turn_id,
+        "provider_message_id": row.provider_message_id,
+        "provider_timeline_item_id": row.provider_timeline_item_id,
+        "extra": row.extra or {},
+        "revision": row.revision or 1,
+    }
+    if getattr(row, "has_revert_token", row.revert_token is not None):
+        data["revert_token"] = row.revert_token
+    return sse_frame(event, data, event_id=row.seq if event_id is None else event_id)
 
 
 def agent_event(state: dict, reason: str, *, event_id: int | None = None) -> bytes:

@@ -154,7 +154,8 @@ class TimelineStream:
     def _reason_to_read(self, message) -> str | None:
         """Why ``message`` sends the stream back to the database (the ``agent`` event's reason), or None."""
         if isinstance(message, Committed):
-            if message.head_seq > self.last_seq or (message.epoch and message.epoch != self.epoch):
+            # A head below the cursor in the same epoch: a backfill dropped the rows (timeline.history).
+            if message.head_seq != self.last_seq or (message.epoch and message.epoch != self.epoch):
                 return "updated"
             return None
         if isinstance(message, AgentsChanged):
@@ -186,6 +187,11 @@ class TimelineStream:
             self.last_update, self.fresh = state["update_seq"], {}
             self.version = state["version"]
             return [self._reset(state, "epoch")], True
+        if state["head_seq"] < self.last_seq and not batch.rows:
+            # The rows the stream sent are gone in this epoch (a backfill begun): go on from the head.
+            self.last_seq = state["head_seq"]
+            self.version = state["version"]
+            return [self._reset(state, "cursor_ahead")], True
         frames = [self._reset(state, "gap")] if self._gap(batch) else []
         before = self.last_seq
         frames.extend(self._send_rows(batch))

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
     dependencies = [
         ("snapshots", "0013_agent_id_valid_without_regexp"),
-        ("timeline", "0008_timeline_head"),
+        ("timeline", "0009_timeline_head_backfilling"),
     ]
 
     operations = [

@@ -25,9 +25,9 @@ def timeline(agent) -> str:
 
 def test_an_unsupported_method_is_405_naming_the_allowed_ones(api):
     agent = AgentFactory()
-    response = api.delete(timeline(agent))
+    response = api.patch(timeline(agent), ONE_ITEM, content_type="application/json")
     assert_error(response, 405, "method_not_allowed")
-    assert response["Allow"] == "GET, HEAD, OPTIONS, POST"
+    assert response["Allow"] == "DELETE, GET, HEAD, OPTIONS, POST, PUT"
     assert_error(
         api.put(f"{timeline(agent)}/provisional", ONE_ITEM, content_type="application/json"), 405, "method_not_allowed"
     )
@@ -36,7 +36,7 @@ def test_an_unsupported_method_is_405_naming_the_allowed_ones(api):
 def test_options_names_the_methods_and_head_is_get(api):
     agent = AgentFactory()
     options = api.options(timeline(agent))
-    assert options.status_code == 200 and options["Allow"] == "GET, HEAD, OPTIONS, POST"
+    assert options.status_code == 200 and options["Allow"] == "DELETE, GET, HEAD, OPTIONS, POST, PUT"
     assert api.head(timeline(agent)).status_code == 200
 
 

@@ -263,3 +263,27 @@ def test_draining_ends_open_streams_after_what_they_were_told_and_new_ones_after
         run(scenario)
     finally:
         draining.reset()
+
+
+@db
+def test_a_backfill_begun_under_a_reader_resets_it_and_the_replay_streams_from_1():
+    from timeline.history import begin_backfill, delete_history
+
+    agent = AgentFactory()
+    append(agent.pk, "a", "b")
+
+    async def scenario(hub: Hub):
+        reader = Reader(TimelineStream(hub, agent.pk, after_seq=0, epoch=None))
+        assert (await reader.next())[0] == "agent"
+        assert await reader.committed_seqs(2) == [1, 2]
+        await in_thread(lambda: begin_backfill(agent_id=agent.pk))
+        kind, data, event_id = await reader.next()
+        assert (kind, data["reason"], data["head_seq"], event_id) == ("reset", "cursor_ahead", 0, "0")
+        await in_thread(append, agent.pk, "replayed")
+        assert await reader.committed_seqs(1) == [1]
+        await in_thread(lambda: delete_history(agent_id=agent.pk))
+        kind, data, _ = await reader.next()
+        assert (kind, data["reason"], data["head_seq"]) == ("reset", "epoch", 0)
+        await reader.close()
+
+    run(scenario)

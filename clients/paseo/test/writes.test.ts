@@ -6,11 +6,11 @@
 
 import { describe, expect, it } from "vitest";
 
-import { ChartrAgentTimelineStore, ChartrConflictError, ChartrError, type AgentTimelineRow } from "../../src/index.js";
-import { api, chartr, newAgent, store } from "../support/chartr.js";
-import { row, userRow } from "../support/rows.js";
-import { assistant } from "../support/seed.js";
-import { TimelineStream } from "../support/stream.js";
+import { ChartrAgentTimelineStore, ChartrConflictError, ChartrError, type AgentTimelineRow } from "../src/index.js";
+import { api, chartr, newAgent, store } from "./support/chartr.js";
+import { row, userRow } from "./support/rows.js";
+import { assistant } from "./support/seed.js";
+import { TimelineStream } from "./support/stream.js";
 
 const AGENT_ROWS = [row(1, "one"), row(2, "two"), row(3, "three")];
 
