@@ -25,6 +25,7 @@ SETUP = """
 import json
 from registry.services import create_project, create_workspace
 from snapshots.services import create_agent
+from timeline.services import NewTimelineItem, append_timeline_items
 project = create_project(directory="/srv/console/chartr", kind="git", display_name="Console project")
 workspace = create_workspace(project=project, directory="/srv/console/chartr/feature", kind="worktree")
 agents = []
@@ -35,6 +36,7 @@ for n in range(12):
         lifecycle="running" if n % 2 else "idle",
         requires_attention=n < 4, attention_reason="permission" if n < 4 else None,
     ).agent_id)
+    append_timeline_items(agent_id=agents[-1], items=[NewTimelineItem(item={"type": "user_message", "text": "go"})])
 print("SETUP " + json.dumps({"agents": agents}))
 """
 
@@ -90,6 +92,8 @@ class Console:
         self.page.fill("#id_password", PASSWORD)
         self.page.click("input[type=submit]")
         self.page.wait_for_selector("#chartr-dashboard")
+        # the login page set the browser's zone in its cookie, so the dashboard came in it: no reload follows
+        self.page.wait_for_selector("#chartr-zone[data-zone='Europe/Paris']")
         return self
 
     def goto(self, path: str) -> None:
@@ -166,3 +170,113 @@ def test_operator_restores_a_data_snapshot_and_stays_logged_in(browser, server):
     laptop.goto("/admin/registry/project/")
     expect(page.locator("#result_list tbody tr")).to_have_count(2)
     assert laptop.errors == [] and phone.errors == []
+
+
+#: Every word of these elements' text laid out on one line: a header broken inside a word is not.
+BROKEN_WORDS = """(selector) => {
+  const broken = [];
+  for (const element of document.querySelectorAll(selector)) {
+    const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const match of node.data.matchAll(/\\S+/g)) {
+        const range = document.createRange();
+        range.setStart(node, match.index);
+        range.setEnd(node, match.index + match[0].length);
+        const lines = new Set([...range.getClientRects()].filter((r) => r.width > 0).map((r) => Math.round(r.top)));
+        if (lines.size > 1) broken.push(match[0]);
+      }
+    }
+  }
+  return broken;
+}"""
+#: Pairs of the elements matching ``selector`` whose boxes overlap (by more than a pixel).
+OVERLAPS = """([selector, other]) => {
+  const boxes = (s) => [...document.querySelectorAll(s)].map((el) => [el.id || el.className, el.getBoundingClientRect()])
+    .filter(([, r]) => r.width > 0 && r.height > 0);
+  const mine = boxes(selector), theirs = other ? boxes(other) : mine;
+  const hits = [];
+  for (const [a, r] of mine) for (const [b, q] of theirs) {
+    if (a === b && r === q) continue;
+    const x = Math.min(r.right, q.right) - Math.max(r.left, q.left), y = Math.min(r.bottom, q.bottom) - Math.max(r.top, q.top);
+    if (x > 1 && y > 1 && (other || a < b)) hits.push(`${a} overlaps ${b}`);
+  }
+  return hits;
+}"""
+
+
+def the_zone_is_named(page) -> None:
+    from playwright.sync_api import expect
+
+    expect(page.locator("#chartr-zone")).to_contain_text("Times in Europe/Paris (CET, +0100)")
+
+
+def check_the_dashboard(console: Console, name: str) -> None:
+    page = console.page
+    console.goto("/admin/")
+    the_zone_is_named(page)
+    cards = page.locator("#chartr-dashboard .dash-card")
+    assert cards.count() == 5
+    for index in range(cards.count()):
+        card = cards.nth(index)
+        assert card.evaluate("el => el.tagName") == "A" and card.get_attribute("href"), "every card is a link"
+    assert page.evaluate(BROKEN_WORDS, "#chartr-dashboard h2, #chartr-dashboard h3, #chartr-dashboard th") == []
+    assert page.evaluate(OVERLAPS, ["#chartr-dashboard .module, #chartr-dashboard .dash-counts", None]) == []
+    assert page.evaluate(OVERLAPS, ["#chartr-dashboard .module", "#content-related"]) == []
+    fits_the_width(page)
+    console.shot(name)
+    page.click("#dash-agents")
+    page.wait_for_url("**/admin/snapshots/agentsnapshot/")
+
+
+def check_the_agent_list(console: Console, agents: list[str], name: str) -> None:
+    page = console.page
+    console.goto("/admin/snapshots/agentsnapshot/")
+    console.shot(name)
+    the_zone_is_named(page)
+    fits_the_width(page)
+    width = page.viewport_size["width"]
+    title = page.locator("#result_list td.field-title").first
+    full = title.get_attribute("title") or ""
+    assert full.startswith("Agent ") and "off the screen" in full, "a cut-short title shows its whole text on hover"
+    assert title.evaluate("el => el.scrollWidth > el.clientWidth"), "the title is cut short"
+    assert page.evaluate(BROKEN_WORDS, "#result_list thead th") == []
+    if width >= 1440:
+        # the menu stays open, and every column is on the screen
+        assert page.locator("#nav-sidebar").is_visible()
+        columns = page.evaluate(
+            "[...document.querySelectorAll('#result_list thead th')].map(th => [th.className, th.offsetWidth])"
+        )
+        assert page.evaluate("document.querySelector('#changelist .results').scrollWidth") <= page.evaluate(
+            "document.querySelector('#changelist .results').clientWidth"
+        ), columns
+        right_edges = page.evaluate(
+            "[...document.querySelectorAll('#result_list thead th')].map(th => th.getBoundingClientRect().right)"
+        )
+        assert right_edges and max(right_edges) <= width
+        assert page.evaluate(OVERLAPS, ["#changelist-filter", "#changelist .results"]) == []
+    else:
+        # the id and the title are on the screen, one line each, wide enough to read
+        for cell in (page.locator("#result_list th.field-agent_id").first, title):
+            box = cell.bounding_box()
+            assert box["x"] >= 0 and box["x"] + box["width"] <= width and box["width"] >= 80, box
+            assert cell.evaluate("el => el.getClientRects().length") == 1
+
+
+def test_pages_fit_a_laptop_and_a_phone_in_the_operators_zone(browser, server):
+    from playwright.sync_api import expect
+
+    base, setup = server
+    for viewport, suffix in ((LAPTOP, ""), (PHONE, "-phone")):
+        console = Console(browser, base, viewport).log_in()
+        check_the_dashboard(console, f"dashboard{suffix}.png")
+        check_the_agent_list(console, setup["agents"], f"agent-list{suffix}.png")
+        # an agent's page and the data snapshots page name the zone and show their times in it
+        console.goto(f"/admin/snapshots/agentsnapshot/{setup['agents'][0]}/change/")
+        the_zone_is_named(console.page)
+        expect(console.page.locator(".field-created_at .readonly")).to_contain_text(" CET")
+        fits_the_width(console.page)
+        # the favicon is served
+        icon = console.page.locator("link[rel=icon]").get_attribute("href")
+        response = console.page.request.get(base + icon)
+        assert response.ok and response.headers["content-type"].startswith("image/svg+xml")
+        assert console.errors == []
