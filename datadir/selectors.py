@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from django.apps import apps
+from django.conf import settings
 from django.utils.text import capfirst
 
 from datadir import store
@@ -124,16 +125,28 @@ class RestorePreview:
     def changing(self) -> list[CountLine]:
         return [line for line in self.lines if line.changes]
 
+    @property
+    def unchanged(self) -> list[CountLine]:
+        return [line for line in self.lines if not line.changes]
+
 
 #: Tables no model stands for, in the admin's words.
 _UNMODELLED = {"django_migrations": "Applied migrations"}
 _OTHER = "Other records"
 
 
+def _is_ours(path: Path) -> bool:
+    """An app of this project, not an installed package (a virtualenv may live inside the project)."""
+    return path.is_relative_to(settings.BASE_DIR) and "site-packages" not in path.parts
+
+
 def _table_labels() -> dict[str, str]:
     """Table name -> the admin's plural name for what it holds ("Projects", "Timeline rows")."""
     labels = {}
-    for model in apps.get_models(include_auto_created=True):
+    models = apps.get_models(include_auto_created=True)
+    # chartr's own records first (projects, agents, timelines), then the framework's (users, sessions).
+    ours = [model for model in models if _is_ours(Path(model._meta.app_config.path))]
+    for model in [*ours, *(model for model in models if model not in ours)]:
         opts = model._meta
         labels.setdefault(opts.db_table, capfirst(str(opts.verbose_name_plural)))
     return {**labels, **_UNMODELLED}

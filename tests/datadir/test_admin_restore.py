@@ -47,6 +47,9 @@ def test_the_preview_counts_what_the_snapshot_holds_against_now_in_the_admins_wo
     html = client.get(restore_url(snap.name)).content.decode()
     assert "Projects: 3 in the snapshot, 5 now" in html
     assert "Users: 1 in the snapshot, 1 now" in html
+    # what changes comes first; the unchanged kinds fold away
+    unchanged = html.index('id="restore-unchanged"')
+    assert html.index("Projects: 3 in the snapshot") < unchanged < html.index("Users: 1 in the snapshot")
     assert "registry_project" not in html and "auth_user" not in html  # no table names
     assert "pre-restore" in html and "undoes this restore" in html
     assert 'id="confirm-button"' in html and f"Yes, restore {snap.name}" in html
