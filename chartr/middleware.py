@@ -14,10 +14,12 @@ import re
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
+from django.utils import timezone
 from django.utils.deprecation import MiddlewareMixin
 from whitenoise.middleware import WhiteNoiseMiddleware
 
 from kernel.api.errors import refuse_early, try_again_later
+from kernel.zones import operator_zone
 
 
 class BothModesMiddleware:
@@ -155,3 +157,25 @@ class TryAgainLaterMiddleware(MiddlewareMixin):
 
     def process_exception(self, request, exception):
         return try_again_later(request, exception)
+
+
+class OperatorTimeZoneMiddleware(BothModesMiddleware):
+    """Admin pages render every time in the operator's zone (kernel.zones.operator_zone), as
+    ``request.operator_zone``; other requests, the API's, keep ``TIME_ZONE``."""
+
+    #: Where the admin is mounted (chartr/urls.py).
+    prefix = "/admin/"
+
+    def _call(self, request):
+        if not request.path_info.startswith(self.prefix):
+            return self.get_response(request)
+        request.operator_zone = operator_zone(request)
+        with timezone.override(request.operator_zone):
+            return self.get_response(request)
+
+    async def _acall(self, request):
+        if not request.path_info.startswith(self.prefix):
+            return await self.get_response(request)
+        request.operator_zone = operator_zone(request)
+        with timezone.override(request.operator_zone):
+            return await self.get_response(request)

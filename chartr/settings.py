@@ -91,6 +91,7 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    "chartr.middleware.OperatorTimeZoneMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "chartr.middleware.TryAgainLaterMiddleware",
     "axes.middleware.AxesMiddleware",
@@ -128,6 +129,7 @@ LANGUAGE_CODE = "en-us"
 # Seconds and the zone on every admin date-time (chartr/formats/en/formats.py).
 FORMAT_MODULE_PATH = ["chartr.formats"]
 TIME_ZONE = _env["CHARTR_TIME_ZONE"]
+# Admin pages show times in the operator's zone instead (kernel/zones.py, chartr.middleware): the browser's.
 USE_I18N = True
 USE_TZ = True
 

@@ -8,7 +8,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from django.apps import apps
+from django.conf import settings
+from django.utils.text import capfirst
+
 from datadir import store
+from datadir.backends import database_backend
+from datadir.errors import SnapshotNotFound
 
 
 @dataclass(frozen=True)
@@ -89,3 +95,107 @@ def list_data_snapshots(*, with_sizes: bool = True) -> list[DataSnapshotInfo]:
     """Every snapshot directory, newest first; incomplete ones carry a ``problem``."""
     root = store.snapshots_root()
     return [_info(root, name, with_sizes=with_sizes) for name in reversed(store.snapshot_names(root))]
+
+
+@dataclass(frozen=True)
+class CountLine:
+    """One line of a restore preview: what the snapshot holds against now, in the admin's words."""
+
+    label: str
+    in_snapshot: int | None
+    now: int | None
+
+    @property
+    def changes(self) -> bool:
+        return self.in_snapshot != self.now
+
+
+@dataclass(frozen=True)
+class RestorePreview:
+    snapshot: DataSnapshotInfo
+    lines: list[CountLine]
+    #: Snapshots that taking the undo snapshot rotates away (CHARTR_SNAPSHOTS_KEEP), oldest first.
+    rotated: list[str]
+    #: Why the restore would be refused ("" when it can go ahead).
+    problem: str = ""
+    #: Migrations applied now that the snapshot lacks (run ``manage.py migrate`` after restoring).
+    migrations_behind: int = 0
+
+    @property
+    def changing(self) -> list[CountLine]:
+        return [line for line in self.lines if line.changes]
+
+    @property
+    def unchanged(self) -> list[CountLine]:
+        return [line for line in self.lines if not line.changes]
+
+
+#: Tables no model stands for, in the admin's words.
+_UNMODELLED = {"django_migrations": "Applied migrations"}
+_OTHER = "Other records"
+
+
+def _is_ours(path: Path) -> bool:
+    """An app of this project, not an installed package (a virtualenv may live inside the project)."""
+    return path.is_relative_to(settings.BASE_DIR) and "site-packages" not in path.parts
+
+
+def _table_labels() -> dict[str, str]:
+    """Table name -> the admin's plural name for what it holds ("Projects", "Timeline rows")."""
+    labels = {}
+    models = apps.get_models(include_auto_created=True)
+    # chartr's own records first (projects, agents, timelines), then the framework's (users, sessions).
+    ours = [model for model in models if _is_ours(Path(model._meta.app_config.path))]
+    for model in [*ours, *(model for model in models if model not in ours)]:
+        opts = model._meta
+        labels.setdefault(opts.db_table, capfirst(str(opts.verbose_name_plural)))
+    return {**labels, **_UNMODELLED}
+
+
+def _labelled(tables: dict[str, int], labels: dict[str, str]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for table, rows in tables.items():
+        label = labels.get(table, _OTHER)
+        counts[label] = counts.get(label, 0) + rows
+    return counts
+
+
+def live_table_counts() -> dict[str, int]:
+    """Row count of every table of the live database, as a snapshot's manifest records them."""
+    backend = database_backend()
+    with backend.connection.cursor() as cursor:
+        return backend.count_rows(cursor)
+
+
+def _rotated_by_undo(name: str) -> list[str]:
+    """What ``take_locked`` rotates away when it adds the undo snapshot, protecting ``name``."""
+    names = store.snapshot_names()
+    excess = len(names) + 1 - store.snapshots_keep()
+    return [old for old in names[: max(excess, 0)] if old != name]
+
+
+def restore_preview(name: str) -> RestorePreview:
+    """What restoring snapshot ``name`` changes, from its manifest and today's row counts (no dump is read).
+
+    Raises SnapshotNotFound when there is no snapshot of that name."""
+    if not store.is_snapshot_name(name) or name not in store.snapshot_names():
+        raise SnapshotNotFound(f"There is no data snapshot {name!r} in {store.snapshots_root()}.")
+    info = _info(store.snapshots_root(), name, with_sizes=False)
+    labels = _table_labels()
+    live = live_table_counts()
+    before, now = _labelled(info.tables, labels), _labelled(live, labels)
+    order = {label: index for index, label in enumerate(dict.fromkeys(labels.values()))}
+    lines = [
+        CountLine(label=label, in_snapshot=before.get(label), now=now.get(label))
+        for label in sorted(set(before) | set(now), key=lambda label: (order.get(label, len(order)), label))
+    ]
+    engine = database_backend().engine
+    problem = info.problem and f"It is incomplete and cannot be restored: {info.problem}"
+    if not problem and store.snapshots_keep() == 0:
+        problem = "Data snapshots are disabled (CHARTR_SNAPSHOTS_KEEP=0), so a restore could not be undone."
+    if not problem and info.engine != engine:
+        problem = f"It was taken on {info.engine} and this server runs on {engine}: it cannot be restored here."
+    behind = max(live.get("django_migrations", 0) - info.tables.get("django_migrations", 0), 0) if info.tables else 0
+    return RestorePreview(
+        snapshot=info, lines=lines, rotated=_rotated_by_undo(name), problem=problem, migrations_behind=behind
+    )

@@ -18,9 +18,7 @@ import datetime as dt
 import zoneinfo
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote as unquote_cookie
 
-from django.conf import settings
 from django.contrib import admin
 from django.contrib.admin.utils import quote, unquote
 from django.core.exceptions import PermissionDenied
@@ -30,6 +28,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from kernel.zones import operator_zone as kernel_operator_zone
 from snapshots.models import AgentSnapshot
 from timeline.entries import KNOWN_ITEM_TYPES, TimelineEntry, build_entries
 from timeline.live.views import admin_timeline_stream
@@ -45,7 +44,6 @@ from timeline.selectors import (
 PAGE_SIZE = 50
 PAGE_TEMPLATE = "admin/timeline/agent_timeline.html"
 ROWS_TEMPLATE = "admin/timeline/rows.html"
-TZ_COOKIE = "chartr_tz"
 #: The params that keep their value from page to page; the others are one-off requests.
 KEPT_PARAMS = ("type", "tz")
 
@@ -57,15 +55,8 @@ def _seq_param(value: str | None) -> int | None:
 
 
 def operator_zone(request: HttpRequest) -> zoneinfo.ZoneInfo:
-    """The zone times are shown in: ``?tz=``, then the browser's (cookie), then ``TIME_ZONE``."""
-    # The page's script writes the cookie with encodeURIComponent ("Europe%2FParis").
-    for candidate in (request.GET.get("tz"), unquote_cookie(request.COOKIES.get(TZ_COOKIE, ""))):
-        if candidate and len(candidate) <= 64:
-            try:
-                return zoneinfo.ZoneInfo(candidate)
-            except (ValueError, zoneinfo.ZoneInfoNotFoundError):
-                continue
-    return zoneinfo.ZoneInfo(settings.TIME_ZONE)
+    """The zone times are shown in (kernel.zones; the middleware has it on admin requests)."""
+    return getattr(request, "operator_zone", None) or kernel_operator_zone(request)
 
 
 def _query(params: QueryDict, **changes: Any) -> str:

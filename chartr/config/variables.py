@@ -86,7 +86,7 @@ VARIABLES: tuple[Variable, ...] = _groups(
         Variable("CHARTR_GROUP_COMMIT", Boolean(), True, "concurrent timeline appends of one worker process commit together: one transaction per batch, each append in a savepoint of its own, every answer sent after the COMMIT (`timeline/group_commit.py`, [timeline.md](timeline.md#appending)). Off gives every append its own transaction"),
     ]),
     ("Locale & static files", [
-        Variable("CHARTR_TIME_ZONE", TimeZone(), "UTC", "Django's `TIME_ZONE`: the zone the admin and the API render times in; the database stores UTC either way"),
+        Variable("CHARTR_TIME_ZONE", TimeZone(), "UTC", "Django's `TIME_ZONE`: the zone the API renders times in, and the admin's for an operator whose browser names none (the admin follows each browser's zone, docs/operations.md); the database stores UTC either way"),
         Variable("CHARTR_STATIC_ROOT", AbsolutePath(), None, "where `collectstatic` writes and the server serves static files from", default_doc="`<checkout>/staticfiles` (image: `/app/staticfiles`)"),
     ]),
     ("Limits & API", [

@@ -77,6 +77,40 @@ class TestDashboard:
         client.force_login(staff)
         assert reverse("data-snapshots") not in client.get(reverse("admin:index")).content.decode()
 
+    def test_data_snapshots_link_promises_only_what_the_user_may_do(self, client, admin_client, django_user_model):
+        from django.contrib.auth.models import Permission
+
+        def link(client) -> str:
+            html = client.get(reverse("admin:index")).content.decode()
+            return html.split('id="dash-data-snapshots"')[1].split("</a>")[0]
+
+        assert "List, take or restore data snapshots" in link(admin_client)
+        viewer = django_user_model.objects.create_user("viewer", password="pw", is_staff=True)
+        viewer.user_permissions.set(Permission.objects.filter(codename="view_data_snapshots"))
+        client.force_login(viewer)
+        text = link(client)
+        assert "List data snapshots" in text and "take" not in text and "restore" not in text
+        viewer.user_permissions.add(Permission.objects.get(codename="take_data_snapshot"))
+        text = link(client)
+        assert "List or take data snapshots" in text and "restore" not in text
+
+    def test_the_cards_link_to_the_lists_they_count(self, admin_client, client, django_user_model):
+        html = admin_client.get(reverse("admin:index")).content.decode()
+        for card, url in (
+            ("dash-projects", reverse("admin:registry_project_changelist")),
+            ("dash-workspaces", reverse("admin:registry_workspace_changelist")),
+            ("dash-agents", reverse("admin:snapshots_agentsnapshot_changelist")),
+            ("dash-data-snapshots", reverse("data-snapshots")),
+        ):
+            assert f'<a href="{url}" class="dash-card" id="{card}">' in html
+        staff = django_user_model.objects.create_user("staffer", password="pw", is_staff=True)
+        client.force_login(staff)
+        html = client.get(reverse("admin:index")).content.decode()
+        assert (
+            '<div class="dash-card" id="dash-projects">' in html
+            and 'class="dash-card" id="dash-projects" href' not in html
+        )
+
     def test_dashboard_query_count_does_not_grow_with_the_fleet(self, admin_client):
         def index_queries() -> int:
             with CaptureQueriesContext(connection) as ctx:

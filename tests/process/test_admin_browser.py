@@ -3,7 +3,7 @@
 Debian's chromium driven by Playwright (never ``playwright install``): log in,
 create a project and a workspace, archive the project through the
 confirmation page, check the workspace shows as archived, and save a
-screenshot of the dashboard to ``test-artifacts/dashboard.png``; then create
+screenshot of the dashboard to ``test-artifacts/dashboard-archived.png``; then create
 an API token and open the Swagger UI. Every page is served under chartr's
 Content-Security-Policy, and the browser reports no violation of it on any
 of them.
@@ -179,7 +179,7 @@ def test_operator_archives_a_project_in_a_real_browser(browser_page, csp_violati
     expect(page.locator("#dash-workspaces")).to_contain_text("1 archived")
     expect(page.locator("#dash-agents")).to_contain_text("1 archived")
     ARTIFACTS.mkdir(exist_ok=True)
-    screenshot = ARTIFACTS / "dashboard.png"
+    screenshot = ARTIFACTS / "dashboard-archived.png"
     page.screenshot(path=str(screenshot), full_page=True)
     assert screenshot.stat().st_size > 10_000
 

@@ -122,5 +122,7 @@ def test_only_staff_who_may_view_agents(client, staff_client, agents):
 
 def test_staff_who_may_view_agents_see_it_linked_from_the_dashboard(staff_client, agents):
     operator = staff_client("snapshots.view_agentsnapshot")
-    assert f'href="{URL}" id="dash-fleet-search"' in operator.get("/admin/").content.decode()
+    page = operator.get("/admin/").content.decode()
+    assert f'href="{URL}" class="dash-card" id="dash-history"' in page
+    assert 'id="dash-fleet-search">Search every timeline<' in page
     assert rows(operator.get(URL, {"q": "heron"})) == [(agents[1].pk, 1), (agents[0].pk, 2)]
