@@ -16,7 +16,7 @@ from portability.format import canonical, new_digest, time_text
 from portability.records import AGENT, TIMELINE, record_of
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
-from timeline.models import TimelineRow
+from timeline.models import TimelineRow, TimelineRowRevision
 from tokens.models import ApiToken
 
 #: Records per page (agents come with their timeline heads).
@@ -147,3 +147,8 @@ def agent_digest(agent: AgentSnapshot) -> AgentDigest:
     for record in timeline_records(agent):
         digest.add(record)
     return digest
+
+
+def earlier_row_versions() -> int:
+    """The earlier versions of updated rows, which the format does not carry (docs/portability.md)."""
+    return TimelineRowRevision.objects.count()

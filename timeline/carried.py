@@ -32,6 +32,8 @@ class CarriedTimeline:
     last_activity_at: dt.datetime | None
     last_user_message_at: dt.datetime | None
     last_appended_at: dt.datetime | None
+    update_seq: int
+    backfilling: bool
 
 
 def carry_over_timeline(
@@ -69,5 +71,7 @@ def carry_over_timeline(
             last_activity_at=head.last_activity_at,
             last_user_message_at=head.last_user_message_at,
             last_appended_at=head.last_appended_at,
+            update_seq=head.update_seq,
+            backfilling=head.backfilling,
         )
     return appended

@@ -121,3 +121,22 @@ def test_a_database_not_migrated_is_refused_before_anything_is_read(tmp_path, mo
     monkeypatch.setattr(services, "MigrationExecutor", OneMigrationBehind)
     with pytest.raises(CommandError, match=r"not migrated \(1 migration\(s\) not applied\); run manage.py migrate"):
         call_command("import_instance", str(out))
+
+
+def test_an_updated_row_moves_as_its_current_version_and_the_export_says_what_it_leaves_out(tmp_path, capsys):
+    from timeline.revisions import RowContent, update_row
+
+    build_instance()
+    row = TimelineRow.objects.filter(agent_id="carried").order_by("seq").first()
+    update_row(agent_id="carried", seq=row.seq, content=RowContent(item={"type": "user_message", "text": "v2"}))
+    head = TimelineHead.objects.get(pk="carried")
+    assert head.update_seq == 1
+    out = tmp_path / "instance.jsonl"
+    call_command("export_instance", str(out))
+    assert "Left out: 1 earlier versions of updated timeline rows" in capsys.readouterr().err
+    _empty_the_database()
+    call_command("import_instance", str(out))
+    moved = TimelineRow.objects.get(agent_id="carried", seq=row.seq)
+    assert moved.item == {"type": "user_message", "text": "v2"}
+    # Updates made after the move number above every cursor a client of the old instance holds.
+    assert TimelineHead.objects.get(pk="carried").update_seq == 1
