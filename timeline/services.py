@@ -217,7 +217,6 @@ def bulk_append_timeline_rows(
     ``allow_archived`` lets the legacy importer carry history into agents the
     legacy data marks archived; the API append refuses them.
     ``on_batch(count)`` is called after each batch is inserted.
-
     ``start_seq`` and ``epoch`` carry a history over as it was (a Paseo
     history whose older rows were pruned keeps its seqs and its epoch, so its
     clients' cursors stay valid): only into a timeline that retains nothing,
@@ -226,7 +225,6 @@ def bulk_append_timeline_rows(
     ``keep_seqs``: each row goes in at its own ``seq`` (ascending, above the
     head) instead of head+1: an imported history with holes in its seqs keeps
     them, and ``committed_rows`` then says how many rows the range holds.
-
     ``alive_at``: the agent's own daemon wrote the rows (``timeline.history``'s row writes), a
     sign of life as an append is.
     """

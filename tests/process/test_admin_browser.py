@@ -15,60 +15,33 @@ so the screenshot also shows that the admin is styled.
 from __future__ import annotations
 
 import re
-import secrets
-import shutil
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import skip_or_fail
-from tests.support.processes import REPO, Server, isolated_env, manage
+from tests.support.browser import (
+    ARTIFACTS,
+    PASSWORD,
+    admin_server,
+    chromium,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.process]
-
-CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = REPO / "test-artifacts"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-SERVER_START_TIMEOUT = 60
-PASSWORD = "browser-" + secrets.token_hex(8)
 
 
 @pytest.fixture
 def server(tmp_path, scratch_db):
     """A migrated chartr with a superuser, served by the entrypoint (static files collected, DEBUG off)."""
-    database = scratch_db(migrated=True, purpose="browser")
-    env = isolated_env(
-        tmp_path, CHARTR_DEBUG="0", CHARTR_WORKERS="1", DJANGO_SUPERUSER_PASSWORD=PASSWORD, **database.env()
-    )
-    manage("createsuperuser", "--noinput", "--username", "admin", "--email", "admin@example.com", env=env, check=True)
-    # The entrypoint finds the migrations applied and a superuser present, collects the static files, serves.
-    with Server(env, tmp_path / "server.log", start_timeout=SERVER_START_TIMEOUT) as server:
-        yield server.base_url
+    with admin_server(tmp_path, scratch_db(migrated=True, purpose="browser")) as (base_url, _):
+        yield base_url
 
 
 @pytest.fixture
 def browser_page():
-    if not CHROMIUM.exists() or shutil.which(str(CHROMIUM)) is None:
-        skip_or_fail(f"{CHROMIUM} is missing: apt-get install chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.set_default_timeout(20_000)
-            yield page
-        finally:
-            browser.close()
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.set_default_timeout(20_000)
+        yield page
 
 
 @pytest.fixture

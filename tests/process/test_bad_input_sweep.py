@@ -148,6 +148,8 @@ class Examples:
         self.workspace_id = workspace_id
         self.workspace_directory = workspace_directory
         self.counter = itertools.count()
+        #: A seq the agent holds (``revive`` appends it before each operation).
+        self.row_seq = 1
 
     def resolve(self, node: dict) -> dict:
         while "$ref" in node:
@@ -219,7 +221,7 @@ class Examples:
         if name == "agent_id":
             return AGENT
         if name == "seq":
-            return "1"
+            return str(self.row_seq)
         return str(self.workspace_id if path.startswith("/api/v1/workspaces") else self.project_id)
 
 
@@ -316,7 +318,7 @@ def test_no_bad_input_gets_a_5xx_and_every_4xx_has_the_envelope(server, caplog):
         ops = operations(schema)
         assert len(ops) >= 20, [f"{m} {p}" for m, p, _ in ops]
         for method, template, operation in ops:
-            revive(client, agent)
+            revive(client, agent, examples)
             sweep.operation = f"{method} {template}"
             sweep.documented = set(operation["responses"])
             sweep.succeeded.setdefault(sweep.operation, 0)
@@ -356,11 +358,17 @@ def base_content(examples: Examples, operation: dict) -> bytes:
     return json.dumps(body if body is not None else {}).encode()
 
 
-def revive(client: httpx.Client, agent: dict) -> None:
-    """Undo what earlier operations' well-formed archives did, so each operation starts on live records."""
+def revive(client: httpx.Client, agent: dict, examples: Examples) -> None:
+    """Undo what earlier operations' well-formed archives did, so each operation starts on live records,
+    and give the agent a row of its own (an earlier replace or delete of its timeline took them): the
+    seq of a well-formed row path."""
     client.post(f"/api/v1/projects/{agent['project_id']}/unarchive")
     client.post(f"/api/v1/workspaces/{agent['workspace_id']}/unarchive")
     client.post(f"/api/v1/agents/{AGENT}/unarchive")
+    appended = client.post(
+        f"/api/v1/agents/{AGENT}/timeline", json={"items": [{"item": {"type": "user_message", "text": "revived"}}]}
+    ).raise_for_status()
+    examples.row_seq = appended.json()["rows"][0]["seq"]
 
 
 def sweep_well_formed(sweep, method, template, operation, examples) -> None:

@@ -9,13 +9,14 @@ docs/operations.md, "Screenshots").
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.conftest import skip_or_fail
-from tests.process.test_admin_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, PASSWORD, SERVER_START_TIMEOUT
-from tests.support.processes import Server, isolated_env, manage, python
+from tests.support.browser import (
+    ARTIFACTS,
+    PASSWORD,
+    admin_server,
+    chromium,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.process]
 
@@ -44,30 +45,14 @@ print("SETUP " + json.dumps({"agents": agents}))
 @pytest.fixture
 def server(tmp_path, scratch_db):
     """A migrated chartr with a superuser, a project, a workspace and 12 agents, served by the entrypoint."""
-    database = scratch_db(migrated=True, purpose="console")
-    env = isolated_env(
-        tmp_path, CHARTR_DEBUG="0", CHARTR_WORKERS="1", DJANGO_SUPERUSER_PASSWORD=PASSWORD, **database.env()
-    )
-    manage("createsuperuser", "--noinput", "--username", "admin", "--email", "admin@example.com", env=env, check=True)
-    result = python(SETUP, env=env)
-    setup = next((line for line in result.stdout.splitlines() if line.startswith("SETUP ")), None)
-    assert setup, result.stderr
-    with Server(env, tmp_path / "server.log", start_timeout=SERVER_START_TIMEOUT) as running:
-        yield running.base_url, json.loads(setup.split(" ", 1)[1])
+    with admin_server(tmp_path, scratch_db(migrated=True, purpose="console"), setup=SETUP) as (base_url, setup):
+        yield base_url, setup
 
 
 @pytest.fixture
 def browser():
-    if not CHROMIUM.exists():
-        skip_or_fail(f"{CHROMIUM} is missing: apt-get install chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with chromium() as browser:
+        yield browser
 
 
 class Console:
@@ -235,7 +220,7 @@ def check_the_agent_list(console: Console, agents: list[str], name: str) -> None
     the_zone_is_named(page)
     fits_the_width(page)
     width = page.viewport_size["width"]
-    title = page.locator("#result_list td.field-title").first
+    title = page.locator("#result_list .field-agent .agent-title").first
     full = title.get_attribute("title") or ""
     assert full.startswith("Agent ") and "off the screen" in full, "a cut-short title shows its whole text on hover"
     assert title.evaluate("el => el.scrollWidth > el.clientWidth"), "the title is cut short"
@@ -256,9 +241,10 @@ def check_the_agent_list(console: Console, agents: list[str], name: str) -> None
         assert page.evaluate(OVERLAPS, ["#changelist-filter", "#changelist .results"]) == []
     else:
         # the id and the title are on the screen, one line each, wide enough to read
-        for cell in (page.locator("#result_list th.field-agent_id").first, title):
+        # (the short id is 8 characters; a title is cut short no narrower than 80 px)
+        for cell, least in ((page.locator("#result_list .field-agent .agent-short-id").first, 40), (title, 80)):
             box = cell.bounding_box()
-            assert box["x"] >= 0 and box["x"] + box["width"] <= width and box["width"] >= 80, box
+            assert box["x"] >= 0 and box["x"] + box["width"] <= width and box["width"] >= least, box
             assert cell.evaluate("el => el.getClientRects().length") == 1
 
 

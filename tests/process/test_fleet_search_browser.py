@@ -10,13 +10,10 @@ fits the screen, the browser logs no error, and the results are saved to
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from tests.process.test_admin_browser import ARTIFACTS, CHROMIUM, PASSWORD, SERVER_START_TIMEOUT
 from tests.process.test_timeline_browser import browser_page  # noqa: F401 - a fixture
-from tests.support.processes import Server, isolated_env, manage, python
+from tests.support.browser import ARTIFACTS, CHROMIUM, PASSWORD, admin_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.process]
 
@@ -48,16 +45,8 @@ print("SETUP " + json.dumps(agents))
 
 @pytest.fixture
 def server(tmp_path, scratch_db):
-    database = scratch_db(migrated=True, purpose="fleetsearch")
-    env = isolated_env(
-        tmp_path, CHARTR_DEBUG="0", CHARTR_WORKERS="1", DJANGO_SUPERUSER_PASSWORD=PASSWORD, **database.env()
-    )
-    manage("createsuperuser", "--noinput", "--username", "admin", "--email", "admin@example.com", env=env, check=True)
-    result = python(SETUP, env=env)
-    setup = next((line for line in result.stdout.splitlines() if line.startswith("SETUP ")), None)
-    assert setup, result.stderr
-    with Server(env, tmp_path / "server.log", start_timeout=SERVER_START_TIMEOUT) as running:
-        yield running.base_url, json.loads(setup.split(" ", 1)[1])
+    with admin_server(tmp_path, scratch_db(migrated=True, purpose="fleetsearch"), setup=SETUP) as (base_url, setup):
+        yield base_url, setup
 
 
 def test_operator_searches_every_timeline_and_lands_on_a_row(browser_page, server):  # noqa: F811

@@ -24,8 +24,7 @@ from urllib.parse import parse_qs, urlsplit
 import httpx
 import pytest
 
-from tests.conftest import skip_or_fail
-from tests.process.test_admin_browser import CHROMIUM, CHROMIUM_ARGS, SERVER_START_TIMEOUT
+from tests.support.browser import SERVER_START_TIMEOUT, chromium
 from tests.support.processes import REPO, Server, isolated_env, python
 
 pytestmark = [pytest.mark.browser, pytest.mark.process]
@@ -135,16 +134,8 @@ def chartr(tmp_path, scratch_db, page_origins):
 
 @pytest.fixture
 def browser():
-    if not CHROMIUM.exists():
-        skip_or_fail(f"{CHROMIUM} is missing: apt-get install chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield launched
-        finally:
-            launched.close()
+    with chromium() as browser:
+        yield browser
 
 
 def append(server: Server, token: str, *texts: str) -> None:

@@ -18,16 +18,18 @@ itself, and no page logs an error.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 
 import httpx
 import pytest
 
-from tests.conftest import skip_or_fail
-from tests.process.test_admin_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, PASSWORD, SERVER_START_TIMEOUT
-from tests.support.processes import Server, isolated_env, manage, python
+from tests.support.browser import (
+    ARTIFACTS,
+    PASSWORD,
+    admin_server,
+    chromium,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.process]
 
@@ -77,38 +79,23 @@ print("SETUP " + json.dumps({"token": token}))
 @pytest.fixture
 def server(tmp_path, scratch_db):
     """A migrated chartr with a superuser, an API token and an agent with 60 rows, served by the entrypoint."""
-    database = scratch_db(migrated=True, purpose="tlbrowser")
-    env = isolated_env(
+    with admin_server(
         tmp_path,
-        CHARTR_DEBUG="0",
-        CHARTR_WORKERS="1",
+        scratch_db(migrated=True, purpose="tlbrowser"),
+        setup=SETUP,
+        args=(AGENT,),
         CHARTR_SSE_KEEPALIVE_SECONDS="1",
-        DJANGO_SUPERUSER_PASSWORD=PASSWORD,
-        **database.env(),
-    )
-    manage("createsuperuser", "--noinput", "--username", "admin", "--email", "admin@example.com", env=env, check=True)
-    result = python(SETUP, AGENT, env=env)
-    setup = next((line for line in result.stdout.splitlines() if line.startswith("SETUP ")), None)
-    assert setup, result.stderr
-    with Server(env, tmp_path / "server.log", start_timeout=SERVER_START_TIMEOUT) as running:
-        yield running.base_url, json.loads(setup.split(" ", 1)[1])["token"]
+    ) as (base_url, setup):
+        yield base_url, setup["token"]
 
 
 @pytest.fixture
 def browser_page():
-    if not CHROMIUM.exists():
-        skip_or_fail(f"{CHROMIUM} is missing: apt-get install chromium")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900}, timezone_id="Europe/Paris")
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            yield page
-        finally:
-            browser.close()
+    with chromium() as browser:
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, timezone_id="Europe/Paris")
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        yield page
 
 
 def shot(page, name: str) -> None:
