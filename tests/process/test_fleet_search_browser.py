@@ -60,8 +60,7 @@ def test_operator_searches_every_timeline_and_lands_on_a_row(browser_page, serve
     page.on("pageerror", lambda error: errors.append(str(error)))
 
     def on_console(message) -> None:
-        # The admin has no favicon yet (issue 30, "a favicon"): the browser's own request for one is not the page's.
-        if message.type == "error" and not message.location.get("url", "").endswith("/favicon.ico"):
+        if message.type == "error":
             errors.append(f"{message.text} {message.location}")
 
     page.on("console", on_console)
@@ -111,5 +110,17 @@ def test_operator_searches_every_timeline_and_lands_on_a_row(browser_page, serve
     expect(page.locator(".tl-hit")).to_have_attribute("data-seq", "4")
     expect(page.locator(".tl-hit")).to_be_in_viewport()
     expect(page.locator(".tl-prev-match")).to_be_visible()
+
+    # At phone width the same search answers in a page no wider than the screen.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{base}/admin/search/?q=zebra")
+    expect(results).to_have_count(3)
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), "wider than a phone"
+    link = page.locator("#fs-results .fs-link").first
+    box = link.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+    phone = ARTIFACTS / "fleet-search-phone.png"
+    page.screenshot(path=str(phone), full_page=False)
+    assert phone.stat().st_size > 10_000
 
     assert not errors, (errors, missing)
