@@ -52,7 +52,7 @@ class _Writer:
         if kind in self.counts:
             self.counts[kind] += 1
             done = self.counts[kind]
-            if done % 1000 == 0 or done == 1 or kind != "row":
+            if done % 1000 == 0 or done == 1 or kind not in ("row", "row_revision"):
                 self.progress(PHASES[kind], done, max(done, self.totals[kind]))
 
 
@@ -62,6 +62,7 @@ PHASES = {
     "agent": "agents",
     "timeline": "timelines",
     "row": "timeline rows",
+    "row_revision": "earlier row versions",
     "api_token": "API tokens",
     "import_run": "legacy import runs",
 }

@@ -2,7 +2,7 @@
 
 Line 1 is the header (``{"format": "chartr.instance", "version": 1, ...}``); every later line
 is a record whose ``type`` says what it is, in this order: ``project``, ``workspace``,
-``agent``, then per agent ``timeline``, its ``row``s and ``timeline_end``, then ``api_token``
+``agent``, then per agent ``timeline``, its ``row``s, its ``row_revision``s and ``timeline_end``, then ``api_token``
 (only with ``--with-tokens``), ``import_run``, and last ``end`` with the counts. A file whose
 name ends in ``.gz`` is gzip-compressed. Reading is streamed: one line at a time.
 """
@@ -23,7 +23,7 @@ from django.utils.dateparse import parse_datetime
 FORMAT = "chartr.instance"
 VERSION = 1
 #: The kinds of record, in the order a file holds them, and the counts the ``end`` record gives.
-KINDS = ("project", "workspace", "agent", "timeline", "row", "api_token", "import_run")
+KINDS = ("project", "workspace", "agent", "timeline", "row", "row_revision", "api_token", "import_run")
 
 
 class InstanceFileInvalid(Exception):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from django.db.models import BooleanField, ExpressionWrapper, Model, Q, QuerySet
+from django.db.models import BooleanField, ExpressionWrapper, F, Model, Q, QuerySet
 
 from legacy.models import ImportRun
 from portability.format import canonical, new_digest, time_text
@@ -33,6 +33,8 @@ ROW_KEYS = (
     "provider_message_id",
     "provider_timeline_item_id",
     "extra",
+    "revision",
+    "update_seq",
 )
 
 
@@ -67,6 +69,7 @@ def held_counts(*, with_tokens: bool) -> dict[str, int]:
         "agent": AgentSnapshot.objects.count(),
         "timeline": AgentSnapshot.objects.count(),
         "row": TimelineRow.objects.count(),
+        "row_revision": TimelineRowRevision.objects.count(),
         "api_token": ApiToken.objects.count() if with_tokens else 0,
         "import_run": ImportRun.objects.count(),
     }
@@ -107,13 +110,60 @@ def row_records(agent_id: str, *, after: int, head_seq: int, size: int | None = 
 
 
 def _row_record(row: dict) -> dict:
-    record = {"type": "row", **{key: row[key] for key in ROW_KEYS if key != "extra"}}
+    record = {"type": "row", **{key: row[key] for key in ROW_KEYS if key not in OMITTED_WHEN_NULL}}
     record["committed_at"] = time_text(row["committed_at"])
     if row["has_revert_token"]:
         record["revert_token"] = row["revert_token"]
-    if row["extra"] is not None:
-        record["extra"] = row["extra"]
+    record.update((key, row[key]) for key in OMITTED_WHEN_NULL if row[key] is not None)
     return record
+
+
+#: A row's and an earlier version's keys left out when null: no extra, never updated.
+OMITTED_WHEN_NULL = ("extra", "revision", "update_seq")
+REVISION_KEYS = (
+    "seq",
+    "revision",
+    "update_seq",
+    "replaced_at",
+    "committed_at",
+    "item_type",
+    "item",
+    "turn_id",
+    "provider_message_id",
+    "provider_timeline_item_id",
+    "extra",
+)
+
+
+def revision_records(agent_id: str, *, size: int | None = None) -> Iterator[dict]:
+    """The earlier versions of the agent's updated rows (``TimelineRowRevision``), by seq and revision,
+    ``size`` per query; ``revert_token`` and ``extra`` as on a row record, ``update_seq`` left out when null."""
+    size = size or ROW_PAGE
+    revisions = (
+        TimelineRowRevision.objects.filter(agent_id=agent_id)
+        .annotate(
+            seq=F("row__seq"),
+            has_revert_token=ExpressionWrapper(Q(revert_token__isnull=False), output_field=BooleanField()),
+        )
+        .order_by("seq", "revision")
+    )
+    after = (0, 0)
+    while True:
+        later = Q(seq__gt=after[0]) | Q(seq=after[0], revision__gt=after[1])
+        page = list(revisions.filter(later).values(*REVISION_KEYS, "revert_token", "has_revert_token")[:size])
+        for revision in page:
+            record = {"type": "row_revision", **{key: revision[key] for key in REVISION_KEYS}}
+            record["committed_at"] = time_text(revision["committed_at"])
+            record["replaced_at"] = time_text(revision["replaced_at"])
+            for key in ("update_seq", "extra"):
+                if record[key] is None:
+                    del record[key]
+            if revision["has_revert_token"]:
+                record["revert_token"] = revision["revert_token"]
+            yield record
+        if len(page) < size:
+            return
+        after = (page[-1]["seq"], page[-1]["revision"])
 
 
 def timeline_records(agent: AgentSnapshot) -> Iterator[dict]:
@@ -121,6 +171,8 @@ def timeline_records(agent: AgentSnapshot) -> Iterator[dict]:
     head = agent.timeline_head
     yield record_of(TIMELINE, head)
     yield from row_records(agent.agent_id, after=head.min_seq - 1, head_seq=head.head_seq)
+    if head.update_seq:  # no update ever: no earlier version to read
+        yield from revision_records(agent.agent_id)
 
 
 class AgentDigest:
@@ -147,8 +199,3 @@ def agent_digest(agent: AgentSnapshot) -> AgentDigest:
     for record in timeline_records(agent):
         digest.add(record)
     return digest
-
-
-def earlier_row_versions() -> int:
-    """The earlier versions of updated rows, which the format does not carry (docs/portability.md)."""
-    return TimelineRowRevision.objects.count()

@@ -25,13 +25,13 @@ from kernel.errors import ChartrError
 from legacy.services import carry_over_import_runs
 from portability import format as fmt
 from portability.export import PHASES, Progress
-from portability.parse import ImportedRow, carried_timeline, objects, parse_row, token_of
+from portability.parse import ImportedRow, carried_timeline, objects, parse_revision, parse_row, token_of
 from portability.records import AGENT, API_TOKEN, IMPORT_RUN, PROJECT, WORKSPACE, RecordInvalid
 from portability.selectors import what_is_held
 from portability.verify import verify_import
 from registry.services import carry_over_registry
 from snapshots.services import import_agents
-from timeline.carried import carry_over_timeline
+from timeline.carried import carry_over_revisions, carry_over_timeline
 from timeline.planner_statistics import refresh_timeline_statistics
 from tokens.services import carry_over_api_tokens
 
@@ -154,6 +154,17 @@ class _Load:
             raise self.reader.error(lines[0], "an api_token record in an export made without --with-tokens")
         carry_over_api_tokens(tokens=[token_of(self.reader, line) for line in lines])
 
+    def _revisions(self, agent_id: str, versions: list, *, after_line: int) -> None:
+        """The agent's ``row_revision`` records (held in memory: one agent's earlier versions)."""
+        lines = list(self.reader.take("row_revision"))
+        revisions = [parse_revision(self.reader, line) for line in lines]
+        first = lines[0].lineno if lines else after_line
+        last = lines[-1].lineno if lines else after_line
+        self._written(
+            first, last, lambda: carry_over_revisions(agent_id=agent_id, versions=versions, revisions=revisions)
+        )
+        self._count("row_revision", len(revisions))
+
     def _count(self, kind: str, added: int) -> None:
         self.result.counts[kind] += added
         done = self.result.counts[kind]
@@ -188,6 +199,7 @@ class _Load:
         except RecordInvalid as exc:
             raise self.reader.error(line, str(exc)) from None
         rows: list[int] = [0, line.lineno]  # how many, the last line read
+        versions: list[tuple[int, int, int | None]] = []  # of the rows an update changed
 
         def read_rows() -> Iterator[ImportedRow]:
             previous = head.min_seq - 1
@@ -195,6 +207,8 @@ class _Load:
                 row = parse_row(self.reader, row_line, after=previous, head_seq=head.head_seq)
                 previous = row.seq
                 rows[0], rows[1] = rows[0] + 1, row_line.lineno
+                if row.revision is not None:
+                    versions.append((row.seq, row.revision, row.update_seq))
                 yield row
 
         self._written(
@@ -205,6 +219,7 @@ class _Load:
             ),
         )
         self._count("timeline", 1)
+        self._revisions(head.agent_id, versions, after_line=rows[1])
         end = self.reader.expect("timeline_end")
         if end.record.get("agent_id") != head.agent_id:
             raise self.reader.error(

@@ -11,11 +11,13 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 
 from kernel.errors import Conflict
-from timeline.models import TimelineHead
+from timeline.models import TimelineHead, TimelineRow, TimelineRowRevision
+from timeline.revisions import NO_TOKEN, stored_revert_token
 from timeline.services import BULK_APPEND_BATCH, BulkAppendResult, CheckedRow, bulk_append_timeline_rows
 
 
@@ -75,3 +77,59 @@ def carry_over_timeline(
             backfilling=head.backfilling,
         )
     return appended
+
+
+@dataclass(frozen=True)
+class CarriedRevision:
+    """An earlier version of the row at ``seq``, as an export holds it."""
+
+    seq: int
+    revision: int
+    update_seq: int | None
+    replaced_at: dt.datetime
+    committed_at: dt.datetime
+    item_type: str
+    item: dict
+    turn_id: str | None
+    provider_message_id: str | None
+    provider_timeline_item_id: str | None
+    has_revert_token: bool
+    revert_token: Any
+    extra: dict | None
+
+
+def carry_over_revisions(
+    *, agent_id: str, versions: Iterable[tuple[int, int, int | None]], revisions: list[CarriedRevision]
+) -> int:
+    """Give the carried rows of ``agent_id`` their versions (``(seq, revision, update_seq)`` of each
+    row an update changed) and the earlier versions an update keeps; how many of those. After
+    ``carry_over_timeline``, in the caller's transaction. A version of a seq the agent has no row
+    at is a ``Conflict``."""
+    with transaction.atomic():
+        for seq, revision, update_seq in versions:
+            TimelineRow.objects.filter(agent_id=agent_id, seq=seq).update(revision=revision, update_seq=update_seq)
+        rows = dict(
+            TimelineRow.objects.filter(agent_id=agent_id, seq__in={r.seq for r in revisions}).values_list("seq", "pk")
+        )
+        missing = sorted({r.seq for r in revisions} - rows.keys())
+        if missing:
+            raise Conflict(f"Timeline of {agent_id}: an earlier version of seq {missing[0]}, which holds no row.")
+        TimelineRowRevision.objects.bulk_create(
+            TimelineRowRevision(
+                row_id=rows[r.seq],
+                agent_id=agent_id,
+                revision=r.revision,
+                update_seq=r.update_seq,
+                replaced_at=r.replaced_at,
+                committed_at=r.committed_at,
+                item_type=r.item_type,
+                item=r.item,
+                turn_id=r.turn_id,
+                provider_message_id=r.provider_message_id,
+                provider_timeline_item_id=r.provider_timeline_item_id,
+                revert_token=stored_revert_token(r.revert_token if r.has_revert_token else NO_TOKEN),
+                extra=r.extra,
+            )
+            for r in revisions
+        )
+    return len(revisions)

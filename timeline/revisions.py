@@ -139,13 +139,13 @@ def _keep_revision(row: TimelineRow) -> None:
         revision=row.current_revision,
         update_seq=row.update_seq,
         replaced_at=timezone.now(),
-        revert_token=_stored_token(row.revert_token if row.has_token else NO_TOKEN),
+        revert_token=stored_revert_token(row.revert_token if row.has_token else NO_TOKEN),
         extra=row.extra,
         **{name: getattr(row, name) for name in _COPIED},
     )
 
 
-def _stored_token(token: Any) -> Any:
+def stored_revert_token(token: Any) -> Any:
     """What to save for ``token``: SQL NULL for none, JSON null for a null token."""
     if token is NO_TOKEN:
         return None
@@ -160,7 +160,7 @@ def _apply(row: TimelineRow, content: RowContent, *, update_seq: int) -> None:
     row.turn_id = content.turn_id
     row.provider_message_id = content.provider_message_id
     row.provider_timeline_item_id = content.provider_timeline_item_id
-    row.revert_token = _stored_token(content.revert_token)
+    row.revert_token = stored_revert_token(content.revert_token)
     row.revision = row.current_revision + 1
     row.update_seq = update_seq
     row.save(update_fields=[*_COPIED, "revert_token", "revision", "update_seq"])

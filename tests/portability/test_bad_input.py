@@ -140,3 +140,40 @@ def test_a_timeline_range_that_cannot_be_is_refused(tmp_path, exported):
         _edit(exported, index, min_seq=0),
         rf":{index + 1}: Timeline of \S+: min_seq 0 is outside 1..head_seq \+ 1",
     )
+
+
+def _revision(**changes) -> str:
+    record = {
+        "type": "row_revision",
+        "seq": 7,
+        "revision": 1,
+        "replaced_at": "2026-01-02T03:04:05+00:00",
+        "committed_at": "2026-01-01T03:04:05+00:00",
+        "item_type": "user_message",
+        "item": {"type": "user_message", "text": "before"},
+        "turn_id": None,
+        "provider_message_id": None,
+        "provider_timeline_item_id": None,
+    }
+    record.update(changes)
+    return json.dumps(record) + "\n"
+
+
+def _before_the_end_of(lines: list[str], agent_id: str, *added: str) -> tuple[list[str], int]:
+    end = next(
+        i
+        for i, line in enumerate(lines)
+        if json.loads(line).get("type") == "timeline_end" and json.loads(line)["agent_id"] == agent_id
+    )
+    return [*lines[:end], *added, *lines[end:]], end + 1
+
+
+def test_an_earlier_version_of_a_seq_that_holds_no_row_names_its_line(tmp_path, exported):
+    # "carried" holds seqs 5, 6 and 9: no row at 7.
+    lines, lineno = _before_the_end_of(exported, "carried", _revision())
+    _import_fails(tmp_path, lines, rf":{lineno}: .*earlier version of seq 7, which holds no row")
+
+
+def test_an_earlier_version_with_a_bad_revision_names_its_line(tmp_path, exported):
+    lines, lineno = _before_the_end_of(exported, "carried", _revision(seq=5, revision=0))
+    _import_fails(tmp_path, lines, rf":{lineno}: row_revision: revision must be a positive integer")

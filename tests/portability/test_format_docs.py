@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 from portability.format import KINDS
-from portability.parse import ROW_KEYS, ROW_OPTIONAL_KEYS
+from portability.parse import REVISION_KEYS, REVISION_OPTIONAL_KEYS, ROW_KEYS, ROW_OPTIONAL_KEYS
 from portability.records import AGENT, API_TOKEN, IMPORT_RUN, PROJECT, TIMELINE, WORKSPACE, record_keys
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "portability.md"
@@ -28,6 +28,7 @@ def test_the_documented_keys_are_the_keys_of_each_record():
     for kind in (PROJECT, WORKSPACE, AGENT, TIMELINE, API_TOKEN, IMPORT_RUN):
         assert table[kind.type] == (record_keys(kind) - {"type"}, set()), kind.type
     assert table["row"] == (ROW_KEYS - {"type"}, ROW_OPTIONAL_KEYS)
+    assert table["row_revision"] == (REVISION_KEYS - {"type"}, REVISION_OPTIONAL_KEYS)
     assert table["timeline_end"] == ({"agent_id", "rows", "sha256"}, set())
 
 

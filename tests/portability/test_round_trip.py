@@ -123,20 +123,44 @@ def test_a_database_not_migrated_is_refused_before_anything_is_read(tmp_path, mo
         call_command("import_instance", str(out))
 
 
-def test_an_updated_row_moves_as_its_current_version_and_the_export_says_what_it_leaves_out(tmp_path, capsys):
+def test_an_updated_row_moves_with_its_earlier_versions_and_its_update_numbers(tmp_path):
+    from timeline.models import TimelineRowRevision
     from timeline.revisions import RowContent, update_row
 
     build_instance()
     row = TimelineRow.objects.filter(agent_id="carried").order_by("seq").first()
+    first = row.item
     update_row(agent_id="carried", seq=row.seq, content=RowContent(item={"type": "user_message", "text": "v2"}))
-    head = TimelineHead.objects.get(pk="carried")
-    assert head.update_seq == 1
+    update_row(
+        agent_id="carried",
+        seq=row.seq,
+        content=RowContent(item={"type": "user_message", "text": "v3"}, turn_id="t-9", revert_token=None),
+    )
+
+    def held():
+        return (
+            list(TimelineRow.objects.filter(agent_id="carried").values_list("seq", "revision", "update_seq", "item")),
+            list(
+                TimelineRowRevision.objects.filter(agent_id="carried")
+                .order_by("revision")
+                .values_list("row__seq", "revision", "update_seq", "item", "turn_id", "revert_token", "replaced_at")
+            ),
+            TimelineHead.objects.get(pk="carried").update_seq,
+        )
+
+    before = held()
+    assert before[0][0][1:] == (3, 2, {"type": "user_message", "text": "v3"})
+    assert [version[3] for version in before[1]] == [first, {"type": "user_message", "text": "v2"}]
+    assert before[2] == 2
     out = tmp_path / "instance.jsonl"
     call_command("export_instance", str(out))
-    assert "Left out: 1 earlier versions of updated timeline rows" in capsys.readouterr().err
+    kinds = [json.loads(line)["type"] for line in out.read_text().splitlines()[1:]]
+    assert kinds.count("row_revision") == 2
     _empty_the_database()
-    call_command("import_instance", str(out))
-    moved = TimelineRow.objects.get(agent_id="carried", seq=row.seq)
-    assert moved.item == {"type": "user_message", "text": "v2"}
-    # Updates made after the move number above every cursor a client of the old instance holds.
-    assert TimelineHead.objects.get(pk="carried").update_seq == 1
+    call_command("import_instance", str(out))  # its content hashes cover the earlier versions too
+    assert held() == before
+    # A row revised there keeps being revised here: the next update is revision 4, update 3.
+    update = update_row(
+        agent_id="carried", seq=row.seq, content=RowContent(item={"type": "user_message", "text": "v4"})
+    )
+    assert (update.row.revision, update.update_seq) == (4, 3)

@@ -6,7 +6,6 @@ from django.core.management.base import BaseCommand, CommandError
 
 from portability.export import write_instance
 from portability.progress import CommandProgress
-from portability.selectors import earlier_row_versions
 
 
 class Command(BaseCommand):
@@ -29,11 +28,3 @@ class Command(BaseCommand):
         finally:
             progress.end()
         self.stderr.write(f"Exported to {file}: " + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
-        left_out = earlier_row_versions()
-        if left_out:
-            self.stderr.write(
-                self.style.WARNING(
-                    f"Left out: {left_out} earlier versions of updated timeline rows (each row's current "
-                    "version is in the file; docs/portability.md)."
-                )
-            )
