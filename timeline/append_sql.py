@@ -75,7 +75,9 @@ class Statement:
 
 def _driver_cursor(connection: BaseDatabaseWrapper, cursor_class: Callable[[Any], Any] | None) -> Any:
     """A driver cursor on ``connection``'s current DB-API connection, kept for the next
-    statement: making one took a tenth of a PostgreSQL append's CPU."""
+    statement: making one took a tenth of a PostgreSQL append's CPU. The connection is opened
+    first when this thread has not used it yet (a read whose first statement is this one)."""
+    connection.ensure_connection()
     raw = connection.connection
     kept = connection.__dict__.setdefault("_chartr_statement_cursors", {})
     cursor = kept.get(cursor_class)

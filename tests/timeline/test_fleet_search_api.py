@@ -145,3 +145,31 @@ def test_in_the_openapi_document(api):
     }
     assert sorted(operation["responses"]) == ["200", "400", "401", "406", "429", "500"]
     assert "SearchPage" in document["components"]["schemas"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_search_that_is_its_threads_first_statement_opens_the_connection(agents):
+    """A server thread's first request may be a search: its first statement opens the connection
+    (on SQLite the search's own statements come before any ORM query)."""
+    import threading
+
+    from django.db import connection
+
+    from timeline.search.fleet import search_fleet
+
+    found: list = []
+
+    def search() -> None:
+        try:
+            assert connection.connection is None  # this thread has not used its connection yet
+            found.append(search_fleet(query="otter"))
+        except Exception as exc:  # noqa: BLE001 - handed to the test's thread
+            found.append(exc)
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=search)
+    thread.start()
+    thread.join(30)
+    assert len(found) == 1 and not isinstance(found[0], Exception), found
+    assert [group.agent.pk for group in found[0].groups] == [agents[1].pk, agents[0].pk]
