@@ -16,26 +16,15 @@ from portability.format import canonical, new_digest, time_text
 from portability.records import AGENT, TIMELINE, record_of
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
-from timeline.models import TimelineRow, TimelineRowRevision
+from timeline.models import ROW_FIELDS, TimelineRow, TimelineRowRevision
 from tokens.models import ApiToken
 
 #: Records per page (agents come with their timeline heads).
 RECORD_PAGE = 500
 #: Timeline rows per page.
 ROW_PAGE = 2000
-ROW_KEYS = (
-    "seq",
-    "committed_at",
-    "item_type",
-    "item",
-    "item_id",
-    "turn_id",
-    "provider_message_id",
-    "provider_timeline_item_id",
-    "extra",
-    "revision",
-    "update_seq",
-)
+#: A row's columns as a record holds them (``revert_token`` is read beside them: absent or null).
+ROW_KEYS = (*(name for name in ROW_FIELDS if name != "revert_token"), "revision", "update_seq")
 
 
 def pages(queryset: QuerySet, *, size: int | None = None) -> Iterator[list[Model]]:
