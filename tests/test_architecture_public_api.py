@@ -10,6 +10,8 @@ imported or run), and:
 - no module touches a library's private name: ``obj._name`` where ``_name`` is no name
   chartr defines itself (a function, a class, an attribute or a variable it assigns), and
   ``super()._name`` always (overriding a library's private method);
+- no class overrides a library's private method (``def _name`` where a base class from a
+  dependency defines ``_name``), found by importing each module and walking its classes' MRO;
 - no module assigns ``settings.X`` (tests use ``override_settings`` or the ``settings`` fixture).
 
 The kernel importing no app is held by ``tests/test_architecture.py``. A failure lists
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 import ast
 import functools
+import importlib
+import inspect
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,11 +75,24 @@ KNOWN_PRIVATE = {
     # The eventsourcing peer's SQLite connections at the bench's synchronous level.
     ("bench/peers.py", "made._sqlite_conn"),
 }
+#: Known overrides of a library's private method, each with its reason (the ``super()`` calls above).
+KNOWN_OVERRIDES = {
+    ("chartr/db_backends/sqlite3/base.py", "DatabaseWrapper._start_transaction_under_autocommit"),
+    ("chartr/db_backends/sqlite3/base.py", "DatabaseWrapper._commit"),
+    ("chartr/db_backends/sqlite3/base.py", "DatabaseWrapper._rollback"),
+    ("chartr/db_backends/sqlite3/base.py", "DatabaseWrapper._close"),
+    ("kernel/api/schema.py", "AutoSchema._map_serializer_field"),
+    ("kernel/admin/forms.py", "ServiceForm._post_clean"),
+}
+#: Modules the check does not import: the configuration roots build the server at import.
+NOT_IMPORTED = frozenset({"chartr.asgi", "chartr.wsgi", "chartr.settings"})
 #: Known imports of internal modules: none.
 KNOWN_INTERNAL_IMPORTS: set[tuple[str, str]] = set()
 #: Known settings changed at run time: none.
 KNOWN_SETTING_CHANGES: set[tuple[str, str]] = set()
 PRIVATE = re.compile(r"^_[A-Za-z]\w*$")
+#: Enum's ``_sunder_`` names are its documented API (``_generate_next_value_``, ...).
+SUNDER = re.compile(r"^_[A-Za-z]\w*_$")
 
 
 def checked_paths() -> list[Path]:
@@ -181,6 +198,60 @@ def test_no_module_outside_tests_touches_a_librarys_private_name():
     assert not offenders, failure("private names of libraries touched outside tests", offenders)
     gone = sorted(f"{path} {name}" for path, name in KNOWN_PRIVATE - set(found))
     assert not gone, failure("KNOWN_PRIVATE lists names no module touches any more: remove them", gone)
+
+
+def production_modules() -> Iterator[tuple[str, str]]:
+    """(path, dotted name) of every production module outside migrations and ``NOT_IMPORTED``."""
+    for path in checked_paths():
+        relative = path.relative_to(REPO)
+        parts = relative.with_suffix("").parts
+        if parts[0] == "bench" or "migrations" in parts:
+            continue
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        if name not in NOT_IMPORTED:
+            yield relative.as_posix(), name
+
+
+def private_overrides(classes) -> Iterator[str]:
+    """``Class._name`` for each method a class defines over a dependency's private ``_name``."""
+    for cls in classes:
+        for attr, value in vars(cls).items():
+            if not PRIVATE.match(attr) or SUNDER.match(attr) or attr in DOCUMENTED:
+                continue
+            function = getattr(value, "__func__", getattr(value, "fget", value))
+            if not inspect.isfunction(function):
+                continue
+            if any(top(base.__module__) not in FIRST_PARTY and attr in vars(base) for base in cls.__mro__[1:]):
+                yield f"{cls.__name__}.{attr}"
+
+
+def classes_of(module) -> list[type]:
+    return [value for value in vars(module).values() if inspect.isclass(value) and value.__module__ == module.__name__]
+
+
+def test_no_class_outside_tests_overrides_a_librarys_private_method():
+    found = {
+        (path, name)
+        for path, dotted in production_modules()
+        for name in private_overrides(classes_of(importlib.import_module(dotted)))
+    }
+    offenders = sorted(f"{path} {name}" for path, name in found - KNOWN_OVERRIDES)
+    assert not offenders, failure("private methods of libraries overridden outside tests", offenders)
+    gone = sorted(f"{path} {name}" for path, name in KNOWN_OVERRIDES - found)
+    assert not gone, failure("KNOWN_OVERRIDES lists overrides no class makes any more: remove them", gone)
+
+
+def test_the_override_check_sees_a_private_override():
+    from django.views.generic import View
+
+    class Probe(View):
+        def _allowed_methods(self):  # View's own, private
+            return []
+
+        def _ours(self):
+            return None
+
+    assert list(private_overrides([Probe])) == ["Probe._allowed_methods"]
 
 
 def is_settings(node: ast.AST) -> bool:

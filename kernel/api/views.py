@@ -13,6 +13,7 @@ from drf_spectacular.renderers import (
     OpenApiYamlRenderer,
     OpenApiYamlRenderer2,
 )
+from drf_spectacular.utils import extend_schema
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 from rest_framework import exceptions, serializers, viewsets
 from rest_framework.renderers import JSONRenderer
@@ -141,5 +142,8 @@ class DocsView(JsonErrorsMixin, SpectacularSwaggerSplitView):
             return False
         return request.get_preferred_type(["application/json", "text/html"]) == "text/html"
 
-    def _get_schema_url(self, request):
-        return reverse(self.url_name) + "?format=json"
+    @extend_schema(exclude=True)  # as the view's own get: the page is not an API operation
+    def get(self, request, *args, **kwargs):
+        # The page asks for the document as JSON; ``url`` is the view's public setting for it.
+        self.url = reverse(self.url_name) + "?format=json"
+        return super().get(request, *args, **kwargs)
