@@ -93,7 +93,11 @@ BENCHES = {
 @pytest.fixture(scope="module")
 def bench_runs(request, tmp_path_factory):
     """The smoke runs of the benches whose tests are selected, all started at once: test name -> BenchRun."""
-    selected = {item.name for item in request.session.items if item.module is request.module}
+    selected = {
+        item.name
+        for item in request.session.items
+        if item.module is request.module and not item.get_closest_marker("skip")  # own_databases on PostgreSQL
+    }
     root = tmp_path_factory.mktemp("bench-smoke")
     runs = {}
     try:
@@ -139,6 +143,7 @@ def test_bench_smoke_prints_every_case_next_to_its_baseline(bench_runs):
 
 
 @pytest.mark.process
+@pytest.mark.own_databases
 def test_multi_instance_bench_smoke_prints_both_fleets_and_their_ratio(bench_runs):
     if not multi_instance_ready():
         skip_or_fail("the multi-instance bench needs nginx, PostgreSQL and Redis")

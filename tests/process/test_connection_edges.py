@@ -149,6 +149,7 @@ def test_a_body_within_the_limit_still_reaches_the_api(server):
     assert response.status_code == 201, response.text
 
 
+@pytest.mark.own_databases
 def test_a_write_that_cannot_get_the_sqlite_lock_in_time_is_a_503_busy(tmp_path, scratch_db):
     # A migrated copy where the entrypoint looks (<data dir>/chartr.sqlite3): its migrate has nothing to do.
     scratch_db("sqlite", migrated=True)

@@ -22,7 +22,7 @@ from tests.process.live_support import REDIS_URL, ServerProcess, redis_available
 from tests.process.test_stream_threads import close_streams, worker_pid
 from tests.support.processes import ScratchDatabase, run_engine, wait_for
 
-pytestmark = [pytest.mark.process, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.process, pytest.mark.exclusive, pytest.mark.timeout(300)]
 
 HEADER_TIMEOUT = 2
 ENV = {

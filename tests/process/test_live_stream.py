@@ -180,6 +180,7 @@ def _cross_process_roundtrip(first: ServerProcess, second: ServerProcess, token:
             reader.close()
 
 
+@pytest.mark.own_databases
 def test_cross_process_over_postgres_listen_notify(servers, postgres_database):
     env = {"CHARTR_LIVE_POLL_SECONDS": "30"}
     first = servers("a", database=postgres_database, env=env)
@@ -189,6 +190,7 @@ def test_cross_process_over_postgres_listen_notify(servers, postgres_database):
     _cross_process_roundtrip(first, second, token)
 
 
+@pytest.mark.own_databases
 def test_cross_process_over_redis_with_shared_sqlite(servers, scratch_db, tmp_path):
     if not redis_available():
         skip_or_fail(f"Redis is not reachable at {REDIS_URL}")
@@ -201,6 +203,7 @@ def test_cross_process_over_redis_with_shared_sqlite(servers, scratch_db, tmp_pa
     _cross_process_roundtrip(first, second, token)
 
 
+@pytest.mark.own_databases
 def test_rows_appended_elsewhere_arrive_through_the_poll_without_any_transport(servers, scratch_db, tmp_path):
     """Two processes on one SQLite file and no Redis: no notification crosses, the poll delivers."""
     database = scratch_db("sqlite", migrated=True, path=tmp_path / "shared.sqlite3")

@@ -41,7 +41,7 @@ from tests.process.live_support import REDIS_URL, EventReader, ServerProcess, re
 from tests.support.balancer import Nginx, free_port, nginx_binary, upstream_of, wait_until
 from tests.support.processes import ENTRYPOINT, start_together
 
-pytestmark = [pytest.mark.process, pytest.mark.timeout(150)]
+pytestmark = [pytest.mark.process, pytest.mark.own_databases, pytest.mark.timeout(150)]
 
 AGENTS = ["shared", "solo-0", "solo-1"]
 WRITERS = 3

@@ -10,7 +10,7 @@ The cost is the query words' matches, never the timeline's rows: the matches
 are read from the search index (the filters by item type and time narrow
 them, the filters by project and workspace join the matches to their agent
 by its key), grouped, and only the page of agents is read beyond them.
-``tests/timeline/test_fleet_search_at_scale.py`` shows the plans at a
+``tests/timeline/test_browse_at_scale.py`` shows the plans at a
 million rows.
 """
 

@@ -105,6 +105,7 @@ def test_503_retries_are_bounded_and_end_in_the_typed_error(live, client, worksp
     assert rows(client, "refused") == []
 
 
+@pytest.mark.own_databases
 def test_sqlite_busy_from_the_real_server_is_retried(tmp_path, scratch_db):
     """Another process holds SQLite's write lock past CHARTR_SQLITE_TIMEOUT: the server answers 503
     ``busy`` with Retry-After, and the client's append goes through once the lock is released."""
