@@ -42,8 +42,8 @@ def connection_for(bind: str, timeout: float = TIMEOUT_SECONDS) -> http.client.H
     return http.client.HTTPConnection(host, int(port), timeout=timeout)
 
 
-def probe(path: str = "/healthz", bind: str | None = None) -> int:
-    connection = connection_for(bind or ",".join(config.value("CHARTR_BIND")))
+def probe(path: str = "/healthz") -> int:
+    connection = connection_for(",".join(config.value("CHARTR_BIND")))
     try:
         connection.request("GET", path)
         status = connection.getresponse().status

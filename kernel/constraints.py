@@ -14,6 +14,14 @@ from django.db.models.lookups import GreaterThanOrEqual, LessThanOrEqual
 from kernel.engines import for_engine
 
 
+def archived_has_operation_check(prefix: str):
+    """An archived record names the archive operation that took it."""
+    return CheckConstraint(
+        condition=Q(archived_at__isnull=True) | Q(archive_operation__isnull=False),
+        name=f"{prefix}_archived_has_operation",
+    )
+
+
 def choices_check(field: str, choices, name: str, *, nullable: bool = False):
     condition = Q(**{f"{field}__in": [value for value, _ in choices]})
     if nullable:

@@ -45,11 +45,11 @@ def connection_keywords(settings_dict: dict[str, Any]) -> dict[str, str]:
     return keywords
 
 
-def libpq_environment(settings_dict: dict[str, Any], base: dict[str, str] | None = None) -> dict[str, str]:
-    """``base`` (default: this process's environment) with the libpq variables set for
-    ``settings_dict``, and the connection variables it leaves empty removed, so an
-    inherited ``PGHOST`` cannot point a tool at another server."""
-    env = dict(os.environ if base is None else base)
+def libpq_environment(settings_dict: dict[str, Any]) -> dict[str, str]:
+    """This process's environment with the libpq variables set for ``settings_dict``, and the
+    connection variables it leaves empty removed, so an inherited ``PGHOST`` cannot point a tool
+    at another server."""
+    env = dict(os.environ)
     keywords = connection_keywords(settings_dict)
     for keyword, variable in _LIBPQ_ENV.items():
         if keyword in keywords:

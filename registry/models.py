@@ -4,7 +4,7 @@ from django.db import models
 from django.db.models.functions import Length
 from django.db.models.lookups import Exact
 
-from kernel.constraints import choices_check
+from kernel.constraints import archived_has_operation_check, choices_check
 from registry.directories import (
     DIRECTORY_HASH_LENGTH,
     MAX_DIRECTORY_LENGTH,
@@ -126,10 +126,7 @@ class Project(models.Model):
             normalized_directory_check("directory", "project_directory_normalized", max_length=MAX_DIRECTORY_LENGTH),
             *directory_hash_constraints("project"),
             choices_check("kind", ProjectKind.choices, "project_kind_valid"),
-            models.CheckConstraint(
-                condition=models.Q(archived_at__isnull=True) | models.Q(archive_operation__isnull=False),
-                name="project_archived_has_operation",
-            ),
+            archived_has_operation_check("project"),
         ]
         indexes = [
             models.Index(fields=["archived_at", "id"], name="project_archived_id_idx"),
@@ -170,10 +167,7 @@ class Workspace(models.Model):
             normalized_directory_check("directory", "workspace_directory_normalized", max_length=MAX_DIRECTORY_LENGTH),
             *directory_hash_constraints("workspace"),
             choices_check("kind", WorkspaceKind.choices, "workspace_kind_valid"),
-            models.CheckConstraint(
-                condition=models.Q(archived_at__isnull=True) | models.Q(archive_operation__isnull=False),
-                name="workspace_archived_has_operation",
-            ),
+            archived_has_operation_check("workspace"),
         ]
         indexes = [
             models.Index(fields=["project", "archived_at"], name="workspace_project_archived_idx"),

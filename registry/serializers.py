@@ -40,6 +40,16 @@ def directory_field() -> serializers.CharField:
     )
 
 
+def default_display_name_field() -> serializers.CharField:
+    return StrictCharField(
+        max_length=255,
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        help_text="Defaults to the directory's last segment.",
+    )
+
+
 class DirectoryInputMixin:
     def validate_directory(self, value: str) -> str:
         try:
@@ -82,13 +92,7 @@ class ProjectSerializer(ApiModelSerializer):
 class ProjectCreateSerializer(DirectoryInputMixin, StrictInputSerializer):
     directory = directory_field()
     kind = StrictChoiceField(choices=ProjectKind.choices)
-    display_name = StrictCharField(
-        max_length=255,
-        required=False,
-        allow_blank=True,
-        allow_null=True,
-        help_text="Defaults to the directory's last segment.",
-    )
+    display_name = default_display_name_field()
     git_remote = StrictCharField(max_length=2048, required=False, allow_blank=True, allow_null=True)
 
 
@@ -135,13 +139,7 @@ class WorkspaceCreateSerializer(DirectoryInputMixin, StrictInputSerializer):
     project_id = id_field()
     directory = directory_field()
     kind = StrictChoiceField(choices=WorkspaceKind.choices)
-    display_name = StrictCharField(
-        max_length=255,
-        required=False,
-        allow_blank=True,
-        allow_null=True,
-        help_text="Defaults to the directory's last segment.",
-    )
+    display_name = default_display_name_field()
     branch = StrictCharField(max_length=255, required=False, allow_blank=True, allow_null=True)
 
 

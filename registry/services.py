@@ -20,15 +20,15 @@ from registry.errors import DuplicateDirectory
 from registry.models import Project, Workspace
 
 
-def _ensure_directory_free(model: type[Project] | type[Workspace], directory: str, *, exclude_pk=None) -> None:
-    clash = model.objects.at_directory(directory)
-    if exclude_pk is not None:
-        clash = clash.exclude(pk=exclude_pk)
-    if clash.exists():
-        raise DuplicateDirectory(
-            f"A {model._meta.verbose_name} with directory {directory!r} already exists.",
-            extra={"directory": directory},
-        )
+def _duplicate(model: type[Project] | type[Workspace], directory: str) -> DuplicateDirectory:
+    return DuplicateDirectory(
+        f"A {model._meta.verbose_name} with directory {directory!r} already exists.", extra={"directory": directory}
+    )
+
+
+def _ensure_directory_free(model: type[Project] | type[Workspace], directory: str) -> None:
+    if model.objects.at_directory(directory).exists():
+        raise _duplicate(model, directory)
 
 
 def _save_new(instance: Project | Workspace) -> None:
@@ -38,10 +38,7 @@ def _save_new(instance: Project | Workspace) -> None:
             instance.save(force_insert=True)
     except IntegrityError as exc:
         if type(instance).objects.at_directory(instance.directory).exists():
-            raise DuplicateDirectory(
-                f"A {instance._meta.verbose_name} with directory {instance.directory!r} already exists.",
-                extra={"directory": instance.directory},
-            ) from exc
+            raise _duplicate(type(instance), instance.directory) from exc
         raise
 
 
@@ -65,18 +62,29 @@ def create_project(
     return project
 
 
-def update_project(*, project: Project, display_name: str = UNSET, git_remote: str | None = UNSET) -> Project:
+def _update_live(model: type[Project] | type[Workspace], pk: int, **changes) -> Project | Workspace:
+    """Set the ``changes`` given (not ``UNSET``) on a live record; an archived one is refused."""
     with transaction.atomic():
-        project = lock_for_update(Project, project.pk)
-        if project.is_archived:
-            raise ArchivedConflict(f"Project {project.pk} is archived; unarchive it before changing it.")
-        if display_name is not UNSET:
-            project.display_name = display_name
-        if git_remote is not UNSET:
-            project.git_remote = git_remote or ""
-        validate_fields(project)
-        project.save()
-    return project
+        record = lock_for_update(model, pk)
+        if record.is_archived:
+            raise ArchivedConflict(
+                f"{model._meta.verbose_name.capitalize()} {pk} is archived; unarchive it before changing it."
+            )
+        for name, value in changes.items():
+            if value is not UNSET:
+                setattr(record, name, value)
+        validate_fields(record)
+        record.save()
+    return record
+
+
+def update_project(*, project: Project, display_name: str = UNSET, git_remote: str | None = UNSET) -> Project:
+    return _update_live(
+        Project,
+        project.pk,
+        display_name=display_name,
+        git_remote=git_remote if git_remote is UNSET else git_remote or "",
+    )
 
 
 def archive_project(*, project: Project) -> ArchiveResult:
@@ -166,17 +174,9 @@ def create_workspace(
 
 
 def update_workspace(*, workspace: Workspace, display_name: str = UNSET, branch: str | None = UNSET) -> Workspace:
-    with transaction.atomic():
-        workspace = lock_for_update(Workspace, workspace.pk)
-        if workspace.is_archived:
-            raise ArchivedConflict(f"Workspace {workspace.pk} is archived; unarchive it before changing it.")
-        if display_name is not UNSET:
-            workspace.display_name = display_name
-        if branch is not UNSET:
-            workspace.branch = branch or ""
-        validate_fields(workspace)
-        workspace.save()
-    return workspace
+    return _update_live(
+        Workspace, workspace.pk, display_name=display_name, branch=branch if branch is UNSET else branch or ""
+    )
 
 
 def archive_workspace(*, workspace: Workspace) -> ArchiveResult:

@@ -29,18 +29,19 @@ from registry.serializers import (
 )
 
 
+def _get(queryset, raw_id, noun: str):
+    record = queryset.filter(pk=row_id(raw_id, noun)).first()
+    if record is None:
+        raise NotFound(f"{noun} {raw_id} does not exist.")
+    return record
+
+
 def get_project(raw_id) -> Project:
-    project = projects_for_api().filter(pk=row_id(raw_id, "Project")).first()
-    if project is None:
-        raise NotFound(f"Project {raw_id} does not exist.")
-    return project
+    return _get(projects_for_api(), raw_id, "Project")
 
 
 def get_workspace(raw_id) -> Workspace:
-    workspace = workspaces_for_api().filter(pk=row_id(raw_id, "Workspace")).first()
-    if workspace is None:
-        raise NotFound(f"Workspace {raw_id} does not exist.")
-    return workspace
+    return _get(workspaces_for_api(), raw_id, "Workspace")
 
 
 @extend_schema(tags=["projects"])

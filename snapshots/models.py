@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import RegexValidator
 from django.db import models
 
-from kernel.constraints import characters_check, choices_check
+from kernel.constraints import archived_has_operation_check, characters_check, choices_check
 from registry.directories import MAX_DIRECTORY_LENGTH
 from registry.models import EXTRA_HELP, ArchivableQuerySet, Workspace
 
@@ -123,10 +123,7 @@ class AgentSnapshot(models.Model):
                 condition=models.Q(requires_attention=True) | models.Q(attention_reason__isnull=True),
                 name="agent_attention_reason_needs_attention",
             ),
-            models.CheckConstraint(
-                condition=models.Q(archived_at__isnull=True) | models.Q(archive_operation__isnull=False),
-                name="agent_archived_has_operation",
-            ),
+            archived_has_operation_check("agent"),
             models.CheckConstraint(condition=models.Q(version__gte=1), name="agent_version_positive"),
             choices_check(
                 "lifecycle_before_archive", Lifecycle.choices, "agent_lifecycle_before_archive_valid", nullable=True

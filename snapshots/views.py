@@ -169,11 +169,7 @@ class AgentViewSet(ApiViewSet):
     )
     def archive(self, request, agent_id):
         result = services.archive_agent(agent=agent_for_api(agent_id=agent_id))
-        agent = agent_for_api(agent_id=agent_id)
-        return Response(
-            {"agent": AgentSerializer(agent).data, "archived": {"agents": result.agents}},
-            headers={"ETag": etag(agent)},
-        )
+        return _agent_and_counts(agent_id, archived={"agents": result.agents})
 
     @extend_schema(
         summary="Unarchive an agent",
@@ -183,8 +179,10 @@ class AgentViewSet(ApiViewSet):
     )
     def unarchive(self, request, agent_id):
         result = services.unarchive_agent(agent=agent_for_api(agent_id=agent_id))
-        agent = agent_for_api(agent_id=agent_id)
-        return Response(
-            {"agent": AgentSerializer(agent).data, "restored": {"agents": result.agents}},
-            headers={"ETag": etag(agent)},
-        )
+        return _agent_and_counts(agent_id, restored={"agents": result.agents})
+
+
+def _agent_and_counts(agent_id: str, **counts) -> Response:
+    """An archive's or unarchive's answer: the agent as it is now, with its ETag, and what it took or restored."""
+    agent = agent_for_api(agent_id=agent_id)
+    return Response({"agent": AgentSerializer(agent).data, **counts}, headers={"ETag": etag(agent)})

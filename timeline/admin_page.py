@@ -82,7 +82,6 @@ class TimelinePageView:
     entries: list[TimelineEntry]
     item_types: list[str]
     query: str = ""
-    highlight: int | None = None
     notice: str = ""
     links: dict[str, str] = field(default_factory=dict)
     #: Whether this is the newest page, which the live tail extends.
@@ -153,7 +152,6 @@ def build_page(request: HttpRequest, agent: AgentSnapshot, *, fragment: bool = F
         entries=build_entries(page.rows, earlier=earlier, anchor=around, query=query),
         item_types=item_types,
         query=query,
-        highlight=around,
         notice=notice or "",
         live=around is None and before is None and after is None,
     )

@@ -104,10 +104,6 @@ class TimelineEntry:
         return max(self.seqs)
 
     @property
-    def later_seqs(self) -> list[int]:
-        return self.seqs[1:]
-
-    @property
     def truncated(self) -> bool:
         return any(block.truncated for block in self.blocks)
 

@@ -78,9 +78,6 @@ class RetainedRange:
     def is_empty(self) -> bool:
         return self.min_seq > self.head_seq
 
-    def holds(self, seq: int) -> bool:
-        return self.min_seq <= seq <= self.head_seq
-
     def gap_after(self, after_seq: int) -> bool:
         """Whether rows right after ``after_seq`` are no longer retained, so
         a client at that cursor cannot continue without missing rows."""

@@ -57,19 +57,18 @@ def token_may(token: ApiToken | None, method: str) -> bool:
     return method in SAFE_METHODS or not token.read_only
 
 
-def authorize(request, *, throttle: bool = True, as_read: bool = False) -> ApiToken:
+def authorize(request, *, as_read: bool = False) -> ApiToken:
     """The request's token, checked as DRF checks a view's: authentication (401), permission for
     the method (403; none with ``as_read``, for a POST that grants reading only), then the token's
-    rate (429, unless ``throttle`` is off)."""
+    rate (429)."""
     token = bearer_token(request)
     if token is None:
         raise NotAuthenticated(NO_CREDENTIALS_MESSAGE)
     if not as_read and not token_may(token, request.method):
         raise PermissionDenied(READ_ONLY_MESSAGE)
-    if throttle:
-        wait = throttle_wait(token)
-        if wait is not None:
-            raise Throttled(wait)
+    wait = throttle_wait(token)
+    if wait is not None:
+        raise Throttled(wait)
     return token
 
 

@@ -247,20 +247,21 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         )
 
     def perform_archive(self, request: HttpRequest, objs: list) -> None:
+        self._perform(request, objs, self.archive_service, done="Archived", taken="archived", left="already archived")
+
+    def _perform(self, request: HttpRequest, objs: list, service, *, done: str, taken: str, left: str) -> None:
         results, unchanged = self.perform_each(
             request,
             objs,
-            service=lambda obj: self._call(self.archive_service, obj),
+            service=lambda obj: self._call(service, obj),
             changed=lambda result: result.changed,
-            log_message=lambda result: _sentence("Archived", self._takes_along("archived", [result])),
+            log_message=lambda result: _sentence(done, self._takes_along(taken, [result])),
         )
         if results:
-            done = f"Archived {self.records_noun(len(results))}"
-            self.message_user(request, _sentence(done, self._takes_along("archived", results)), messages.SUCCESS)
+            summary = _sentence(f"{done} {self.records_noun(len(results))}", self._takes_along(taken, results))
+            self.message_user(request, summary, messages.SUCCESS)
         if unchanged:
-            self.message_user(
-                request, f"{self.records_noun(unchanged)} already archived; left unchanged.", messages.WARNING
-            )
+            self.message_user(request, f"{self.records_noun(unchanged)} {left}; left unchanged.", messages.WARNING)
 
     # --- unarchive --------------------------------------------------------
 
@@ -298,20 +299,7 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         )
 
     def perform_unarchive(self, request: HttpRequest, objs: list) -> None:
-        results, unchanged = self.perform_each(
-            request,
-            objs,
-            service=lambda obj: self._call(self.unarchive_service, obj),
-            changed=lambda result: result.changed,
-            log_message=lambda result: _sentence("Unarchived", self._takes_along("restored", [result])),
-        )
-        if results:
-            done = f"Unarchived {self.records_noun(len(results))}"
-            self.message_user(request, _sentence(done, self._takes_along("restored", results)), messages.SUCCESS)
-        if unchanged:
-            self.message_user(
-                request, f"{self.records_noun(unchanged)} not archived; left unchanged.", messages.WARNING
-            )
+        self._perform(request, objs, self.unarchive_service, done="Unarchived", taken="restored", left="not archived")
 
     # --- hard delete ------------------------------------------------------
 

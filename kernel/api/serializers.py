@@ -64,16 +64,6 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
-class QueryIntegerField(serializers.IntegerField):
-    """An integer in a query string: ASCII digits only. Python's ``int()`` (and so
-    DRF's field) would also take ``1_0``, `` 7 ``, ``+3`` or Arabic-Indic digits."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str) or not data.isascii() or not data.isdigit():
-            self.fail("invalid")
-        return super().to_internal_value(data)
-
-
 class StrictBooleanField(serializers.BooleanField):
     def to_internal_value(self, data):
         if not isinstance(data, bool):

@@ -239,11 +239,6 @@ class Hub:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task] = []
 
-    @property
-    def listening(self) -> asyncio.Event | None:
-        """Set once the transport listener is connected (tests wait on it)."""
-        return self.transport.connected
-
     # -- lifecycle (event-loop side) --
 
     def _ensure_started(self) -> None:

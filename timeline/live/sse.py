@@ -38,10 +38,10 @@ def sse_frame(event: str, data, *, event_id: int | str | None = None) -> bytes:
     return f"{head}event: {event}\ndata: {_json(data)}\n\n".encode()
 
 
-def encode_committed_row(row, *, event: str = "committed", event_id: int | str | None = None) -> bytes:
-    """A row's event: ``committed`` (its id the seq), or ``updated`` (its id given); the row as the
-    REST read renders it (``revert_token`` left out when the row has none: ``has_revert_token``,
-    from ``timeline.selectors.rows_after``)."""
+def encode_committed_row(row) -> bytes:
+    """A row's ``committed`` event, its id the seq: the row as the REST read renders it
+    (``revert_token`` left out when the row has none: ``has_revert_token``, from
+    ``timeline.selectors.rows_after``)."""
     data = {
         "seq": row.seq,
         "committed_at": _iso(row.committed_at),
@@ -56,7 +56,7 @@ def encode_committed_row(row, *, event: str = "committed", event_id: int | str |
     }
     if getattr(row, "has_revert_token", row.revert_token is not None):
         data["revert_token"] = row.revert_token
-    return sse_frame(event, data, event_id=row.seq if event_id is None else event_id)
+    return sse_frame("committed", data, event_id=row.seq)
 
 
 def agent_event(state: dict, reason: str, *, event_id: int | None = None) -> bytes:
