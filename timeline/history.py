@@ -5,6 +5,11 @@ dropped, and the backfill that replays a provider's transcript.
   A row already committed at its seq with the same content is a no-op; any other row at a seq
   the timeline has used (held, a hole, or pruned) is ``seq_conflict``, so a live reader, which
   reads "seq > cursor", never misses a row. One transaction: nothing is half-written.
+  A call takes any number of rows (the request body's limit, ``CHARTR_MAX_BODY_BYTES``, bounds
+  them): they go in through the bulk append in batches (``BULK_APPEND_BATCH`` rows each, by
+  ``executemany`` of one single-row INSERT), the stored rows they repeat are read ``ID_CHUNK``
+  seqs at a time, and the live stream is told once, so statements and memory stay bounded
+  on both databases.
 - ``replace_rows`` (``replaceCommitted``): the rows become exactly these, in a new epoch, so every
   old cursor is stale. The same rows again change nothing (the epoch stays).
 - ``delete_history`` (``deleteAgent``, for the timeline; the agent stays): no rows, a new epoch,
@@ -41,8 +46,6 @@ from timeline.signals import live_notice, timeline_committed
 
 #: The highest seq a row may carry: JavaScript's Number.MAX_SAFE_INTEGER, where Paseo's seqs live.
 MAX_ROW_SEQ = 2**53 - 1
-#: Rows per call of a row write (the request's size limit applies too).
-MAX_ROWS_PER_WRITE = 1000
 
 
 @dataclass(frozen=True)
@@ -87,10 +90,11 @@ def new_history_epoch() -> str:
 
 
 def check_store_rows(rows: Sequence[StoreRow], *, allow_empty: bool = False) -> list[StoreRow]:
-    """``rows`` checked as the append checks items, in seq order; ``ValidationError`` names each bad one."""
-    if not (0 if allow_empty else 1) <= len(rows) <= MAX_ROWS_PER_WRITE:
-        low = 0 if allow_empty else 1
-        raise ValidationError({"rows": [f"Send between {low} and {MAX_ROWS_PER_WRITE} rows per call."]}, code="invalid")
+    """``rows`` checked as the append checks items, in seq order; ``ValidationError`` names each bad one.
+
+    Any number of rows (at least one unless ``allow_empty``): the request body's limit bounds them."""
+    if not rows and not allow_empty:
+        raise ValidationError({"rows": ["Send at least one row."]}, code="invalid")
     errors: dict[str, list[str]] = {}
     seen: dict[int, int] = {}
     for index, row in enumerate(rows):

@@ -16,7 +16,6 @@ from kernel.api.plain import Answer, Operation, json_view
 from timeline.api_shapes import NewItemBody, RowKeys, SentTimestamp, Window, row_keys
 from timeline.history import (
     MAX_ROW_SEQ,
-    MAX_ROWS_PER_WRITE,
     HistoryResult,
     StoreRow,
     begin_backfill,
@@ -41,13 +40,20 @@ class WrittenRow(RowKeys, forbid_unknown_fields=True, kw_only=True):
 
 
 class RowsWrite(msgspec.Struct, forbid_unknown_fields=True):
-    rows: Annotated[list[WrittenRow], msgspec.Meta(min_length=1, max_length=MAX_ROWS_PER_WRITE)]
+    rows: Annotated[
+        list[WrittenRow],
+        msgspec.Meta(
+            min_length=1, description="Any number of rows, all or nothing: the body's size limit bounds them."
+        ),
+    ]
 
 
 class HistoryReplacement(msgspec.Struct, forbid_unknown_fields=True):
     rows: Annotated[
         list[WrittenRow],
-        msgspec.Meta(max_length=MAX_ROWS_PER_WRITE, description="The whole new history; [] for none."),
+        msgspec.Meta(
+            description="The whole new history, any number of rows (the body's size limit bounds them); [] for none."
+        ),
     ]
 
 

@@ -17,6 +17,7 @@ from django.urls import get_script_prefix, reverse
 
 from snapshots.models import AttentionReason, Lifecycle
 from timeline.items import KNOWN_ITEM_TYPES, MAX_ITEM_TYPE_LENGTH
+from timeline.live.stream import RESET_REASONS
 from timeline.live.views import LAST_EVENT_ID_PATTERN
 
 
@@ -142,16 +143,19 @@ def stream_event_components() -> dict[str, dict]:
         ),
         "ResetEvent": _event(
             "reset",
-            "The cursor cannot be resumed (another epoch, or beyond the head): drop your rows, re-read the tail; "
-            "the stream goes on after `head_seq`, which is also its `id`.",
+            "The cursor cannot be resumed: `epoch` (another epoch) or `cursor_ahead` (beyond the head): drop "
+            "your rows, re-read the tail; the stream goes on after `head_seq`, which is also its `id`. `gap` "
+            "(the rows right after the cursor are no longer retained): the stream goes on from `min_seq`, and "
+            "its `id` is `min_seq - 1`.",
             {
                 "type": "object",
                 "properties": {
-                    "reason": {"type": "string", "enum": ["epoch", "cursor_ahead"]},
+                    "reason": {"type": "string", "enum": list(RESET_REASONS)},
                     "epoch": {"type": "string"},
                     "head_seq": {"type": "integer", "minimum": 0},
+                    "min_seq": {"type": "integer", "minimum": 1},
                 },
-                "required": ["reason", "epoch", "head_seq"],
+                "required": ["reason", "epoch", "head_seq", "min_seq"],
             },
             id_="always",
         ),

@@ -184,6 +184,7 @@ def _integer_fields(shape: type[msgspec.Struct]) -> frozenset[str]:
     return frozenset(names)
 
 
+@functools.cache
 def _nested_structs(shape: type[msgspec.Struct]) -> dict[str, type[msgspec.Struct]]:
     """The fields of ``shape`` that hold a list of ``Struct`` (a row write's ``rows``), by their shape."""
     nested = {}

@@ -33,6 +33,11 @@ from timeline.live.messages import AgentsChanged, Closing, Committed, Provisiona
 from timeline.live.reads import LiveBatch, read_updates
 from timeline.live.sse import KEEPALIVE, agent_event, sse_frame
 
+#: Why a ``reset`` event is sent: the cursor's epoch is not the agent's, the cursor is beyond the
+#: head, or the rows right after it are no longer retained. The schema's ``ResetEvent`` lists these.
+RESET_EPOCH, RESET_CURSOR_AHEAD, RESET_GAP = "epoch", "cursor_ahead", "gap"
+RESET_REASONS = (RESET_EPOCH, RESET_CURSOR_AHEAD, RESET_GAP)
+
 
 class TimelineStream:
     """State of one client's stream: the last seq sent, the epoch and agent snapshot version it has seen."""
@@ -132,11 +137,11 @@ class TimelineStream:
             # beyond this one) cannot be resumed: say so, and go on from the head.
             self.last_seq = head
             if after is not None:
-                yield self._reset(state, "epoch" if stale_epoch else "cursor_ahead")
+                yield self._reset(state, RESET_EPOCH if stale_epoch else RESET_CURSOR_AHEAD)
             batch = LiveBatch(rows=[], agent=state)
         elif self._gap(batch):
             # The batch read "seq > after", so it starts at min_seq as the stream now does.
-            yield self._reset(state, "gap")
+            yield self._reset(state, RESET_GAP)
         self.version = state["version"]
         # The opening event carries the cursor too (`id:`), so a client that
         # connected without one and drops before any row arrives resumes from
@@ -186,13 +191,13 @@ class TimelineStream:
             self.last_seq = state["head_seq"]
             self.last_update, self.fresh = state["update_seq"], {}
             self.version = state["version"]
-            return [self._reset(state, "epoch")], True
+            return [self._reset(state, RESET_EPOCH)], True
         if state["head_seq"] < self.last_seq and not batch.rows:
             # The rows the stream sent are gone in this epoch (a backfill begun): go on from the head.
             self.last_seq = state["head_seq"]
             self.version = state["version"]
-            return [self._reset(state, "cursor_ahead")], True
-        frames = [self._reset(state, "gap")] if self._gap(batch) else []
+            return [self._reset(state, RESET_CURSOR_AHEAD)], True
+        frames = [self._reset(state, RESET_GAP)] if self._gap(batch) else []
         before = self.last_seq
         frames.extend(self._send_rows(batch))
         if state["version"] != self.version:

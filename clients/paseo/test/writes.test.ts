@@ -4,6 +4,8 @@
  * keeps Paseo's semantics, and chartr's contract where it differs (see README).
  */
 
+import { randomUUID } from "node:crypto";
+
 import { describe, expect, it } from "vitest";
 
 import { ChartrAgentTimelineStore, ChartrConflictError, ChartrError, type AgentTimelineRow } from "../src/index.js";
@@ -260,5 +262,55 @@ describe("cursors over a history that does not start at seq 1", () => {
     const page = await store().fetchCommitted(agentId, { direction: "before", cursor: { epoch, seq: 100 }, limit: 2 });
     expect(page).toMatchObject({ reset: false, gap: false, hasOlder: true, hasNewer: false });
     expect(page.rows).toEqual([row(6, "six"), row(7, "seven")]);
+  });
+});
+
+describe("bulkInsert and replaceCommitted with more than 1000 rows", () => {
+  function countingStore(writes: string[]): ChartrAgentTimelineStore {
+    return new ChartrAgentTimelineStore({
+      baseUrl: chartr().baseUrl,
+      token: chartr().token,
+      fetch: (input, init) => {
+        if (init?.method === "POST" || init?.method === "PUT") writes.push(`${init.method} ${String(input)}`);
+        return fetch(input, init);
+      },
+    });
+  }
+
+  function paseoRows(count: number, turn: string): AgentTimelineRow[] {
+    return Array.from({ length: count }, (_, index) =>
+      row(index + 1, `${turn} chunk ${index + 1}`, {
+        turnId: `${turn}-${Math.floor(index / 10)}`,
+        providerMessageId: randomUUID(),
+        providerTimelineItemId: `item-${index + 1}`,
+      }),
+    );
+  }
+
+  it("sends every row in one call, all or nothing, and reads them back whole", async () => {
+    const agentId = await newAgent();
+    const writes: string[] = [];
+    const rows = paseoRows(2500, "turn");
+    await countingStore(writes).bulkInsert(agentId, rows);
+    expect(writes).toHaveLength(1);
+    expect(await store().getCommittedRows(agentId)).toEqual(rows);
+
+    const conflicting = [...rows, row(2501, "new")];
+    conflicting[2498] = { ...conflicting[2498]!, turnId: "another-turn" };
+    await expect(countingStore(writes).bulkInsert(agentId, conflicting)).rejects.toBeInstanceOf(ChartrConflictError);
+    expect(writes).toHaveLength(2);
+    expect((await store().fetchCommitted(agentId, { direction: "tail", limit: 1 })).window.maxSeq).toBe(2500);
+  });
+
+  it("replaces a history with 2500 rows in one call under a new epoch", async () => {
+    const agentId = await newAgent();
+    await store().bulkInsert(agentId, paseoRows(5, "old"));
+    const before = (await store().fetchCommitted(agentId, { limit: 1 })).epoch;
+    const writes: string[] = [];
+    const rows = paseoRows(2500, "new");
+    const { epoch } = await countingStore(writes).replaceCommitted(agentId, rows);
+    expect(writes).toHaveLength(1);
+    expect(epoch).not.toBe(before);
+    expect(await store().getCommittedRows(agentId)).toEqual(rows);
   });
 });

@@ -287,3 +287,27 @@ def test_a_backfill_begun_under_a_reader_resets_it_and_the_replay_streams_from_1
         await reader.close()
 
     run(scenario)
+
+
+@db
+def test_the_reset_reasons_the_stream_sends_are_exactly_the_schemas():
+    from timeline.live.stream import RESET_REASONS
+    from timeline.schema import stream_event_components
+
+    schema = stream_event_components()["ResetEvent"]["properties"]["data"]["contentSchema"]
+    appended, carried = AgentFactory(), AgentFactory()
+    append(appended.pk, "a", "b")
+    carry_over_history(carried.pk, start_seq=11, count=3)
+    cursors = [(appended.pk, 1, "not-the-epoch"), (appended.pk, 50, None), (carried.pk, 4, "paseo-epoch")]
+    sent = []
+
+    async def scenario(hub: Hub):
+        for agent_id, after_seq, epoch in cursors:
+            reader = Reader(TimelineStream(hub, agent_id, after_seq=after_seq, epoch=epoch))
+            kind, data, _ = await reader.next()
+            assert kind == "reset" and set(data) == set(schema["required"]) == set(schema["properties"])
+            sent.append(data["reason"])
+            await reader.close()
+
+    run(scenario)
+    assert sent == schema["properties"]["reason"]["enum"] == list(RESET_REASONS)
