@@ -7,32 +7,13 @@ import shutil
 import signal
 import socket
 import sys
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import skip_or_fail
-from tests.support.processes import LISTENING, REDIS_URL, Process, isolated_env, wait_for
+from tests.support.processes import LISTENING, REDIS_URL, Process, group_members, isolated_env, wait_for
 
 RUNTIME_STAMP = ".venv/.installed-runtime"
-
-
-def group_members(pgid: int) -> list[str]:
-    """The command lines of every live process in process group ``pgid``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            if os.getpgid(int(entry.name)) != pgid:
-                continue
-            stat = (entry / "stat").read_text()
-            if stat.rsplit(")", 1)[1].split()[0] == "Z":
-                continue  # a zombie is already gone, waiting for its parent to reap it
-            found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
-        except (ProcessLookupError, FileNotFoundError, PermissionError):
-            continue
-    return found
 
 
 def port_is_free(port: int) -> bool:

@@ -123,6 +123,24 @@ def python(script: str, *args: str, env: dict[str, str], timeout: float = 120) -
 # --- long-running processes ------------------------------------------------
 
 
+def group_members(pgid: int) -> list[str]:
+    """The command lines of every live process in process group ``pgid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.getpgid(int(entry.name)) != pgid:
+                continue
+            stat = (entry / "stat").read_text()
+            if stat.rsplit(")", 1)[1].split()[0] == "Z":
+                continue  # a zombie is already gone, waiting for its parent to reap it
+            found.append((entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
+        except (ProcessLookupError, FileNotFoundError, PermissionError):
+            continue
+    return found
+
+
 class Process:
     """A process in its own session, its output appended to a file so nothing blocks on a pipe."""
 
