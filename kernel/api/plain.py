@@ -186,7 +186,10 @@ def _integer_fields(shape: type[msgspec.Struct]) -> frozenset[str]:
 
 @functools.cache
 def _nested_structs(shape: type[msgspec.Struct]) -> dict[str, type[msgspec.Struct]]:
-    """The fields of ``shape`` that hold a list of ``Struct`` (a row write's ``rows``), by their shape."""
+    """The fields of ``shape`` that hold a list of ``Struct`` (a row write's ``rows``), by their shape.
+
+    Cached per shape, as ``_integer_fields`` is: ``msgspec.inspect.type_info`` walks the whole
+    type and its annotations, and uncached it cost a 1-item append more CPU than the append itself."""
     nested = {}
     for info in msgspec.inspect.type_info(shape).fields:
         kind = info.type.type if isinstance(info.type, msgspec.inspect.Metadata) else info.type
