@@ -19,11 +19,17 @@ answers, with the JSON envelope and ``Connection: close``:
   the connection opened (or after the request's first byte, on a reused one);
 - 503 ``too_many_connections`` with ``Retry-After``: any request but the health
   probes on a connection over ``max_connections`` (gunicorn's
-  ``worker_connections``), so a load balancer still sees the worker alive.
+  ``worker_connections``), so a load balancer still sees the worker alive;
+- 400 ``invalid``, 501 ``not_implemented``, 505 ``http_version_not_supported``:
+  a head that is not HTTP/1.x as RFC 9112 writes it, a method or transfer
+  coding chartr does not serve, another HTTP version (chartr/http_grammar.py).
+  uvicorn's parser thus only sees heads it reads, and never answers with its
+  own plain-text 400.
 
-Nothing here holds a request's bytes: they go on to uvicorn as they come
-(only an over-the-cap connection keeps its request line, at most
-``request_line_bytes``, to tell a probe). The body's time and size are
+Nothing here holds a request's bytes but the line of its head in progress (at
+most ``request_line_bytes`` or ``header_field_bytes``, until its end and its
+check): a body's go on to uvicorn as they come (an over-the-cap connection
+keeps its request line too, to tell a probe). The body's time and size are
 ``chartr.serving.RequestGuard``'s. The worker installs it (chartr/workers.py).
 """
 
@@ -35,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from chartr import http_grammar
 from chartr.errors import HeadersTooLarge, MalformedRequest, RequestTimeout, TooManyConnections, UriTooLong
 
 #: Paths still served on a connection over the cap.
@@ -76,8 +83,9 @@ def refusal_bytes(error: type, message: str) -> bytes:
 class HeadScanner:
     """Follows one connection's request bytes: each head's line and fields, then its body's framing.
 
-    ``feed`` returns None while the bytes are within the limits, else the refusal
-    (an error class and a message). Framing it cannot follow (a bad
+    ``feed`` returns None while the bytes are within the limits and the grammar
+    (chartr/http_grammar.py), else the refusal (an error class and a message),
+    at the end of the first line that breaks it. Framing it cannot follow (a bad
     ``Content-Length``, a chunk-size line it cannot read) is a 400 ``invalid``:
     it never stops following a connection. There is no upgrade to follow: the
     worker serves no WebSocket (chartr/workers.py).
@@ -94,7 +102,13 @@ class HeadScanner:
         self.first_request_line: bytes | None = None
         self.requests = 0
         self.length: int | None = None
-        self.chunked = False
+        #: The request's transfer codings, lower-case, in order (``chunked`` last, once, or it is refused).
+        self.codings: list[bytes] = []
+        #: The request's Connection options, lower-case; and whether it is the connection's last.
+        self.connection: list[bytes] = []
+        self.last = False
+        #: Bytes of the last ``feed`` after the connection's last request: uvicorn gets none of them.
+        self.dropped = 0
         self.remaining = 0
 
     @property
@@ -108,7 +122,11 @@ class HeadScanner:
     def feed(self, data: bytes) -> tuple[type, str] | None:
         view = memoryview(data)
         position = 0
+        self.dropped = 0
         while position < len(view):
+            if self.state == "closed":  # RFC 9112, 9.6: no request after one that closes is read
+                self.dropped = len(view) - position
+                return None
             if self.state == "length":
                 taken = min(self.remaining, len(view) - position)
                 position += taken
@@ -129,7 +147,7 @@ class HeadScanner:
                     return verdict
                 position = stop
                 if end >= 0:
-                    verdict = self._line_done(bytes(self.line).rstrip(b"\r\n"))
+                    verdict = self._line_done(bytes(self.line))
                     self.line.clear()
                     if verdict is not None:
                         return verdict
@@ -153,18 +171,27 @@ class HeadScanner:
         return None
 
     def _line_done(self, line: bytes) -> tuple[type, str] | None:
+        if not line.endswith(b"\r\n"):
+            return MalformedRequest, "A line of the request ends in a bare LF; HTTP/1.1 lines end in CRLF."
+        line = line[:-2]
         if self.state == "head":
             return self._head_line(line)
         if self.state == "chunk-size":
-            try:
-                self.remaining = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                return MalformedRequest, "A chunk size is not a hexadecimal number."
+            size = http_grammar.chunk_size(line)
+            if isinstance(size, tuple):
+                return size
+            self.remaining = size
             self.state = "chunk-data" if self.remaining else "trailers"
         elif self.state == "chunk-end":
+            if line:
+                return MalformedRequest, "A chunk's data is longer than its size."
             self.state = "chunk-size"
-        elif self.state == "trailers" and not line:
-            self._next_request()
+        elif self.state == "trailers":
+            if not line:
+                self._next_request()
+                return None
+            parsed = http_grammar.field(line)
+            return parsed if isinstance(parsed[0], type) else None
         return None
 
     def _head_line(self, line: bytes) -> tuple[type, str] | None:
@@ -175,25 +202,16 @@ class HeadScanner:
             self.request_line = line
             if self.first_request_line is None:
                 self.first_request_line = line
-            return None
+            return http_grammar.request_line_refusal(line)
         if line:
-            self.fields += 1
-            if self.fields > self.limits.header_fields:
-                return HeadersTooLarge, f"The request has more than {self.limits.header_fields} header fields."
-            name, _, value = line.partition(b":")
-            name = name.strip().lower()
-            if name == b"content-length":
-                try:
-                    self.length = int(value.strip())
-                except ValueError:
-                    return MalformedRequest, "Content-Length is not a whole number."
-                if self.length < 0:
-                    return MalformedRequest, "Content-Length is not a whole number."
-            elif name == b"transfer-encoding":
-                self.chunked = b"chunked" in value.lower()
-            return None
+            return self._field_line(line)
+        version = self.request_line.rsplit(b" ", 1)[-1]
+        refusal = http_grammar.framing_refusal(version, self.length, self.codings)
+        if refusal is not None:
+            return refusal
+        self.last = http_grammar.closes(version, self.connection)
         self.requests += 1
-        if self.chunked:
+        if self.codings:
             self.state = "chunk-size"
         elif self.length:
             self.state, self.remaining = "length", self.length
@@ -201,12 +219,35 @@ class HeadScanner:
             self._next_request()
         return None
 
+    def _field_line(self, line: bytes) -> tuple[type, str] | None:
+        self.fields += 1
+        if self.fields > self.limits.header_fields:
+            return HeadersTooLarge, f"The request has more than {self.limits.header_fields} header fields."
+        parsed = http_grammar.field(line)
+        if isinstance(parsed[0], type):
+            return parsed  # type: ignore[return-value]
+        name, value = parsed
+        if name == b"content-length":
+            length = http_grammar.content_length(value, self.length)
+            if isinstance(length, tuple):
+                return length
+            self.length = length
+        elif name == b"connection":
+            self.connection += [option.strip(b" \t").lower() for option in value.split(b",")]
+        elif name == b"transfer-encoding":
+            codings = http_grammar.transfer_codings(value)
+            if isinstance(codings, tuple):
+                return codings
+            self.codings += codings
+        return None
+
     def _next_request(self) -> None:
-        self.state = "head"
+        self.state = "closed" if self.last else "head"
         self.head_bytes = self.fields = 0
         self.request_line = None
         self.length = None
-        self.chunked = False
+        self.codings = []
+        self.connection = []
 
     def is_probe(self) -> bool | None:
         """Whether the connection's first request is a health probe; None until its request line is in."""
@@ -237,6 +278,7 @@ class LimitedProtocol(asyncio.Protocol):
         self.timer: asyncio.TimerHandle | None = None
         self.over_cap = False
         self.held = bytearray()  # an over-the-cap connection's bytes until its request line is in
+        self.partial = b""  # the head's line in progress, until its end
         self.refused = False
         self.lingered = 0
 
@@ -277,10 +319,16 @@ class LimitedProtocol(asyncio.Protocol):
             self._refuse(*verdict)
             return
         self._arm()
-        if self.inner is None:
-            self._admit_or_refuse(data)
+        # A head's line in progress waits for its end and its check: llhttp refuses some bytes at once.
+        stream = self.partial + data if self.partial else data
+        cut = len(stream) - len(self.scanner.line) - self.scanner.dropped
+        ready, self.partial = stream[:cut], bytes(stream[cut:])
+        if not ready:
             return
-        self.inner.data_received(data)
+        if self.inner is None:
+            self._admit_or_refuse(ready)
+            return
+        self.inner.data_received(ready)
 
     def _admit_or_refuse(self, data: bytes) -> None:
         self.held += data

@@ -13,7 +13,7 @@ class ServerRefusal(ChartrError):
 
 
 class MalformedRequest(ServerRefusal):
-    """A request whose body's framing cannot be read (`Content-Length`, a chunk size)."""
+    """A request head that is not HTTP/1.x (RFC 9112), or whose body's framing cannot be read."""
 
     code = "invalid"
     status = 400
@@ -42,6 +42,22 @@ class HeadersTooLarge(ServerRefusal):
     code = "headers_too_large"
     status = 431
     reason = "Request Header Fields Too Large"
+
+
+class Unimplemented(ServerRefusal):
+    """A method, or a transfer coding, the server does not implement (RFC 9110, 15.6.2)."""
+
+    code = "not_implemented"
+    status = 501
+    reason = "Not Implemented"
+
+
+class HttpVersionNotSupported(ServerRefusal):
+    """An HTTP version other than 1.0 and 1.1 (RFC 9110, 15.6.6)."""
+
+    code = "http_version_not_supported"
+    status = 505
+    reason = "HTTP Version Not Supported"
 
 
 class TooManyConnections(ServerRefusal):

@@ -229,6 +229,16 @@ class HeadersTooLarge(ApiError):
     status, code_name = 431, "headers_too_large"
 
 
+class NotImplementedByServer(ApiError):
+    """A method, or a transfer coding, the server does not implement."""
+
+    status, code_name = 501, "not_implemented"
+
+
+class HttpVersionNotSupported(ApiError):
+    status, code_name = 505, "http_version_not_supported"
+
+
 class TooManyStreams(Throttled):
     code_name = "too_many_streams"
 
