@@ -272,7 +272,7 @@ class RequestGuard:
             # parser delivers; a chunked one is cut off past the limit), within body_timeout.
             try:
                 async with asyncio.timeout(self.body_timeout):
-                    receive = await read_within(receive, limit)
+                    read = await read_within(receive, limit)
             except TimeoutError:
                 await send_error(
                     response_send,
@@ -283,9 +283,12 @@ class RequestGuard:
                     close=True,
                 )
                 return
-            if receive is None:
+            if read is None:
                 await self._refuse(response_send, scope, limit)
                 return
+            receive, length = read
+            if declared is None:
+                scope = with_read_length(scope, length)
         try:
             await self.app(scope, receive, response_send)
         except Exception:
@@ -303,8 +306,18 @@ class RequestGuard:
         )
 
 
-async def read_within(receive: Receive, limit: int) -> Receive | None:
-    """A ``receive`` handing on the whole body, read now, in one message; None once it passed ``limit`` bytes.
+def with_read_length(scope: Scope, length: int) -> Scope:
+    """``scope`` for a body sent without ``Content-Length`` (chunked), once it is read whole: its
+    length declared as ``Content-Length`` and no ``Transfer-Encoding``, so the WSGI side, which
+    reads ``CONTENT_LENGTH`` bytes of a body, reads all of it (PEP 3333 has no chunked input)."""
+    headers = [(name, value) for name, value in scope.get("headers", ()) if name != b"transfer-encoding"]
+    headers.append((b"content-length", str(length).encode("ascii")))
+    return {**scope, "headers": headers}
+
+
+async def read_within(receive: Receive, limit: int) -> tuple[Receive, int] | None:
+    """A ``receive`` handing on the whole body, read now, in one message, and the body's length;
+    None once it passed ``limit`` bytes.
 
     Later calls (the wait for a disconnect) go to ``receive`` itself.
     """
@@ -326,4 +339,4 @@ async def read_within(receive: Receive, limit: int) -> Receive | None:
     async def receive_read() -> Message:
         return pending.pop() if pending else await receive()
 
-    return receive_read
+    return receive_read, received

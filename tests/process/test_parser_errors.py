@@ -176,7 +176,7 @@ def test_odd_but_valid_heads_reach_chartr_unchanged(server, head):
     assert "results" in json.loads(body)
 
 
-def test_a_chunked_body_with_extensions_and_trailers_reaches_chartr_and_the_next_request_follows(server):
+def test_a_chunked_body_with_extensions_and_trailers_is_read_whole_and_the_next_request_follows(server):
     body = b'{"directory": "/srv/parser-chunked", "kind": "git"}'
     raw = authed(
         server,
@@ -187,9 +187,12 @@ def test_a_chunked_body_with_extensions_and_trailers_reaches_chartr_and_the_next
     ) + authed(
         server, "GET /api/v1/projects HTTP/1.1\nHost: 127.0.0.1\nAuthorization: Bearer TOKEN\nConnection: close\n\n"
     )
-    (_, first, _), (status, _, listed) = exchange(server, raw)
-    assert first["x-frame-options"] == "DENY", first  # chartr's view answered, not the scanner
-    assert status == 200 and "results" in json.loads(listed)
+    (created, first, made), (status, _, listed) = exchange(server, raw)
+    # The view read the whole chunked body (as it reads one sent with Content-Length).
+    assert created == 201, (created, made)
+    assert json.loads(made)["directory"] == "/srv/parser-chunked"
+    assert first["x-frame-options"] == "DENY", first
+    assert status == 200 and "/srv/parser-chunked" in [p["directory"] for p in json.loads(listed)["results"]]
 
 
 def test_pipelined_requests_on_a_kept_alive_connection_are_each_answered(server):
