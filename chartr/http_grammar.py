@@ -6,9 +6,11 @@ sees it, in the JSON envelope, so no request gets uvicorn's plain-text 400:
 - the request line is ``method SP request-target SP HTTP-version``, each line
   ends in CRLF (llhttp refuses a bare LF, so chartr does too): else 400
   ``invalid``;
-- the method is a token (RFC 9110 tchar): else 400; a token that is not one
-  of ``SERVED_METHODS`` is 501 ``not_implemented`` (RFC 9110, 15.6.2), whether
-  llhttp knows it (``PROPFIND``, ``TRACE``) or not (``FOO``);
+- the method is a token (RFC 9110 tchar): else 400; one of ``KNOWN_METHODS``
+  (the methods llhttp reads: ``PROPFIND`` and ``TRACE`` reach chartr, whose
+  views answer 405 ``method_not_allowed`` for what a path does not allow), any
+  other token (``FOO``, a lower-case ``get``, ``CONNECT``, which would be a
+  tunnel) is 501 ``not_implemented`` (RFC 9110, 15.6.2);
 - the target is visible ASCII (0x21 to 0x7e; llhttp refuses the rest too)
   and a path, an absolute URI or ``*``: else 400;
 - the version is ``HTTP/1.0`` or ``HTTP/1.1``; another ``HTTP/d.d`` is 505
@@ -35,8 +37,14 @@ import re
 
 from chartr.errors import HttpVersionNotSupported, MalformedRequest, Unimplemented
 
-#: The methods chartr's views answer; any other token is 501.
-SERVED_METHODS = frozenset({b"GET", b"HEAD", b"POST", b"PUT", b"PATCH", b"DELETE", b"OPTIONS"})
+#: The methods llhttp (uvicorn's parser) reads, CONNECT aside: chartr's views answer them (405
+#: where a path does not allow one); any other token is 501. tests/chartr/test_http_grammar.py
+#: holds this list to httptools' own.
+KNOWN_METHODS = frozenset(
+    b"DELETE GET HEAD POST PUT OPTIONS TRACE COPY LOCK MKCOL MOVE PROPFIND PROPPATCH SEARCH UNLOCK BIND REBIND "
+    b"UNBIND ACL REPORT MKACTIVITY CHECKOUT MERGE M-SEARCH NOTIFY SUBSCRIBE UNSUBSCRIBE PATCH PURGE MKCALENDAR "
+    b"LINK UNLINK SOURCE QUERY".split()
+)
 #: The largest Content-Length or chunk size followed (llhttp's is 64 bits unsigned).
 LARGEST_LENGTH = 2**63 - 1
 
@@ -75,9 +83,8 @@ def request_line_refusal(line: bytes) -> Refusal | None:
         return MalformedRequest, f"'{_printable(version)}' is not an HTTP version."
     if version not in (b"HTTP/1.0", b"HTTP/1.1"):
         return HttpVersionNotSupported, f"{version.decode()} is not supported; send HTTP/1.1 or HTTP/1.0."
-    if method not in SERVED_METHODS:
-        served = ", ".join(sorted(m.decode() for m in SERVED_METHODS))
-        return Unimplemented, f"The method {method.decode()} is not implemented; chartr serves {served}."
+    if method not in KNOWN_METHODS:
+        return Unimplemented, f"The method {_printable(method)} is not implemented."
     return None
 
 

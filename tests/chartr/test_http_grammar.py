@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
+import httptools
 import pytest
 
 from chartr.connection_limits import HeadScanner, Limits, OpenConnections
 from chartr.errors import HttpVersionNotSupported, MalformedRequest, Unimplemented
+from chartr.http_grammar import KNOWN_METHODS, request_line_refusal
 from tests.chartr.test_connection_limits import answer, connect
 
 LIMITS = Limits(
@@ -37,7 +39,7 @@ def verdict_of(raw: bytes, size: int = 1):
     [
         (b"FOO / HTTP/1.1\r\n\r\n", Unimplemented),
         (b"get / HTTP/1.1\r\n\r\n", Unimplemented),
-        (b"TRACE / HTTP/1.1\r\n\r\n", Unimplemented),
+        (b"CONNECT / HTTP/1.1\r\n\r\n", Unimplemented),
         (b"G@T / HTTP/1.1\r\n\r\n", MalformedRequest),
         (b"GET / HTTP/3.0\r\n\r\n", HttpVersionNotSupported),
         (b"GET / HTTP/1.1.1\r\n\r\n", MalformedRequest),
@@ -106,3 +108,24 @@ def test_a_refused_line_never_reaches_uvicorn_and_the_answer_is_the_envelope():
     status, headers, body = answer(transport)
     assert (status, body["error"]["code"], headers["connection"]) == (400, "invalid", "close")
     assert inner.received == b"GET / HTTP/1.1\r\n"
+
+
+#: Methods to hold KNOWN_METHODS to: llhttp's, RTSP's (llhttp refuses them in an HTTP request),
+#: some of IANA's that llhttp does not read, and tokens no registry has.
+CANDIDATE_METHODS = sorted(
+    KNOWN_METHODS
+    | {b"CONNECT", b"PRI", b"DESCRIBE", b"SETUP", b"PLAY", b"LABEL", b"UPDATE", b"BASELINE-CONTROL", b"FOO", b"get"}
+)
+
+
+@pytest.mark.parametrize("method", CANDIDATE_METHODS, ids=[m.decode() for m in CANDIDATE_METHODS])
+def test_a_method_reaches_uvicorn_exactly_when_its_parser_reads_it(method):
+    parser = httptools.HttpRequestParser(object())
+    try:
+        parser.feed_data(method + b" /x HTTP/1.1\r\nHost: x\r\n\r\n")
+        llhttp_reads = True
+    except httptools.HttpParserUpgrade:
+        llhttp_reads = False  # CONNECT: a tunnel, which chartr does not serve
+    except httptools.HttpParserError:
+        llhttp_reads = False
+    assert (request_line_refusal(method + b" /x HTTP/1.1") is None) is llhttp_reads

@@ -24,8 +24,7 @@ CHUNKED = b"POST /api/v1/projects HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chun
 MALFORMED = [
     ("unknown method", b"FOO /api/v1/projects HTTP/1.1\r\nHost: x\r\n\r\n", 501, "not_implemented"),
     ("lower-case method", b"get /api/v1/projects HTTP/1.1\r\nHost: x\r\n\r\n", 501, "not_implemented"),
-    ("webdav method", b"PROPFIND /api/v1/projects HTTP/1.1\r\nHost: x\r\n\r\n", 501, "not_implemented"),
-    ("trace", b"TRACE /api/v1/projects HTTP/1.1\r\nHost: x\r\n\r\n", 501, "not_implemented"),
+    ("connect with a path", b"CONNECT /api/v1/projects HTTP/1.1\r\nHost: x\r\n\r\n", 501, "not_implemented"),
     ("connect", b"CONNECT x:443 HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalid"),
     ("method not a token", b"GE(T / HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalid"),
     ("method with NUL", b"GE\x00T /api/v1/projects HTTP/1.1\r\nHost: x\r\n\r\n", 400, "invalid"),
@@ -207,3 +206,16 @@ def test_what_follows_a_request_that_closes_the_connection_is_not_read(server):
     first = "GET /healthz HTTP/1.0\n\n"
     answers = exchange(server, authed(server, first) + b"FOO / HTTP/1.1\r\n\r\n")
     assert [status for status, _, _ in answers] == [200], answers
+
+
+@pytest.mark.parametrize("method", ["PROPFIND", "TRACE", "PURGE", "LINK", "MKCOL", "SEARCH", "QUERY"])
+def test_a_method_http_knows_reaches_chartr_and_gets_405_in_the_envelope(server, method):
+    raw = authed(
+        server,
+        f"{method} /api/v1/projects HTTP/1.1\nHost: 127.0.0.1\nAuthorization: Bearer TOKEN\n"
+        "Content-Length: 0\nConnection: close\n\n",
+    )
+    [(status, headers, body)] = exchange(server, raw)
+    assert status == 405 and headers["content-type"].startswith("application/json"), (status, headers, body)
+    assert json.loads(body)["error"]["code"] == "method_not_allowed"
+    assert "GET" in headers["allow"]
