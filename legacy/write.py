@@ -3,8 +3,9 @@
 Identity: projects and workspaces are matched by directory, agents by id. A
 record that already exists is updated only when the legacy ``updatedAt`` is
 newer than chartr's ``updated_at``, so running twice changes nothing. Rows
-chartr holds are locked before they are compared, and written back with
-batched bulk operations.
+chartr holds are locked before they are compared, and written back in batches
+by their apps' services (``registry.services.import_projects`` and
+``import_workspaces``, ``snapshots.services.import_agents``).
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ import datetime as dt
 import uuid
 from typing import TYPE_CHECKING
 
-from django.db import models
-
 from legacy.records import HEAD_ACTIVITY_FIELDS, LegacyAgent, LegacyProject, LegacyWorkspace
 from legacy.report import ImportReport
-from legacy.selectors import RECORD_BATCH, chunks, locked_rows
+from legacy.selectors import chunks, locked_rows
 from registry.directories import directory_hash, last_segment
 from registry.models import Project, Workspace
+from registry.services import import_projects, import_workspaces
 from snapshots.models import AgentSnapshot
 from snapshots.services import UPDATABLE_AGENT_FIELDS, import_agents
 from timeline.services import CarriedHead, carry_over_heads
@@ -35,17 +35,6 @@ AGENT_UPDATE_FIELDS = [
     "updated_at",
     "version",
     "extra",
-]
-
-WORKSPACE_UPDATE_FIELDS = [
-    "kind",
-    "display_name",
-    "branch",
-    "worktree_root",
-    "extra",
-    "updated_at",
-    "archived_at",
-    "archive_operation",
 ]
 
 
@@ -66,18 +55,6 @@ def _carry_archive(record, archived_at: dt.datetime | None) -> None:
     if record.archive_operation is None:
         record.archive_operation = uuid.uuid4()
     record.archived_at = archived_at
-
-
-def _create_keeping_times(model: type[models.Model], records: list) -> None:
-    """bulk_create stamps auto_now/auto_now_add fields with the current time;
-    the legacy times are put back with one bulk UPDATE per batch."""
-    if not records:
-        return
-    times = [(record.created_at, record.updated_at) for record in records]
-    model.objects.bulk_create(records, batch_size=RECORD_BATCH)
-    for record, (created_at, updated_at) in zip(records, times):
-        record.created_at, record.updated_at = created_at, updated_at
-    model.objects.bulk_update(records, ["created_at", "updated_at"], batch_size=RECORD_BATCH)
 
 
 def _write_projects(projects: list[LegacyProject], report: ImportReport) -> dict[str, int]:
@@ -113,12 +90,7 @@ def _write_projects(projects: list[LegacyProject], report: ImportReport) -> dict
             changed.append(project)
         else:
             counts.unchanged += 1
-    _create_keeping_times(Project, new)
-    Project.objects.bulk_update(
-        changed,
-        ["kind", "display_name", "git_remote", "extra", "updated_at", "archived_at", "archive_operation"],
-        batch_size=RECORD_BATCH,
-    )
+    import_projects(new=new, changed=changed)
     counts.created += len(new)
     counts.updated += len(changed)
     return {project.directory: project.pk for project in [*existing.values(), *new]}
@@ -168,12 +140,7 @@ def _write_workspaces(
             changed.append(workspace)
         else:
             counts.unchanged += 1
-    _create_keeping_times(Workspace, new)
-    Workspace.objects.bulk_update(
-        changed,
-        WORKSPACE_UPDATE_FIELDS,
-        batch_size=RECORD_BATCH,
-    )
+    import_workspaces(new=new, changed=changed)
     counts.created += len(new)
     counts.updated += len(changed)
     return {workspace.directory: workspace.pk for workspace in [*existing.values(), *new]}
@@ -216,7 +183,7 @@ def _workspaces_for_new_agents(
         for directory in missing
         if directory not in project_pk_by_dir
     ]
-    _create_keeping_times(Project, new_projects)
+    import_projects(new=new_projects)
     project_pk_by_dir.update((project.directory, project.pk) for project in new_projects)
     new_workspaces = [
         Workspace(
@@ -229,7 +196,7 @@ def _workspaces_for_new_agents(
         )
         for directory in missing
     ]
-    _create_keeping_times(Workspace, new_workspaces)
+    import_workspaces(new=new_workspaces)
     workspace_pk_by_dir.update((workspace.directory, workspace.pk) for workspace in new_workspaces)
     report.counts["projects"].created += len(new_projects)
     report.counts["workspaces"].created += len(new_workspaces)

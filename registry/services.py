@@ -241,6 +241,46 @@ def delete_archived_registry(*, archived_before: dt.datetime) -> tuple[int, int]
     return workspaces, by_model.get(Project._meta.label, 0)
 
 
+# --- Imported ---------------------------------------------------------------
+
+#: What an import (``legacy``'s Paseo importer) carries onto a project or workspace it updates.
+IMPORTED_PROJECT_FIELDS = [
+    "kind",
+    "display_name",
+    "git_remote",
+    "extra",
+    "updated_at",
+    "archived_at",
+    "archive_operation",
+]
+IMPORTED_WORKSPACE_FIELDS = [
+    "kind",
+    "display_name",
+    "branch",
+    "worktree_root",
+    "extra",
+    "updated_at",
+    "archived_at",
+    "archive_operation",
+]
+IMPORT_BATCH = 500
+
+
+def import_projects(*, new: list[Project] = (), changed: list[Project] = ()) -> None:
+    """Write the projects an import checked, inside its transaction: ``new`` inserted with the
+    times, ``extra`` and archive state they carry (their ids set on them), ``changed`` updated in
+    ``IMPORTED_PROJECT_FIELDS``. Batched; the caller has locked ``changed`` and matched every
+    record to its directory, so none clashes."""
+    insert_carried_over(Project, list(new), batch_size=IMPORT_BATCH)
+    Project.objects.bulk_update(list(changed), IMPORTED_PROJECT_FIELDS, batch_size=IMPORT_BATCH)
+
+
+def import_workspaces(*, new: list[Workspace] = (), changed: list[Workspace] = ()) -> None:
+    """``import_projects`` for workspaces (``IMPORTED_WORKSPACE_FIELDS``); their projects exist."""
+    insert_carried_over(Workspace, list(new), batch_size=IMPORT_BATCH)
+    Workspace.objects.bulk_update(list(changed), IMPORTED_WORKSPACE_FIELDS, batch_size=IMPORT_BATCH)
+
+
 # --- Carried over -----------------------------------------------------------
 
 

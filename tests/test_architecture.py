@@ -10,7 +10,8 @@ function-level and ``TYPE_CHECKING`` ones included. Then:
   may lean on ``kernel`` only;
 - inside a package, no two modules import each other, directly or around a loop;
 - modules stay under 500 lines and functions under 60;
-- the agent table is written only by ``snapshots/services.py``, the timeline's head
+- the agent table is written only by ``snapshots/services.py``, the project and
+  workspace tables only by ``registry/services.py``, the timeline's head
   table only by timeline modules (queryset writes, ``save``/``bulk_*``, raw SQL).
 
 Imports by string (``import_module``, settings, ``apps.get_model``) are not
@@ -417,10 +418,17 @@ def test_the_engine_check_sees_each_way_of_choosing():
 #: Model -> the modules that may write its table (by queryset write, ``save``/``bulk_*`` or raw SQL).
 TABLE_WRITERS = {
     "AgentSnapshot": lambda module: module == "snapshots.services",
+    "Project": lambda module: module == "registry.services",
+    "Workspace": lambda module: module == "registry.services",
     "TimelineHead": lambda module: top(module) == "timeline",
 }
 #: Raw SQL naming a table in an UPDATE, INSERT or DELETE.
-RAW_TABLES = {"AgentSnapshot": "snapshots_agentsnapshot", "TimelineHead": "timeline_head"}
+RAW_TABLES = {
+    "AgentSnapshot": "snapshots_agentsnapshot",
+    "Project": "registry_project",
+    "Workspace": "registry_workspace",
+    "TimelineHead": "timeline_head",
+}
 _WRITE_METHODS = frozenset({"update", "bulk_update", "bulk_create", "create", "get_or_create", "update_or_create"})
 
 
@@ -448,7 +456,7 @@ def table_writes(module: Module) -> list[tuple[str, int]]:
     return found
 
 
-def test_only_the_owning_modules_write_the_agent_and_timeline_head_tables():
+def test_only_the_owning_modules_write_the_agent_registry_and_timeline_head_tables():
     offenders = [
         f"{module.relative}:{line} writes {model}"
         for module in production_modules().values()
@@ -456,7 +464,9 @@ def test_only_the_owning_modules_write_the_agent_and_timeline_head_tables():
         if not TABLE_WRITERS[model](module.name)
     ]
     assert not offenders, failure(
-        "AgentSnapshot is written only by snapshots/services.py, TimelineHead only by timeline modules", offenders
+        "AgentSnapshot is written only by snapshots/services.py, Project and Workspace only by "
+        "registry/services.py, TimelineHead only by timeline modules",
+        offenders,
     )
 
 
