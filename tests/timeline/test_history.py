@@ -12,7 +12,6 @@ from tests.factories import AgentFactory
 from tests.timeline.test_api import client_with, url
 from timeline.history import MAX_ROW_SEQ
 from timeline.models import TimelineHead, TimelineRow
-from timeline.signals import timeline_committed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,18 +42,6 @@ def seqs(agent_id) -> list[int]:
 
 def head(agent_id) -> TimelineHead:
     return TimelineHead.objects.get(pk=agent_id)
-
-
-@pytest.fixture
-def committed():
-    sent = []
-
-    def receiver(sender, **kwargs):
-        sent.append((kwargs["head_seq"], kwargs["epoch"]))
-
-    timeline_committed.connect(receiver)
-    yield sent
-    timeline_committed.disconnect(receiver)
 
 
 # --- bulkInsert ---------------------------------------------------------------

@@ -18,7 +18,6 @@ from timeline.counters import check_counters
 from timeline.history import StoreRow, insert_rows
 from timeline.models import TimelineHead, TimelineRow
 from timeline.selectors import MAX_READ_LIMIT
-from timeline.signals import timeline_committed
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -36,18 +35,6 @@ def api():
 def roomy_bodies(settings):
     settings.CHARTR_MAX_BODY_BYTES = ROOMY_BODY
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = ROOMY_BODY
-
-
-@pytest.fixture
-def committed():
-    sent = []
-
-    def receiver(sender, **kwargs):
-        sent.append((kwargs["head_seq"], kwargs["epoch"]))
-
-    timeline_committed.connect(receiver)
-    yield sent
-    timeline_committed.disconnect(receiver)
 
 
 def paseo_row(seq: int, *, turns: str = "turn") -> dict:
