@@ -8,6 +8,7 @@ from django.db import connection
 
 from chartr import config
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
+from tests.support.processes import run_engine
 
 # Fixtures shared across the tree: API clients and tokens, admin clients and settings.
 pytest_plugins = ["tests.support.api", "tests.support.admin"]
@@ -26,7 +27,7 @@ def skip_or_fail(reason: str) -> None:
 
 def pytest_collection_modifyitems(config, items):
     """A test marked ``own_databases`` gives the same answer on either pass: only the SQLite one runs it."""
-    if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
+    if run_engine() != "postgresql":
         return
     skip = pytest.mark.skip(reason="picks its own databases: the run without DATABASE_URL (SQLite) runs it")
     for item in items:
