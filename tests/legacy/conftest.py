@@ -1,12 +1,15 @@
 from __future__ import annotations
 
+from io import StringIO
 from pathlib import Path
 
 import pytest
 from django.apps import apps
 from django.conf import settings
+from django.core.management import call_command
 
 from tests.legacy.builders import T1, T2, LegacyHome, row
+from timeline.models import TimelineRow
 
 
 def dump_database() -> dict[str, list[dict]]:
@@ -22,6 +25,25 @@ def dump_database() -> dict[str, list[dict]]:
 def backups() -> list[Path]:
     root = Path(settings.DATA_DIR) / "backup" / "pre-migration"
     return sorted(root.iterdir()) if root.is_dir() else []
+
+
+def run(path, *args) -> str:
+    """``manage.py import_legacy_json PATH ARGS…``; what it printed."""
+    out = StringIO()
+    call_command("import_legacy_json", str(path), *args, stdout=out)
+    return out.getvalue()
+
+
+def timeline(agent_id: str) -> list[tuple]:
+    return list(
+        TimelineRow.objects.filter(agent_id=agent_id)
+        .order_by("seq")
+        .values_list("seq", "committed_at", "item_id", "item_type", "item")
+    )
+
+
+def without_import_runs(dump: dict) -> dict:
+    return {label: rows for label, rows in dump.items() if label != "legacy.ImportRun"}
 
 
 @pytest.fixture(autouse=True)

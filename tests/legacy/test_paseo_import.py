@@ -17,7 +17,7 @@ from legacy.services import import_legacy
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
 from tests.legacy.builders import LegacyHome, paseo_history_db, paseo_history_file, paseo_row
-from tests.legacy.conftest import backups, dump_database
+from tests.legacy.conftest import backups, dump_database, run
 from tests.timeline.live.support import Reader
 from tests.timeline.live.support import db as stream_db
 from tests.timeline.live.support import run as run_stream
@@ -87,12 +87,6 @@ def rows_of(api, agent_id: str, *, after: int = 0) -> dict:
     response = api.get(f"/api/v1/agents/{agent_id}/timeline", {"direction": "after", "seq": after, "limit": 1000})
     assert response.status_code == 200, response.content
     return response.json()
-
-
-def run(path, *args) -> str:
-    out = StringIO()
-    call_command("import_legacy_json", str(path), *args, stdout=out)
-    return out.getvalue()
 
 
 def test_histories_come_over_as_paseo_had_them(paseo_home, api):
