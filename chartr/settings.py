@@ -164,7 +164,7 @@ DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
 # the live stream; the stream's reads have their own, CHARTR_LIVE_DB_THREADS.
 CHARTR_SYNC_THREADS = _env["CHARTR_SYNC_THREADS"]
 # Concurrent timeline appends of one process commit together, one transaction
-# per batch, each append in a savepoint of its own (timeline/group_commit.py).
+# per batch, each append in a savepoint of its own (timeline/writes/group_commit.py).
 CHARTR_GROUP_COMMIT = _env["CHARTR_GROUP_COMMIT"]
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -254,8 +254,8 @@ SPECTACULAR_SETTINGS = {
         # The plain views (kernel/api/plain.py), documented from their msgspec shapes.
         "kernel.api.plain_schema.document_plain_views",
         "kernel.api.schema.forbid_unknown_request_fields",
-        "timeline.schema.document_item_types",
-        "timeline.schema.document_timeline_stream",
+        "timeline.api.schema.document_item_types",
+        "timeline.api.schema.document_timeline_stream",
         # Last: every string of a request, whoever documented it, refuses NUL (kernel/api/schema_text.py).
         "kernel.api.schema_text.state_that_nul_is_refused",
     ],

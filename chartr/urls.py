@@ -23,7 +23,7 @@ urlpatterns = [
     # Operators arrive at the root; the admin is what they came for.
     path("", RedirectView.as_view(pattern_name="admin:index", permanent=False), name="root"),
     path("admin/", include("datadir.urls")),
-    path("admin/", include("timeline.admin_urls")),
+    path("admin/", include("timeline.console.urls")),
     path("admin/", admin.site.urls),
     path("healthz", health.healthz, name="healthz"),
     path("readyz", health.readyz, name="readyz"),

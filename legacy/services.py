@@ -10,7 +10,7 @@ The whole run is one transaction:
    append: chartr's JSONL files (``legacy.timelines``) and Paseo's own
    history stores (``legacy.paseo``, ``legacy.histories``). A dry run rolls
    it all back. Once the import commits, the timeline table's planner
-   statistics are refreshed (``timeline.planner_statistics``; PostgreSQL's
+   statistics are refreshed (``timeline.reads.planner_statistics``; PostgreSQL's
    ``ANALYZE``) when it added rows.
 0. **Snapshot** the data (reason ``pre-import``) before anything else, so a
    bad import is one ``restore`` away from undone (not in a dry run). A rerun
@@ -52,7 +52,7 @@ from legacy.report import ImportReport, Progress, no_progress
 from legacy.scan import check_source, scan_home
 from legacy.timelines import write_timelines
 from legacy.write import write_records
-from timeline.planner_statistics import refresh_timeline_statistics
+from timeline.reads.planner_statistics import refresh_timeline_statistics
 
 
 def import_legacy(
@@ -103,7 +103,7 @@ def _import_once(
                 return False
             if report.counts["timeline_rows"].created and not report.dry_run:
                 # Once committed, so the sample holds the imported rows: page reads must not wait
-                # for autovacuum to plan them off the (agent, seq) index (timeline/planner_statistics.py).
+                # for autovacuum to plan them off the (agent, seq) index (timeline/reads/planner_statistics.py).
                 transaction.on_commit(refresh_timeline_statistics)
             if report.changed_anything and not report.dry_run:
                 progress("backing up the input", 0, 1)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from legacy.records import HEAD_ACTIVITY_FIELDS, LegacyAgent, LegacyProject, LegacyWorkspace
 from legacy.report import ImportReport
 from legacy.selectors import chunks, locked_rows
-from registry.directories import directory_hash, last_segment
+from registry.directories import directories_above, directory_hash, last_segment
 from registry.models import Project, Workspace
 from registry.services import import_projects, import_workspaces
 from snapshots.models import AgentSnapshot
@@ -203,21 +203,15 @@ def _workspaces_for_new_agents(
     return workspace_pk_by_dir
 
 
-def _ancestors(directory: str) -> list[str]:
-    """The directories above ``directory``, deepest first (not the root: it contains everything)."""
-    parts = directory.strip("/").split("/")
-    return ["/" + "/".join(parts[:end]) for end in range(len(parts) - 1, 0, -1)]
-
-
 def _add_containing_workspaces(cwds: list[str], workspace_pk_by_dir: dict[str, int], report: ImportReport) -> None:
     """Map each cwd below a workspace's directory to the deepest such workspace: an
     agent working in a subfolder belongs to its workspace and keeps its own ``cwd``."""
-    wanted = sorted({ancestor for cwd in cwds for ancestor in _ancestors(cwd)} - set(workspace_pk_by_dir))
+    wanted = sorted({ancestor for cwd in cwds for ancestor in directories_above(cwd)} - set(workspace_pk_by_dir))
     known = dict(workspace_pk_by_dir)
     for chunk in chunks(wanted):
         known.update(Workspace.objects.at_directories(chunk).values_list("directory", "pk"))
     for cwd in cwds:
-        container = next((ancestor for ancestor in _ancestors(cwd) if ancestor in known), None)
+        container = next((ancestor for ancestor in directories_above(cwd) if ancestor in known), None)
         if container is not None:
             workspace_pk_by_dir[cwd] = known[container]
 
@@ -266,7 +260,11 @@ def _write_agents(
             changed.append(agent)
             report.count_extra("agents", legacy.extra)
             current_dir = workspace_dir_by_pk.get(agent.workspace_id)
-            if current_dir is not None and current_dir != legacy.cwd and current_dir not in _ancestors(legacy.cwd):
+            if (
+                current_dir is not None
+                and current_dir != legacy.cwd
+                and current_dir not in directories_above(legacy.cwd)
+            ):
                 report.warnings.append(
                     f"{legacy.origin}: agent {legacy.agent_id} has cwd {legacy.cwd} but is in workspace "
                     f"{current_dir} in chartr; it stays there"

@@ -10,9 +10,9 @@ from django.contrib.auth import get_user_model
 
 from portability.format import Line, Reader, parse_time
 from portability.records import API_TOKEN, TIMELINE, Kind, RecordInvalid, check_keys, object_of, record_keys
-from timeline.carried import CarriedRevision, CarriedTimeline
 from timeline.items import contains_nul
 from timeline.models import TimelineRow
+from timeline.writes.carried import CarriedRevision, CarriedTimeline
 
 _ROW_STRINGS = ("item_id", "turn_id", "provider_message_id", "provider_timeline_item_id")
 ROW_KEYS = {"type", "seq", "committed_at", "item_type", "item", *_ROW_STRINGS}

@@ -2,7 +2,7 @@
 
 One transaction, streamed: each kind of record is read a batch at a time and written through its
 owning app's service (``registry.services.carry_over_registry``, ``snapshots.services.import_agents``,
-``timeline.carried.carry_over_timeline``, ``tokens.services.carry_over_api_tokens``,
+``timeline.writes.carried.carry_over_timeline``, ``tokens.services.carry_over_api_tokens``,
 ``legacy.services.carry_over_import_runs``), so memory stays flat at any size. Then it verifies:
 the counts of the ``end`` record against the file and the database, and each agent's content
 hash recomputed from the database against the one the export wrote. Any problem (bad input,
@@ -31,8 +31,8 @@ from portability.selectors import what_is_held
 from portability.verify import verify_import
 from registry.services import carry_over_registry
 from snapshots.services import import_agents
-from timeline.carried import carry_over_revisions, carry_over_timeline
-from timeline.planner_statistics import refresh_timeline_statistics
+from timeline.reads.planner_statistics import refresh_timeline_statistics
+from timeline.writes.carried import carry_over_revisions, carry_over_timeline
 from tokens.services import carry_over_api_tokens
 
 #: Records per batch insert.

@@ -53,6 +53,12 @@ def is_within(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
+def directories_above(directory: str) -> list[str]:
+    """The directories above ``directory``, deepest first (not the root: it contains everything)."""
+    parts = directory.strip("/").split("/")
+    return ["/" + "/".join(parts[:end]) for end in range(len(parts) - 1, 0, -1)]
+
+
 def last_segment(directory: str) -> str:
     return directory.rstrip("/").rsplit("/", 1)[-1] or "/"
 

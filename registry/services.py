@@ -15,7 +15,7 @@ from django.utils import timezone
 from kernel.errors import ArchivedConflict
 from kernel.services import UNSET, insert_carried_over, lock_for_update, reset_id_sequences, validate_fields
 from registry.cascade import ArchiveResult, UnarchiveResult, records_under_workspaces
-from registry.directories import last_segment, normalize_directory
+from registry.directories import directories_above, last_segment, normalize_directory
 from registry.errors import DuplicateDirectory
 from registry.models import Project, Workspace
 
@@ -171,6 +171,39 @@ def create_workspace(
         _ensure_directory_free(Workspace, directory)
         _save_new(workspace)
     return workspace
+
+
+def workspace_for_directory(directory: str, *, git_remote: str | None = None, branch: str | None = None) -> Workspace:
+    """The workspace an agent working in ``directory`` belongs to, by the one rule for a cwd.
+
+    The deepest workspace at ``directory`` or above it; where there is none, a new ``checkout``
+    workspace at ``directory`` in the ``directory`` project there (created too when missing, with
+    ``git_remote`` and ``branch`` when the caller knows them; an existing record is never changed). The
+    importers and the clients that register their own agents place a cwd with this. Safe to
+    repeat, and to race: a writer that loses the race for the new directory reads the winner's.
+    """
+    directory = normalize_directory(directory)
+    for _attempt in range(2):
+        found = _deepest_workspace_at_or_above(directory)
+        if found is not None:
+            return found
+        try:
+            with transaction.atomic():
+                project = Project.objects.at_directory(directory).first()
+                if project is None:
+                    project = create_project(directory=directory, kind=Project.Kind.DIRECTORY, git_remote=git_remote)
+                return create_workspace(
+                    project=project, directory=directory, kind=Workspace.Kind.CHECKOUT, branch=branch
+                )
+        except DuplicateDirectory:
+            continue  # another writer placed the same directory first: read theirs
+    raise DuplicateDirectory(f"Directory {directory} was created and removed while it was being placed.")
+
+
+def _deepest_workspace_at_or_above(directory: str) -> Workspace | None:
+    candidates = [directory, *directories_above(directory)]
+    found = {w.directory: w for w in Workspace.objects.at_directories(candidates).select_related("project")}
+    return next((found[d] for d in candidates if d in found), None)
 
 
 def update_workspace(*, workspace: Workspace, display_name: str = UNSET, branch: str | None = UNSET) -> Workspace:

@@ -13,7 +13,7 @@ from registry.services import delete_archived_registry
 from retention.selectors import PurgeCounts
 from snapshots.services import delete_archived_agents
 from timeline.models import TimelineHead
-from timeline.pruning import TrimPolicy, TrimResult, delete_rows_of_archived_agents, trim_preview, trim_timeline
+from timeline.writes.pruning import TrimPolicy, TrimResult, delete_rows_of_archived_agents, trim_preview, trim_timeline
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ def trim_plan(*, agent_ids: list[str] | None, policy: TrimPolicy) -> dict[str, i
 def trim_timelines(*, agent_ids: list[str] | None, policy: TrimPolicy) -> TrimReport:
     """Trim the agents' oldest rows by ``policy``, after a ``pre-trim`` snapshot (none when nothing would go).
 
-    Each agent is trimmed in its own short batches (``timeline.pruning``), so
+    Each agent is trimmed in its own short batches (``timeline.writes.pruning``), so
     the API never waits for more than one.
     """
     plan = trim_plan(agent_ids=agent_ids, policy=policy)

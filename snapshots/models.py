@@ -71,6 +71,11 @@ class AgentSnapshot(models.Model):
         primary_key=True, max_length=128, validators=[agent_id_validator, validate_not_dot_segment]
     )
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="agents")
+    # The agent this one works under (a Claude Code subagent under its session, a forked Codex
+    # thread under the thread it came from): deleting the parent deletes its children.
+    parent = models.ForeignKey(
+        "self", on_delete=models.CASCADE, null=True, blank=True, related_name="children", editable=False
+    )
     # The agent's own working directory: its workspace's directory or a
     # folder below it (empty when unknown).
     cwd = models.CharField(max_length=MAX_DIRECTORY_LENGTH, blank=True, default="")
@@ -124,6 +129,7 @@ class AgentSnapshot(models.Model):
                 name="agent_attention_reason_needs_attention",
             ),
             archived_has_operation_check("agent"),
+            models.CheckConstraint(condition=~models.Q(parent=models.F("agent_id")), name="agent_not_own_parent"),
             models.CheckConstraint(condition=models.Q(version__gte=1), name="agent_version_positive"),
             choices_check(
                 "lifecycle_before_archive", Lifecycle.choices, "agent_lifecycle_before_archive_valid", nullable=True

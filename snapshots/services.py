@@ -160,9 +160,11 @@ def create_agent(
     attention_reason: str | None = None,
     attention_at: dt.datetime | None = None,
     internal: bool = False,
+    parent: AgentSnapshot | None = None,
 ) -> AgentSnapshot:
     agent = AgentSnapshot(
         agent_id=agent_id or str(uuid.uuid4()),
+        parent=parent,
         cwd=_normalized_cwd(cwd),
         provider=provider,
         title=title or "",

@@ -2,8 +2,8 @@
 
 Committed history changes only through the timeline's services (an update keeps
 the earlier version, shown on the row's page below), so there is no add, change
-or delete here (the agent's timeline page is ``timeline.admin_page``, its
-entries ``timeline.entries``). ``agent_timeline_section`` links to that page from
+or delete here (the agent's timeline page is ``timeline.console.timeline_page``, its
+entries ``timeline.console.entries``). ``agent_timeline_section`` links to that page from
 the bottom of the agent's change page, and ``count_rows_deleted_with``
 the row count on a project's, workspace's or agent's delete confirmation;
 ``TimelineConfig.ready()`` registers both with the apps below, which do not
@@ -27,7 +27,7 @@ AGENT_TIMELINE_TEMPLATE = "admin/timeline/timeline.html"
 
 def agent_timeline_section(agent: AgentSnapshot, params: QueryDict) -> dict[str, Any]:
     """The variables of the agent page's timeline section (``snapshots.admin.register_agent_page_section``):
-    a link to the timeline's own page (``timeline.admin_page``), not the rows themselves."""
+    a link to the timeline's own page (``timeline.console.timeline_page``), not the rows themselves."""
     return {"timeline_rows": agent.timeline_head.committed_rows}
 
 
@@ -41,7 +41,7 @@ def count_rows_deleted_with(scope: DeletionScope) -> int:
 
 
 class EarlierVersionsInline(admin.TabularInline):
-    """A row's earlier versions, oldest first: what each update replaced (``timeline.revisions``)."""
+    """A row's earlier versions, oldest first: what each update replaced (``timeline.writes.revisions``)."""
 
     model = TimelineRowRevision
     fk_name = "row"

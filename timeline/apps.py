@@ -34,8 +34,8 @@ class TimelineConfig(AppConfig):
         from registry.cascade import register_deletion_counter
         from snapshots.admin import register_agent_page, register_agent_page_section
         from timeline.admin import AGENT_TIMELINE_TEMPLATE, agent_timeline_section, count_rows_deleted_with
-        from timeline.admin_page import agent_timeline_urls
-        from timeline.admin_request import AGENT_REQUEST_TEMPLATE, agent_request_section
+        from timeline.console.request import AGENT_REQUEST_TEMPLATE, agent_request_section
+        from timeline.console.timeline_page import agent_timeline_urls
 
         register_deletion_counter("timeline_rows", count_rows_deleted_with)
         register_agent_page(name="timeline", label="Timeline", urls=agent_timeline_urls)

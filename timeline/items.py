@@ -27,7 +27,7 @@ TOOL_CALL_STATUSES = ("running", "completed", "failed", "canceled")
 PRESENT: dict[str, Any] = {"not": {"type": "null"}}
 
 #: The one declaration of the known item types: type -> {required field: JSON Schema of its value}.
-#: The server's checks below read these schemas, and timeline/schema.py publishes them as the
+#: The server's checks below read these schemas, and timeline/api/schema.py publishes them as the
 #: OpenAPI components, so what the API documents and what it enforces cannot drift apart.
 KNOWN_ITEM_TYPES: dict[str, dict[str, dict[str, Any]]] = {
     "user_message": {"text": {"type": "string"}},
@@ -46,6 +46,14 @@ KNOWN_ITEM_TYPES: dict[str, dict[str, dict[str, Any]]] = {
     # legacy store held it, ``problems`` what is wrong with it (legacy.paseo normalises to it).
     "legacy_item": {"item": {"type": "object"}, "problems": {"type": "array", "items": {}}},
 }
+
+#: Programs whose own records a timeline keeps whole (a Claude Code transcript line, a Codex rollout
+#: line): such a row's item is ``{"type": "<namespace>.<the record's own type>", "record": <the record,
+#: untouched>}``. No check of chartr's own item types applies to the record, it comes back deep-equal,
+#: and the fleet search indexes its strings like any item's (``foreign_item``, ``foreign_record``).
+FOREIGN_NAMESPACES = ("claude_code", "codex")
+#: The record's own type when it has none, or one that does not fit an item type.
+FOREIGN_FALLBACK_TYPE = "record"
 
 _JSON_TYPES: dict[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
@@ -88,6 +96,10 @@ def item_problems(item: Any) -> list[str]:
         return ["An item needs a non-empty string 'type'."]
     if len(item_type) > MAX_ITEM_TYPE_LENGTH:
         return [f"An item type is at most {MAX_ITEM_TYPE_LENGTH} characters."]
+    namespace = item_type.split(".", 1)[0] if "." in item_type else None
+    if namespace in FOREIGN_NAMESPACES:
+        ok = isinstance(item.get("record"), dict) and set(item) == {"type", "record"}
+        return [] if ok else [f"A {namespace} item is exactly 'type' and a JSON object 'record'."]
     problems = []
     for field, schema in KNOWN_ITEM_TYPES.get(item_type, {}).items():
         if field not in item:
@@ -95,6 +107,24 @@ def item_problems(item: Any) -> list[str]:
         elif not value_matches(schema, item[field]):
             problems.append(f"A {item_type} item's '{field}' must be {describe(schema)}.")
     return problems
+
+
+def foreign_item(namespace: str, record: dict, record_type: Any) -> dict:
+    """``record`` (another program's own record, kept untouched) as a timeline item of ``namespace``."""
+    if namespace not in FOREIGN_NAMESPACES:
+        raise ValueError(f"Unknown foreign namespace {namespace!r}.")
+    fits = (
+        isinstance(record_type, str) and record_type and len(namespace) + 1 + len(record_type) <= MAX_ITEM_TYPE_LENGTH
+    )
+    return {"type": f"{namespace}.{record_type if fits else FOREIGN_FALLBACK_TYPE}", "record": record}
+
+
+def foreign_record(item: Any, namespace: str) -> dict | None:
+    """The record a ``namespace`` item holds, or None for any other item."""
+    if isinstance(item, dict) and str(item.get("type", "")).startswith(namespace + "."):
+        record = item.get("record")
+        return record if isinstance(record, dict) else None
+    return None
 
 
 def new_item_problems(item: Any, item_id: Any, *, encoded: str | None = None) -> dict[str, list[str]]:

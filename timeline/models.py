@@ -57,10 +57,10 @@ class TimelineHead(models.Model):
     # When the agent's own daemon last appended: a sign of life, as a heartbeat is
     # (``snapshots.selectors.last_sign_of_life``). NULL for histories the importer carried.
     last_appended_at = models.DateTimeField(null=True, blank=True)
-    # Updates of committed rows so far (``timeline.revisions.update_row``): each takes the
+    # Updates of committed rows so far (``timeline.writes.revisions.update_row``): each takes the
     # next number, which its ``updated`` event carries (``seq:update_seq`` ids on the stream).
     update_seq = models.PositiveBigIntegerField(default=0)
-    # Paseo's backfill (``beginBackfill`` .. ``completeBackfill``, timeline.history): while True the
+    # Paseo's backfill (``beginBackfill`` .. ``completeBackfill``, timeline.writes.history): while True the
     # rows are a provider's replay under way, not yet the whole conversation; pages say so.
     backfilling = models.BooleanField(default=False)
 
@@ -86,7 +86,7 @@ class TimelineHead(models.Model):
 class TimelineRow(models.Model):
     """One finalized item of an agent's committed history.
 
-    Its seq never changes. Its content changes only through ``timeline.revisions.update_row``
+    Its seq never changes. Its content changes only through ``timeline.writes.revisions.update_row``
     (Paseo's ``updateCommittedRow``), which keeps the content it replaces as a
     ``TimelineRowRevision``.
     """
@@ -155,7 +155,7 @@ class TimelineRow(models.Model):
 
 
 class TimelineRowRevision(models.Model):
-    """An earlier version of a committed row: what an update (``timeline.revisions.update_row``) replaced.
+    """An earlier version of a committed row: what an update (``timeline.writes.revisions.update_row``) replaced.
 
     Written only by that service, never changed, deleted with its row (the foreign key
     cascades in the database, as the row's own does with its agent).

@@ -24,8 +24,8 @@ from kernel.errors import NotFound
 from snapshots.models import AgentSnapshot
 from timeline.errors import TooManyRows
 from timeline.models import TimelineRow
-from timeline.page_sql import page_sql
-from timeline.projection import project_rows
+from timeline.reads.page_sql import page_sql
+from timeline.reads.projection import project_rows
 from timeline.search import timeline_search
 from timeline.search.base import query_terms
 
@@ -107,7 +107,7 @@ class TimelinePage:
     items_as_json: bool = False
     #: the missing seq ranges ``[first, last]`` the page spans (only an imported history has any)
     holes: list[list[int]] = field(default_factory=list)
-    #: a backfill is under way (``timeline.history.begin_backfill``): the rows are not yet the whole conversation
+    #: a backfill is under way (``timeline.writes.history.begin_backfill``): the rows are not yet the whole conversation
     backfilling: bool = False
 
     @property

@@ -9,7 +9,7 @@ Two entry points share one core, so the rules exist once:
   legacy importer), streamed in batches, inside the caller's transaction when
   there is one.
 
-The core (``timeline.agent_head.lock_agent``, then ``_append_locked``): lock the agent's
+The core (``timeline.writes.head.lock_agent``, then ``_append_locked``): lock the agent's
 timeline head (``timeline.models.TimelineHead``), give
 the rows seq head+1, head+2, ... in order, insert them, move ``head_seq`` and
 the activity times (``last_activity_at``, ``last_user_message_at``) in the
@@ -32,15 +32,15 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils import timezone
 
 from kernel.errors import Conflict
-from timeline.agent_head import AgentHead, head_params, lock_agent, save_head
-from timeline.append_sql import append_sql, row_params
 from timeline.errors import SeqConflict
-from timeline.group_commit import run_grouped_append
-from timeline.idempotency import check_replays_match, committed_by_item_id, refuse_committed_item_ids
 from timeline.items import MAX_ITEMS_PER_APPEND, known_item_bytes, validate_new_items
 from timeline.models import TimelineHead, TimelineRow
 from timeline.search import timeline_search
 from timeline.signals import live_notice, timeline_committed, timeline_committing
+from timeline.writes.append_sql import append_sql, row_params
+from timeline.writes.group_commit import run_grouped_append
+from timeline.writes.head import AgentHead, head_params, lock_agent, save_head
+from timeline.writes.idempotency import check_replays_match, committed_by_item_id, refuse_committed_item_ids
 
 #: Rows per INSERT batch of a bulk append: big enough to amortise the round
 #: trip, small enough that memory stays flat however many rows stream in.
@@ -137,7 +137,7 @@ def append_timeline_items(
     (``timeline.items.same_item``), so key order and the database's storage
     form do not matter.
 
-    Concurrent appends of the process commit together (``timeline.group_commit``):
+    Concurrent appends of the process commit together (``timeline.writes.group_commit``):
     each in a savepoint of one shared transaction, so each stays atomic on its
     own and gets its own answer, only once that transaction has committed.
     Called inside an atomic block, the append runs in the caller's transaction.
@@ -225,7 +225,7 @@ def bulk_append_timeline_rows(
     ``keep_seqs``: each row goes in at its own ``seq`` (ascending, above the
     head) instead of head+1: an imported history with holes in its seqs keeps
     them, and ``committed_rows`` then says how many rows the range holds.
-    ``alive_at``: the agent's own daemon wrote the rows (``timeline.history``'s row writes), a
+    ``alive_at``: the agent's own daemon wrote the rows (``timeline.writes.history``'s row writes), a
     sign of life as an append is.
     """
     with transaction.atomic():

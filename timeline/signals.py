@@ -53,7 +53,7 @@ def live_notice() -> LiveNotice | None:
     return _live_notice
 
 
-#: Sent after a committed row's update commits (``timeline.revisions.update_row``), with
+#: Sent after a committed row's update commits (``timeline.writes.revisions.update_row``), with
 #: ``agent_id``, ``seq``, ``update_seq`` and ``epoch``. Like ``timeline_committed`` it only
 #: says when to read: live subscribers read the updates themselves.
 timeline_updated = Signal(use_caching=True)

@@ -1,12 +1,16 @@
 from django.urls import path
 
-from timeline import history_views, last_views, row_views, search_views, views
+from timeline.api import history as history_views
+from timeline.api import last as last_views
+from timeline.api import rows as row_views
+from timeline.api import search as search_views
+from timeline.api import views
 from timeline.live import tickets as live_tickets
 from timeline.live import views as live_views
 
 urlpatterns = [
     path("agents/<str:agent_id>/timeline", views.agent_timeline, name="agent-timeline"),
-    # A plain async view (see timeline/live/views.py); timeline/schema.py documents it.
+    # A plain async view (see timeline/live/views.py); timeline/api/schema.py documents it.
     path("agents/<str:agent_id>/timeline/stream", live_views.timeline_stream, name="timeline-stream"),
     path("agents/<str:agent_id>/timeline/stream-tickets", live_tickets.stream_tickets, name="timeline-stream-tickets"),
     path("agents/<str:agent_id>/timeline/rows/<int:seq>", row_views.timeline_row, name="timeline-row"),
@@ -16,7 +20,7 @@ urlpatterns = [
         name="timeline-provisional",
     ),
     path("search", search_views.fleet_search, name="fleet-search"),
-    # Paseo's bulkInsert and backfill (timeline/history_views.py).
+    # Paseo's bulkInsert and backfill (timeline/api/history.py).
     path("agents/<str:agent_id>/timeline/rows", history_views.timeline_rows, name="timeline-rows"),
     path("agents/<str:agent_id>/timeline/backfill", history_views.backfill, name="timeline-backfill"),
     path(

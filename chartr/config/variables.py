@@ -83,7 +83,7 @@ VARIABLES: tuple[Variable, ...] = _groups(
         Variable("CHARTR_SQLITE_TIMEOUT", Integer(0, 3600, "seconds"), 20, "SQLite only: seconds a writer waits for the write lock before \"database is locked\" (inside one process writers also wait their turn in arrival order, for at most as long: `chartr/db_backends/sqlite3/writer_turns.py`)"),
         Variable("CHARTR_CONN_MAX_AGE", Integer(0, DAY, "seconds"), 60, "seconds a server thread keeps its database connection between requests (0 = a new one per request)"),
         Variable("CHARTR_SYNC_THREADS", Integer(1, 256), 8, "threads (and so database connections) per worker process for everything but the live stream: API, admin, probes (`chartr/asgi.py`)"),
-        Variable("CHARTR_GROUP_COMMIT", Boolean(), True, "concurrent timeline appends of one worker process commit together: one transaction per batch, each append in a savepoint of its own, every answer sent after the COMMIT (`timeline/group_commit.py`, [timeline.md](timeline.md#appending)). Off gives every append its own transaction"),
+        Variable("CHARTR_GROUP_COMMIT", Boolean(), True, "concurrent timeline appends of one worker process commit together: one transaction per batch, each append in a savepoint of its own, every answer sent after the COMMIT (`timeline/writes/group_commit.py`, [timeline.md](timeline.md#appending)). Off gives every append its own transaction"),
     ]),
     ("Locale & static files", [
         Variable("CHARTR_TIME_ZONE", TimeZone(), "UTC", "Django's `TIME_ZONE`: the zone the API renders times in, and the admin's for an operator whose browser names none (the admin follows each browser's zone, docs/operations.md); the database stores UTC either way"),

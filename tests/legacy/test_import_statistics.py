@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from legacy.services import import_legacy
 from timeline.models import TimelineRow
-from timeline.planner_statistics import refresh_timeline_statistics
+from timeline.reads.planner_statistics import refresh_timeline_statistics
 
 pytestmark = pytest.mark.django_db
 

@@ -21,10 +21,10 @@ from tests.legacy.conftest import backups, dump_database, run
 from tests.timeline.live.support import Reader
 from tests.timeline.live.support import db as stream_db
 from tests.timeline.live.support import run as run_stream
-from timeline.counters import check_counters
 from timeline.live.hub import Hub
 from timeline.live.stream import TimelineStream
 from timeline.models import TimelineHead
+from timeline.writes.counters import check_counters
 
 pytestmark = pytest.mark.django_db
 

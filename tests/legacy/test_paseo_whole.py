@@ -21,11 +21,11 @@ from tests.legacy.conftest import dump_database
 from tests.timeline.live.support import Reader
 from tests.timeline.live.support import db as stream_db
 from tests.timeline.live.support import run as run_stream
-from timeline.counters import check_counters
 from timeline.items import item_problems
 from timeline.live.hub import Hub
 from timeline.live.stream import TimelineStream
 from timeline.models import EPOCH_MAX_LENGTH, TimelineHead
+from timeline.writes.counters import check_counters
 
 pytestmark = pytest.mark.django_db
 

@@ -11,8 +11,8 @@ from registry.models import Project, Workspace
 from registry.services import archive_project, archive_workspace, create_project, create_workspace
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent, create_agent, record_heartbeat, update_agent
-from timeline.pruning import TrimPolicy, trim_timeline
 from timeline.services import NewTimelineItem, append_timeline_items, bulk_append_timeline_rows
+from timeline.writes.pruning import TrimPolicy, trim_timeline
 from tokens.services import create_api_token, revoke_api_token
 
 T0 = dt.datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=dt.UTC)

@@ -16,8 +16,8 @@ from snapshots.models import AgentSnapshot
 from tests.portability.builders import build_instance
 from tests.portability.reads import every_read
 from tests.support.api import client_with
-from timeline.counters import check_counters
 from timeline.models import TimelineHead, TimelineRow
+from timeline.writes.counters import check_counters
 from tokens.models import ApiToken
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -125,7 +125,7 @@ def test_a_database_not_migrated_is_refused_before_anything_is_read(tmp_path, mo
 
 def test_an_updated_row_moves_with_its_earlier_versions_and_its_update_numbers(tmp_path):
     from timeline.models import TimelineRowRevision
-    from timeline.revisions import RowContent, update_row
+    from timeline.writes.revisions import RowContent, update_row
 
     build_instance()
     row = TimelineRow.objects.filter(agent_id="carried").order_by("seq").first()

@@ -12,10 +12,10 @@ from django.utils import timezone
 from datadir.services import restore_snapshot
 from tests.datadir.conftest import database_state, snapshot_dirs
 from tests.factories import AgentFactory
-from timeline.counters import check_counters
 from timeline.models import TimelineHead, TimelineRow
-from timeline.pruning import TrimPolicy, trim_timeline
 from timeline.services import NewTimelineItem, append_timeline_items
+from timeline.writes.counters import check_counters
+from timeline.writes.pruning import TrimPolicy, trim_timeline
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -169,7 +169,7 @@ class TestTimelineRowAdmin:
         assert [row.agent_id for row in response.context["cl"].result_list] == [other.agent_id]
 
     def test_a_rows_page_shows_its_earlier_versions_read_only(self, admin_client, long_agent):
-        from timeline.revisions import RowContent, update_row
+        from timeline.writes.revisions import RowContent, update_row
 
         update_row(agent_id=long_agent.pk, seq=1, content=RowContent(item={"type": "user_message", "text": "second"}))
         update_row(agent_id=long_agent.pk, seq=1, content=RowContent(item={"type": "user_message", "text": "third"}))

@@ -9,9 +9,9 @@ from django.db import IntegrityError, ProgrammingError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from tests.factories import AgentFactory
-from timeline.append_sql import PostgreSQLStatement
 from timeline.models import TimelineRow
 from timeline.services import NewTimelineItem, append_timeline_items
+from timeline.writes.append_sql import PostgreSQLStatement
 
 pytestmark = [pytest.mark.skipif("connection.vendor != 'postgresql'"), pytest.mark.django_db]
 

@@ -18,11 +18,11 @@ from datadir.services import restore_snapshot, take_snapshot
 from snapshots.services import delete_agent
 from tests.factories import AgentFactory
 from timeline.models import TimelineRow
-from timeline.pruning import TrimPolicy, trim_timeline
 from timeline.search import sqlite as sqlite_search
 from timeline.search import timeline_search
 from timeline.selectors import find_match
 from timeline.services import NewTimelineItem, PendingRow, append_timeline_items, bulk_append_timeline_rows
+from timeline.writes.pruning import TrimPolicy, trim_timeline
 
 if connection.vendor != "sqlite":
     # Skipped whole at collection: with these tests collected and skipped one by one, the full

@@ -11,7 +11,7 @@ import json
 
 from django.core.serializers.json import DjangoJSONEncoder
 
-from timeline.api_shapes import render_timestamp
+from timeline.api.shapes import render_timestamp
 
 KEEPALIVE = b": keep-alive\n\n"
 

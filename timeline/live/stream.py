@@ -159,7 +159,7 @@ class TimelineStream:
     def _reason_to_read(self, message) -> str | None:
         """Why ``message`` sends the stream back to the database (the ``agent`` event's reason), or None."""
         if isinstance(message, Committed):
-            # A head below the cursor in the same epoch: a backfill dropped the rows (timeline.history).
+            # A head below the cursor in the same epoch: a backfill dropped the rows (timeline.writes.history).
             if message.head_seq != self.last_seq or (message.epoch and message.epoch != self.epoch):
                 return "updated"
             return None

@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from django.urls import reverse
 
 from kernel.api.plain import Answer, Operation, json_view
-from timeline.api_shapes import StreamTicketMinted, render_timestamp
+from timeline.api.shapes import StreamTicketMinted, render_timestamp
 from timeline.selectors import get_agent_for_timeline
 from tokens.access import TICKET_PARAMETER, authorize_as_read
 from tokens.models import ApiToken

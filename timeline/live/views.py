@@ -23,7 +23,7 @@ from kernel.api.errors import MethodNotAllowed, error_json_response
 from kernel.api.plain import Answer, Operation, json_view
 from kernel.errors import NotFound
 from kernel.event_stream import EventStreamResponse
-from timeline.api_shapes import MAX_SEQ, ProvisionalAccepted, ProvisionalItem
+from timeline.api.shapes import MAX_SEQ, ProvisionalAccepted, ProvisionalItem
 from timeline.errors import StreamCapacity
 from timeline.live.hub import get_hub
 from timeline.live.provisional import publish_provisional
@@ -33,7 +33,7 @@ from timeline.selectors import get_agent_for_timeline
 from tokens.access import authorize, authorize_stream
 
 #: What a Last-Event-ID must look like: a seq, or ``seq:update_seq`` as ``updates=1`` streams
-#: send them; timeline/schema.py publishes it.
+#: send them; timeline/api/schema.py publishes it.
 LAST_EVENT_ID_PATTERN = "^[0-9]+(:[0-9]+)?$"
 LAST_EVENT_ID_RE = re.compile(LAST_EVENT_ID_PATTERN)
 

@@ -52,7 +52,7 @@ class TimelineSearch(ABC):
         """Undo ``create_index``."""
 
     def reindex_row(self, row_id: int) -> None:
-        """Take note that the row ``row_id`` now holds another item (``timeline.revisions.update_row``),
+        """Take note that the row ``row_id`` now holds another item (``timeline.writes.revisions.update_row``),
         inside the transaction that changed it. Nothing for an index computed from the row itself."""
         return None
 

@@ -51,8 +51,8 @@ from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 
-from timeline.append_sql import Statement
 from timeline.search.base import TimelineSearch
+from timeline.writes.append_sql import Statement
 
 TABLE = "timeline_row_search"
 #: A ``TEMP`` table of the searching connection: the backlog's text during one search.

@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from kernel.errors import ChartrError
 from retention.services import trim_plan, trim_timelines
-from timeline.pruning import TrimPolicy
+from timeline.writes.pruning import TrimPolicy
 
 
 class Command(BaseCommand):

@@ -11,7 +11,7 @@ import pytest
 from kernel.api.plain import validation_fields
 from tests.factories import AgentFactory
 from tests.support.api import assert_error
-from timeline.api_shapes import AppendRequest
+from timeline.api.shapes import AppendRequest
 from timeline.models import TimelineRow
 
 pytestmark = pytest.mark.django_db

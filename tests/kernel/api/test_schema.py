@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from kernel.api.schema import error_codes
 from tests.support.api import assert_error
-from timeline.schema import stream_path
+from timeline.api.schema import stream_path
 
 pytestmark = pytest.mark.django_db
 
@@ -76,7 +76,7 @@ def test_every_operation_documents_its_errors_with_the_envelope(schema):
     assert sorted(body["required"]) == ["code", "message"]
     for path, method, operation in operations(schema):
         if path == stream_path():
-            continue  # written by hand (timeline/schema.py), checked in tests/timeline/test_api.py
+            continue  # written by hand (timeline/api/schema.py), checked in tests/timeline/api/test_api.py
         responses = operation["responses"]
         # 400 (an unknown query parameter) and 406 (a wrong Accept) everywhere; a write may be sent a body.
         expected = {400, 401, 406, 429, 500}

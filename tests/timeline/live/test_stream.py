@@ -267,7 +267,7 @@ def test_draining_ends_open_streams_after_what_they_were_told_and_new_ones_after
 
 @db
 def test_a_backfill_begun_under_a_reader_resets_it_and_the_replay_streams_from_1():
-    from timeline.history import begin_backfill, delete_history
+    from timeline.writes.history import begin_backfill, delete_history
 
     agent = AgentFactory()
     append(agent.pk, "a", "b")
@@ -291,8 +291,8 @@ def test_a_backfill_begun_under_a_reader_resets_it_and_the_replay_streams_from_1
 
 @db
 def test_the_reset_reasons_the_stream_sends_are_exactly_the_schemas():
+    from timeline.api.schema import stream_event_components
     from timeline.live.stream import RESET_REASONS
-    from timeline.schema import stream_event_components
 
     schema = stream_event_components()["ResetEvent"]["properties"]["data"]["contentSchema"]
     appended, carried = AgentFactory(), AgentFactory()

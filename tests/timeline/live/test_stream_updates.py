@@ -7,7 +7,7 @@ from tests.timeline.live.support import Reader, append, db, in_thread, run
 from timeline.live.hub import Hub
 from timeline.live.messages import Updated, decode_message, encode_message
 from timeline.live.stream import TimelineStream
-from timeline.revisions import RowContent, update_row
+from timeline.writes.revisions import RowContent, update_row
 
 
 def tool(output: str) -> dict:

@@ -20,9 +20,9 @@ from psycopg import sql
 
 from kernel.postgres import connection_keywords
 from kernel.write_fence import outside_write_fence
-from timeline.append_sql import PostgreSQLStatement
 from timeline.live.messages import PG_NOTIFY_LIMIT, ChunkAssembler, Message, encode_message, split_payload
 from timeline.live.transports.base import ListeningTransport, PayloadReceiver
+from timeline.writes.append_sql import PostgreSQLStatement
 
 
 def postgres_connect_kwargs() -> dict:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from timeline.counters import check_counters
+from timeline.writes.counters import check_counters
 
 
 class Command(BaseCommand):
