@@ -179,6 +179,25 @@ class AgentCreateSerializer(StrictInputSerializer):
     internal = StrictBooleanField(required=False)
 
 
+class AgentRegisterSerializer(StrictInputSerializer):
+    """What a daemon knows of an agent it owns; the agent id is in the path."""
+
+    provider = StrictCharField(max_length=64)
+    cwd = CwdField(
+        max_length=MAX_DIRECTORY_LENGTH,
+        trim_whitespace=False,
+        help_text="The agent's working directory (absolute): it is placed in the deepest workspace at or above it, "
+        "else in a new `checkout` workspace (and `directory` project) there.",
+    )
+    title = StrictCharField(max_length=512, required=False, allow_blank=True)
+    labels = labels_field(required=False)
+    lifecycle = StrictChoiceField(choices=Lifecycle.choices, required=False)
+    config = json_object_field(required=False)
+    runtime_info = json_object_field(required=False)
+    persistence = json_object_field(required=False)
+    internal = StrictBooleanField(required=False)
+
+
 class AgentUpdateSerializer(StrictInputSerializer):
     """Every field optional; send only what changes. ``null`` clears text and JSON fields."""
 

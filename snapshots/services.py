@@ -23,6 +23,7 @@ from kernel.services import (
 from registry.cascade import ArchiveResult, UnarchiveResult
 from registry.directories import is_within, normalize_directory
 from registry.models import Workspace
+from registry.services import workspace_for_directory
 from snapshots.models import AgentSnapshot
 from snapshots.selectors import lifecycles_an_unarchive_restores, stale_condition
 from snapshots.signals import agents_changed, agents_created
@@ -198,6 +199,29 @@ def create_agent(
         agents_created.send(sender=AgentSnapshot, agent_ids=[agent.agent_id])
         notify_agents_changed([agent.agent_id], "created")
     return agent
+
+
+def register_agent(*, agent_id: str, cwd: str, provider: str, **fields: Any) -> tuple[AgentSnapshot, bool]:
+    """The agent ``agent_id``, created on first use where chartr's rule for a cwd places it
+    (``registry.services.workspace_for_directory``); ``(agent, created)``.
+
+    For a daemon that owns its agents: registering an agent that exists changes nothing and
+    answers it as it is (whatever the request says), so a daemon may register before every
+    first write without keeping track. ``fields`` are ``create_agent``'s (title, labels, ...).
+    """
+    existing = AgentSnapshot.objects.filter(pk=agent_id).first()
+    if existing is not None:
+        return existing, False
+    try:
+        with transaction.atomic():
+            workspace = workspace_for_directory(_normalized_cwd(cwd))
+            return create_agent(workspace=workspace, agent_id=agent_id, cwd=cwd, provider=provider, **fields), True
+    except Conflict:
+        # Another registration of the same agent won the race: it is the one.
+        existing = AgentSnapshot.objects.filter(pk=agent_id).first()
+        if existing is None:
+            raise
+        return existing, False
 
 
 def import_agents(*, new: list[AgentSnapshot], changed: list[AgentSnapshot], fields: list[str]) -> None:

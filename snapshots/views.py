@@ -28,6 +28,7 @@ from snapshots.selectors import TIMELINE_HEAD, agent_for_api, agents_for_api
 from snapshots.serializers import (
     AgentArchiveSerializer,
     AgentCreateSerializer,
+    AgentRegisterSerializer,
     AgentSerializer,
     AgentUnarchiveSerializer,
     AgentUpdateSerializer,
@@ -131,6 +132,24 @@ class AgentViewSet(ApiViewSet):
             agent_for_api(agent_id=agent.agent_id),
             status_code=status.HTTP_201_CREATED,
             Location=reverse("agent-detail", kwargs={"agent_id": agent.agent_id}),
+        )
+
+    @extend_schema(
+        summary="Register an agent its daemon owns (created on first use)",
+        description="Creates the agent where chartr places its `cwd` (the deepest workspace at or above it, else a "
+        "new `checkout` workspace in a `directory` project there) and answers 201; an agent that exists is "
+        "answered as it is with 200 and nothing changes, so a daemon may register before every first write.",
+        request=AgentRegisterSerializer,
+        responses={200: AgentSerializer, 201: AgentSerializer},
+        parameters=[ETAG_HEADER],
+    )
+    @documents_errors(409)
+    def register(self, request, agent_id):
+        data = validated(AgentRegisterSerializer, request.data)
+        agent, created = services.register_agent(agent_id=agent_id, **data)
+        return agent_response(
+            agent_for_api(agent_id=agent.agent_id),
+            status_code=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
         )
 
     @extend_schema(summary="Get an agent", responses=AgentSerializer, parameters=[ETAG_HEADER])

@@ -109,6 +109,10 @@ class TimelinePage:
     holes: list[list[int]] = field(default_factory=list)
     #: a backfill is under way (``timeline.writes.history.begin_backfill``): the rows are not yet the whole conversation
     backfilling: bool = False
+    #: the first and last seq of the canonical rows the page covers (None when it has none); a projected
+    #: entry overlapping them is answered whole, so it may start before ``start_seq`` or end after ``end_seq``
+    start_seq: int | None = None
+    end_seq: int | None = None
 
     @property
     def head_seq(self) -> int:
@@ -135,6 +139,10 @@ def rows_after(*, agent_id: str, after_seq: int, limit: int) -> list[TimelineRow
     rows = TimelineRow.objects.filter(agent_id=agent_id, seq__gt=after_seq).order_by("seq")
     has_token = ExpressionWrapper(Q(revert_token__isnull=False), output_field=BooleanField())
     return list(rows.annotate(has_revert_token=has_token)[:limit])
+
+
+#: How far a projected page looks past its own rows for the rest of an entry that overlaps it.
+PROJECTED_CONTEXT_ROWS = 500
 
 
 def check_read_arguments(*, projection: str, limit: int, seq: int | None) -> None:
@@ -187,7 +195,7 @@ def read_timeline(
     holes = _page_holes(rows, retained, direction, seq)
     entries = rows
     if projection == "projected":
-        entries = project_rows(entries)
+        entries = _projected_whole(statements, agent_id, rows)
     return TimelinePage(
         agent_id=agent_id,
         epoch=agent_epoch,
@@ -203,7 +211,22 @@ def read_timeline(
         holes=holes,
         # SQLite hands the column back as 0 or 1.
         backfilling=bool(backfilling),
+        start_seq=rows[0]["seq"] if rows else None,
+        end_seq=rows[-1]["seq"] if rows else None,
     )
+
+
+def _projected_whole(statements, agent_id: str, rows: list[dict]) -> list[dict]:
+    """The projected entries that overlap the page's rows, each whole, as Paseo's
+    ``selectProjectedTimelinePage`` answers them: a cursor inside an assistant message still gets
+    the whole message. The fold reads up to PROJECTED_CONTEXT_ROWS rows on each side of the page."""
+    if not rows:
+        return []
+    first, last = rows[0]["seq"], rows[-1]["seq"]
+    before = statements.rows(agent_id, "before", first, PROJECTED_CONTEXT_ROWS, decode_items=True)
+    after = statements.rows(agent_id, "after", last, PROJECTED_CONTEXT_ROWS, decode_items=True)
+    entries = project_rows([*before, *rows, *after])
+    return [entry for entry in entries if entry["seq_start"] <= last and entry["seq_end"] >= first]
 
 
 def _page_holes(rows: list[dict], retained: RetainedRange, direction: Direction, seq: int | None) -> list[list[int]]:

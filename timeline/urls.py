@@ -34,4 +34,5 @@ urlpatterns = [
         last_views.last_assistant_message,
         name="timeline-last-assistant-message",
     ),
+    path("agents/<str:agent_id>/timeline/user-messages", last_views.user_messages, name="timeline-user-messages"),
 ]

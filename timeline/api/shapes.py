@@ -344,6 +344,28 @@ class TimelinePage(msgspec.Struct):
             "the rows are a replay in progress, not yet the whole conversation."
         ),
     ]
+    start_seq: Annotated[
+        int | None,
+        msgspec.Meta(
+            description="The first seq of the canonical rows the page covers (null when it covers none). A projected "
+            "entry that overlaps them is answered whole, so its seq_start may lie before start_seq (a cursor inside a "
+            "message still gets the whole message, as Paseo's selectProjectedTimelinePage answers)."
+        ),
+    ] = None
+    end_seq: Annotated[
+        int | None,
+        msgspec.Meta(description="The last seq of the canonical rows the page covers (null when it covers none)."),
+    ] = None
+
+
+class UserMessageMatches(msgspec.Struct):
+    """The committed ``user_message`` rows whose ``messageId``, trimmed, is the one asked for."""
+
+    message_id: Annotated[str, msgspec.Meta(description="The id asked for, trimmed.")]
+    texts: Annotated[
+        list[str],
+        msgspec.Meta(description="Their texts, oldest first (Paseo's hasCommittedUserMessage compares one of them)."),
+    ]
 
 
 class LastItem(msgspec.Struct):

@@ -94,6 +94,8 @@ def page_document(page: Page, *, projected: bool, direction: str | None = None) 
         gap=page.gap,
         holes=page.holes,
         backfilling=page.backfilling,
+        start_seq=page.start_seq,
+        end_seq=page.end_seq,
     )
 
 

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import msgspec
 from django.conf import settings
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Trim
 
 from kernel.errors import NotFound
 from timeline.errors import TooManyRows
@@ -21,6 +23,8 @@ from timeline.models import TimelineRow
 from timeline.reads.page_sql import page_sql
 
 BATCH = 200
+#: The most rows ``user_message_texts`` answers (one message id names one message; a few retries at most).
+USER_MESSAGE_MATCHES = 100
 
 
 @dataclass(frozen=True)
@@ -48,6 +52,27 @@ def last_item(*, agent_id: str) -> LastItem:
     if not rows:
         return LastItem(seq=None, item=None)
     return LastItem(seq=rows[0]["seq"], item=msgspec.Raw(rows[0]["item"]))
+
+
+def user_message_texts(*, agent_id: str, message_id: str) -> list[str]:
+    """The texts of the agent's ``user_message`` rows whose ``messageId``, trimmed, is ``message_id``
+    trimmed (Paseo's ``hasCommittedUserMessage`` compares one of them with its text), oldest first.
+
+    One statement through the (agent, item_type, seq) index, whatever the history's length; an id
+    that is blank once trimmed matches nothing, as in Paseo.
+    """
+    _require_agent(agent_id)
+    wanted = message_id.strip()
+    if not wanted:
+        return []
+    rows = (
+        TimelineRow.objects.filter(agent_id=agent_id, item_type="user_message")
+        .annotate(message_id=Trim(KeyTextTransform("messageId", "item")))
+        .filter(message_id=wanted)
+        .order_by("seq")
+        .values_list("item", flat=True)[:USER_MESSAGE_MATCHES]
+    )
+    return [item["text"] for item in rows if isinstance(item.get("text"), str)]
 
 
 def _newest_chunks(agent_id: str) -> Iterator[tuple[int, dict, str | None]]:

@@ -1,4 +1,9 @@
-export { ChartrAgentTimelineStore, type ChartrAgentTimelineStoreOptions } from "./store.js";
+export { ChartrAgentRecords } from "./agent-records.js";
+export {
+  type AgentRegistration,
+  ChartrAgentTimelineStore,
+  type ChartrAgentTimelineStoreOptions,
+} from "./store.js";
 export {
   ChartrAuthError,
   ChartrConflictError,

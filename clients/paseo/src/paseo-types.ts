@@ -1,8 +1,10 @@
 /**
  * Paseo's timeline store types, copied so that this package needs no Paseo dependency.
  *
- * Source: getpaseo/paseo, packages/server/src/server/agent/agent-timeline-store-types.ts
- * (AgentTimelineRow ... AgentTimelineStore), the file and SQLite stores beside it
+ * Source: getpaseo/paseo at f3de5689, packages/server/src/server/agent/agent-timeline-store-types.ts
+ * (AgentTimelineRow ... AgentTimelineStore, hasCommittedUserMessage included) and agent-storage.ts
+ * (StoredAgentRecord); and, from Paseo's later durable stores, the row's optional fields
+ * (turnId, providerMessageId, providerTimelineItemId, revertToken), updateCommittedRow, the file and SQLite stores beside it
  * (file-agent-timeline-store.ts: replaceCommitted's AgentTimelineReplacementResult;
  * sqlite-agent-timeline-store.ts: beginBackfill, completeBackfill) and timeline-projection.ts
  * (the projected page of fetchProjectedCommitted). Keep them as Paseo has them: a Paseo daemon
@@ -78,6 +80,7 @@ export interface AgentTimelineStore<Item = AgentTimelineItem> {
   getCommittedRows(agentId: string): Promise<AgentTimelineRow<Item>[]>;
   getLastItem(agentId: string): Promise<Item | null>;
   getLastAssistantMessage(agentId: string): Promise<string | null>;
+  hasCommittedUserMessage(agentId: string, options: { messageId: string; text: string }): Promise<boolean>;
   deleteAgent(agentId: string): Promise<void>;
   bulkInsert(agentId: string, rows: readonly AgentTimelineRow<Item>[]): Promise<void>;
   updateCommittedRow(agentId: string, row: AgentTimelineRow<Item>): Promise<void>;
@@ -116,3 +119,38 @@ export interface ProjectedTimelinePageSelection<Item = AgentTimelineItem> {
 
 export type ProjectedTimelineFetchResult<Item = AgentTimelineItem> = AgentTimelineFetchResult<Item> &
   ProjectedTimelinePageSelection<Item>;
+
+/** agent-storage.ts (f3de5689): the status an agent record keeps (AgentStatusSchema). */
+export type AgentStatus = "initializing" | "idle" | "running" | "error" | "closed";
+
+/** agent-storage.ts (f3de5689): STORED_AGENT_SCHEMA, the record a daemon keeps per agent. */
+export interface StoredAgentRecord {
+  id: string;
+  provider: string;
+  cwd: string;
+  createdAt: string;
+  updatedAt: string;
+  lastActivityAt?: string;
+  lastUserMessageAt?: string | null;
+  title?: string | null;
+  labels: Record<string, string>;
+  lastStatus: AgentStatus;
+  lastModeId?: string | null;
+  config?: { [key: string]: unknown } | null;
+  runtimeInfo?: {
+    provider: string;
+    sessionId: string | null;
+    model?: string | null;
+    thinkingOptionId?: string | null;
+    modeId?: string | null;
+    extra?: Record<string, unknown>;
+  };
+  features?: unknown[];
+  persistence?: { provider: string; sessionId: string; nativeHandle?: unknown; metadata?: Record<string, unknown> } | null;
+  lastError?: string | null;
+  requiresAttention?: boolean;
+  attentionReason?: "finished" | "error" | "permission" | null;
+  attentionTimestamp?: string | null;
+  internal?: boolean;
+  archivedAt?: string | null;
+}

@@ -2,9 +2,14 @@
  * Paseo's AgentTimelineStore kept in chartr: every method is one (or, for getCommittedRows,
  * a few) requests to `/api/v1/agents/{agentId}/timeline`.
  *
+ * Writes of one agent are applied in the order they were called, whether or not the caller awaits
+ * them (Paseo's AgentManager hands each committed row to bulkInsert and moves on): each agent has
+ * a queue, as Paseo's own file stores have, and a read of an agent waits for its queued writes.
+ *
  * Where chartr answers differently from Paseo's own stores, this store says so rather than hide it:
  * - an agent chartr does not know is a ChartrUnknownAgentError (Paseo's stores start an empty
- *   timeline); create the agent in chartr first (POST /api/v1/agents).
+ *   timeline), unless the `registerAgent` option names it: the store then registers it
+ *   (PUT /api/v1/agents/{id}/registration) and carries on.
  * - bulkInsert of a different row at a seq already taken is a ChartrConflictError and inserts
  *   nothing (Paseo's SQLite store ignores it, its file store overwrites it); the same rows
  *   again insert nothing and succeed.
@@ -13,7 +18,7 @@
  * - fetchProjectedCommitted's `rows` is empty: chartr answers the projected entries only.
  */
 
-import { ChartrError } from "./errors.js";
+import { ChartrError, ChartrUnknownAgentError } from "./errors.js";
 import { Http, type HttpOptions } from "./http.js";
 import type {
   AgentTimelineFetchOptions,
@@ -35,7 +40,21 @@ import {
   type WireRow,
 } from "./wire.js";
 
-export type ChartrAgentTimelineStoreOptions = HttpOptions;
+/** What a daemon knows of an agent it owns: enough for chartr to create and place it. */
+export interface AgentRegistration {
+  cwd: string;
+  provider: string;
+  title?: string;
+  labels?: Record<string, string>;
+}
+
+export interface ChartrAgentTimelineStoreOptions extends HttpOptions {
+  /**
+   * Called when chartr does not know an agent the store was asked about: answer its registration
+   * and the store registers it and retries, or null/undefined to leave it a ChartrUnknownAgentError.
+   */
+  registerAgent?: (agentId: string) => AgentRegistration | null | undefined | Promise<AgentRegistration | null | undefined>;
+}
 
 /** The most rows one read answers (chartr's MAX_READ_LIMIT); getCommittedRows pages by it. */
 const PAGE_LIMIT = 1000;
@@ -48,9 +67,39 @@ interface AppendAnswer {
 
 export class ChartrAgentTimelineStore<Item = AgentTimelineItem> implements AgentTimelineStore<Item> {
   private readonly http: Http;
+  private readonly resolveRegistration: ChartrAgentTimelineStoreOptions["registerAgent"];
+  /** Per agent: the promise of its last queued write, settled (never rejected). */
+  private readonly writeTails = new Map<string, Promise<void>>();
 
   constructor(options: ChartrAgentTimelineStoreOptions) {
     this.http = new Http(options);
+    this.resolveRegistration = options.registerAgent;
+  }
+
+  /** Create the agent in chartr if it is not there yet (placed by its cwd); true when it was created. */
+  async registerAgent(agentId: string, registration: AgentRegistration): Promise<boolean> {
+    const answer = await this.http.send({
+      method: "PUT",
+      path: `/api/v1/agents/${encodeURIComponent(agentId)}/registration`,
+      body: registration,
+    });
+    return answer.status === 201;
+  }
+
+  /** Resolves when every write queued for the agent so far has been answered. */
+  async flush(agentId?: string): Promise<void> {
+    const tails = agentId === undefined ? [...this.writeTails.values()] : [this.writeTails.get(agentId)];
+    await Promise.all(tails);
+  }
+
+  /** Paseo's hasCommittedUserMessage: a user_message row with this messageId (trimmed) and this text. */
+  async hasCommittedUserMessage(agentId: string, options: { messageId: string; text: string }): Promise<boolean> {
+    const messageId = typeof options.messageId === "string" ? options.messageId.trim() : "";
+    if (!messageId) return false;
+    const answer = await this.reading(agentId, () =>
+      this.http.send({ method: "GET", path: `${timeline(agentId)}/user-messages`, query: { message_id: messageId } }),
+    );
+    return (answer.body as { texts: string[] }).texts.includes(options.text);
   }
 
   async appendCommitted(
@@ -62,7 +111,9 @@ export class ChartrAgentTimelineStore<Item = AgentTimelineItem> implements Agent
     const entry: Record<string, unknown> = { item, item_id: crypto.randomUUID() };
     if (options?.turnId !== undefined) entry.turn_id = options.turnId;
     if (options?.timestamp !== undefined) entry.committed_at = options.timestamp;
-    const answer = await this.http.send({ method: "POST", path: timeline(agentId), body: { items: [entry] } });
+    const answer = await this.writing(agentId, () =>
+      this.http.send({ method: "POST", path: timeline(agentId), body: { items: [entry] } }),
+    );
     const committed = (answer.body as AppendAnswer).rows[0];
     if (!committed) throw new ChartrError(`POST ${timeline(agentId)}: the answer holds no row`);
     return {
@@ -122,31 +173,35 @@ export class ChartrAgentTimelineStore<Item = AgentTimelineItem> implements Agent
   }
 
   async getLastItem(agentId: string): Promise<Item | null> {
-    const answer = await this.http.send({ method: "GET", path: `${timeline(agentId)}/last-item` });
+    const answer = await this.reading(agentId, () =>
+      this.http.send({ method: "GET", path: `${timeline(agentId)}/last-item` }),
+    );
     return ((answer.body as { item: Item | null }).item ?? null) as Item | null;
   }
 
   async getLastAssistantMessage(agentId: string): Promise<string | null> {
-    const answer = await this.http.send({ method: "GET", path: `${timeline(agentId)}/last-assistant-message` });
+    const answer = await this.reading(agentId, () =>
+      this.http.send({ method: "GET", path: `${timeline(agentId)}/last-assistant-message` }),
+    );
     return (answer.body as { text: string | null }).text ?? null;
   }
 
   async deleteAgent(agentId: string): Promise<void> {
-    await this.http.send({ method: "DELETE", path: timeline(agentId) });
+    await this.writing(agentId, () => this.http.send({ method: "DELETE", path: timeline(agentId) }));
   }
 
   async bulkInsert(agentId: string, rows: readonly AgentTimelineRow<Item>[]): Promise<void> {
     if (rows.length === 0) return;
-    await this.http.send({ method: "POST", path: `${timeline(agentId)}/rows`, body: { rows: rows.map(rowToWire) } });
+    const body = { rows: rows.map(rowToWire) };
+    await this.writing(agentId, () => this.http.send({ method: "POST", path: `${timeline(agentId)}/rows`, body }));
   }
 
   async updateCommittedRow(agentId: string, row: AgentTimelineRow<Item>): Promise<void> {
+    const body = rowFieldsToWire(row);
     try {
-      await this.http.send({
-        method: "PUT",
-        path: `${timeline(agentId)}/rows/${encodeURIComponent(String(row.seq))}`,
-        body: rowFieldsToWire(row),
-      });
+      await this.writing(agentId, () =>
+        this.http.send({ method: "PUT", path: `${timeline(agentId)}/rows/${encodeURIComponent(String(row.seq))}`, body }),
+      );
     } catch (error) {
       if (error instanceof ChartrError && error.code === "row_not_found") return;
       throw error;
@@ -154,16 +209,19 @@ export class ChartrAgentTimelineStore<Item = AgentTimelineItem> implements Agent
   }
 
   async replaceCommitted(agentId: string, rows: readonly AgentTimelineRow<Item>[]): Promise<AgentTimelineReplacementResult> {
-    const answer = await this.http.send({ method: "PUT", path: timeline(agentId), body: { rows: rows.map(rowToWire) } });
+    const body = { rows: rows.map(rowToWire) };
+    const answer = await this.writing(agentId, () => this.http.send({ method: "PUT", path: timeline(agentId), body }));
     return { epoch: (answer.body as { epoch: string }).epoch };
   }
 
   async beginBackfill(agentId: string): Promise<void> {
-    await this.http.send({ method: "POST", path: `${timeline(agentId)}/backfill` });
+    await this.writing(agentId, () => this.http.send({ method: "POST", path: `${timeline(agentId)}/backfill` }));
   }
 
   async completeBackfill(agentId: string): Promise<void> {
-    await this.http.send({ method: "POST", path: `${timeline(agentId)}/backfill/complete` });
+    await this.writing(agentId, () =>
+      this.http.send({ method: "POST", path: `${timeline(agentId)}/backfill/complete` }),
+    );
   }
 
   private read<Row>(
@@ -182,8 +240,42 @@ export class ChartrAgentTimelineStore<Item = AgentTimelineItem> implements Agent
   }
 
   private async readQuery<Row>(agentId: string, query: Record<string, string | number | undefined>) {
-    const answer = await this.http.send({ method: "GET", path: timeline(agentId), query });
+    const answer = await this.reading(agentId, () => this.http.send({ method: "GET", path: timeline(agentId), query }));
     return answer.body as WirePage<Row>;
+  }
+
+  /** ``send`` queued behind the agent's earlier writes; later writes wait for it in turn. */
+  private writing<T>(agentId: string, send: () => Promise<T>): Promise<T> {
+    const previous = this.writeTails.get(agentId) ?? Promise.resolve();
+    const result = previous.then(() => this.registeringOnce(agentId, send));
+    const tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.writeTails.set(agentId, tail);
+    void tail.then(() => {
+      if (this.writeTails.get(agentId) === tail) this.writeTails.delete(agentId);
+    });
+    return result;
+  }
+
+  /** ``send`` once the agent's queued writes are answered, so a read sees what was written before it. */
+  private async reading<T>(agentId: string, send: () => Promise<T>): Promise<T> {
+    await this.writeTails.get(agentId);
+    return this.registeringOnce(agentId, send);
+  }
+
+  /** ``send``; when chartr does not know the agent and ``registerAgent`` names it, register it and send again. */
+  private async registeringOnce<T>(agentId: string, send: () => Promise<T>): Promise<T> {
+    try {
+      return await send();
+    } catch (error) {
+      if (!(error instanceof ChartrUnknownAgentError) || !this.resolveRegistration) throw error;
+      const registration = await this.resolveRegistration(agentId);
+      if (!registration) throw error;
+      await this.registerAgent(agentId, registration);
+      return send();
+    }
   }
 }
 

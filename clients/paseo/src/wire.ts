@@ -56,6 +56,9 @@ export interface WirePage<Row> {
   reset: boolean;
   stale_cursor: boolean;
   gap: boolean;
+  /** The first and last seq of the canonical rows the page covers (null when none). */
+  start_seq?: number | null;
+  end_seq?: number | null;
 }
 
 const OFFSET_TIME = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d+))?(Z|[+-]\d\d:\d\d)$/;
@@ -158,7 +161,8 @@ export function projectedPageFromWire<Item>(page: WirePage<WireEntry>): Projecte
     hasNewer: page.has_newer,
     rows: [],
     entries,
-    startSeq: entries[0]?.seqStart ?? null,
-    endSeq: entries.at(-1)?.seqEnd ?? null,
+    // The canonical rows the page covers (an entry overlapping them is whole, so it may reach past them).
+    startSeq: page.start_seq ?? entries[0]?.seqStart ?? null,
+    endSeq: page.end_seq ?? entries.at(-1)?.seqEnd ?? null,
   };
 }

@@ -48,6 +48,33 @@ describe("fetchProjectedCommitted", () => {
     expect(page).toMatchObject({ startSeq: 2, endSeq: 3, hasOlder: true, hasNewer: false });
   });
 
+  it("answers a message whole when the cursor lies inside it, as Paseo's selectProjectedTimelinePage", async () => {
+    // timeline-projection.ts (Paseo): the entries overlapping the page's seq range, each folded over
+    // the whole timeline; startSeq/endSeq stay the canonical range the page covers.
+    const agentId = await newAgent();
+    await seed(agentId, [
+      { type: "user_message", text: "question" },
+      assistant("A", { messageId: "m-1" }),
+      assistant("B", { messageId: "m-1" }),
+      { type: "user_message", text: "more" },
+    ]);
+    const timelines = store();
+    const { epoch } = await timelines.fetchCommitted(agentId, { limit: 1 });
+    const after = await timelines.fetchProjectedCommitted(agentId, { direction: "after", cursor: { epoch, seq: 2 } });
+    expect(after.entries.map(({ item, seqStart, seqEnd }) => ({ item, seqStart, seqEnd }))).toEqual([
+      { item: assistant("AB", { messageId: "m-1" }), seqStart: 2, seqEnd: 3 },
+      { item: { type: "user_message", text: "more" }, seqStart: 4, seqEnd: 4 },
+    ]);
+    expect(after).toMatchObject({ startSeq: 3, endSeq: 4, hasOlder: true, hasNewer: false });
+    const before = await timelines.fetchProjectedCommitted(agentId, {
+      direction: "before",
+      cursor: { epoch, seq: 3 },
+      limit: 1,
+    });
+    expect(before.entries.map((entry) => entry.item)).toEqual([assistant("AB", { messageId: "m-1" })]);
+    expect(before).toMatchObject({ startSeq: 2, endSeq: 2, hasOlder: true, hasNewer: true });
+  });
+
   it("an empty timeline has no entries and null bounds", async () => {
     const page = await store().fetchProjectedCommitted(await newAgent());
     expect(page).toMatchObject({ entries: [], rows: [], startSeq: null, endSeq: null });

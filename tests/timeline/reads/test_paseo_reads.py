@@ -33,14 +33,6 @@ class PaseoRow:
     turn_id: str | None = None
 
 
-@pytest.fixture
-def api() -> APIClient:
-    _, raw = create_api_token(name="paseo-reads")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
-    return client
-
-
 def url(agent_id: str, tail: str = "") -> str:
     return f"/api/v1/agents/{agent_id}/timeline{tail}"
 
@@ -231,11 +223,14 @@ def test_the_projected_fetch_folds_paseo_rows(api):
     assert page["window"] == {"min_seq": 11, "max_seq": 17, "next_seq": 18}
 
 
-def test_a_projected_page_folds_the_rows_it_reads(api):
+def test_a_projected_page_answers_an_entry_it_overlaps_whole(api):
+    # As Paseo's selectProjectedTimelinePage (timeline-projection.ts): the entries overlapping the
+    # page's seq range, each folded over the whole timeline, so the cursor inside "AB" gets "AB".
     agent = AgentFactory()
     carry_over(agent.pk, [said("A", "m"), said("B", "m"), user("next")])
     page = read(api, agent.pk, projection="projected", direction="after", seq=1)
-    assert [(e["seq_start"], e["item"]["text"]) for e in page["rows"]] == [(2, "B"), (3, "next")]
+    assert [(e["seq_start"], e["item"]["text"]) for e in page["rows"]] == [(1, "AB"), (3, "next")]
+    assert (page["start_seq"], page["end_seq"]) == (2, 3)
     whole = read(api, agent.pk, projection="projected")
     assert [(e["source_seq_ranges"], e["item"]["text"]) for e in whole["rows"]] == [
         ([[1, 2]], "AB"),
