@@ -209,12 +209,15 @@ def register_agent(*, agent_id: str, cwd: str, provider: str, **fields: Any) -> 
     answers it as it is (whatever the request says), so a daemon may register before every
     first write without keeping track. ``fields`` are ``create_agent``'s (title, labels, ...).
     """
+    directory = _normalized_cwd(cwd)
+    if not directory:
+        raise ValidationError({"cwd": ["A registration needs the agent's working directory."]}, code="invalid")
     existing = AgentSnapshot.objects.filter(pk=agent_id).first()
     if existing is not None:
         return existing, False
     try:
         with transaction.atomic():
-            workspace = workspace_for_directory(_normalized_cwd(cwd))
+            workspace = workspace_for_directory(directory)
             return create_agent(workspace=workspace, agent_id=agent_id, cwd=cwd, provider=provider, **fields), True
     except Conflict:
         # Another registration of the same agent won the race: it is the one.

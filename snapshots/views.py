@@ -93,6 +93,8 @@ def agent_response(agent: AgentSnapshot, *, status_code: int = status.HTTP_200_O
 class AgentViewSet(ApiViewSet):
     serializer_class = AgentSerializer
     filterset_class = AgentFilter
+    # The URL's name for an agent: DRF's metadata (OPTIONS) looks the object up for a PUT.
+    lookup_field = "agent_id"
     #: ``?ordering=``; the first is the default. agent_id breaks ties, so each key is unique.
     keyset_orderings = {
         "created_at": ("created_at", "agent_id"),

@@ -53,6 +53,12 @@ def test_registering_again_changes_nothing_and_answers_200(api):
     assert (Project.objects.count(), Workspace.objects.count()) == (1, 1)
 
 
+def test_a_bad_cwd_is_refused_for_an_existing_agent_too(api):
+    register(api, "agent-4", cwd="/w/a", provider="claude")
+
+    assert_error(register(api, "agent-4", cwd="not/absolute", provider="claude"), 400, "invalid", fields=["cwd"])
+
+
 def test_an_agent_created_another_way_is_answered_as_it_is(api):
     agent = AgentFactory(agent_id="made-by-hand")
 
@@ -67,6 +73,7 @@ def test_an_agent_created_another_way_is_answered_as_it_is(api):
     [
         ("ok-id", {"provider": "claude"}, ["cwd"]),
         ("ok-id", {"cwd": "relative/dir", "provider": "claude"}, ["cwd"]),
+        ("ok-id", {"cwd": "", "provider": "claude"}, ["cwd"]),
         ("ok-id", {"cwd": "/a", "provider": "claude", "surprise": 1}, ["surprise"]),
         ("bad id!", {"cwd": "/a", "provider": "claude"}, ["agent_id"]),
     ],
@@ -88,3 +95,10 @@ def test_a_cwd_in_an_archived_workspace_is_a_409(api):
 
     assert_error(response, 409, "archived")
     assert not AgentSnapshot.objects.filter(pk="late").exists()
+
+
+def test_options_on_the_registration_describes_it(api):
+    response = api.options("/api/v1/agents/nobody/registration")
+
+    assert response.status_code == 200
+    assert "PUT" in response["Allow"]

@@ -43,7 +43,7 @@ describe("the daemon's write pattern", () => {
   it("keeps appends, inserts and row updates of one agent in the order they were called", async () => {
     const agentId = await newAgent();
     const timelines = store();
-    const live = await TimelineStream.open(agentId);
+    const live = await TimelineStream.open(agentId, { after_seq: "0" });
     const calls: Promise<unknown>[] = [];
     let seq = 0;
     for (let round = 0; round < 8; round += 1) {

@@ -38,6 +38,7 @@ describe("@chartr/paseo-store", () => {
         execFileSync(process.execPath, ["--input-type=module", "-e", script], { cwd: out }).toString(),
       );
       expect(shown.exports).toEqual([
+        "ChartrAgentRecords",
         "ChartrAgentTimelineStore",
         "ChartrAuthError",
         "ChartrConflictError",
@@ -60,6 +61,9 @@ describe("@chartr/paseo-store", () => {
           "completeBackfill",
           "replaceCommitted",
           "fetchProjectedCommitted",
+          "hasCommittedUserMessage",
+          "registerAgent",
+          "flush",
         ]),
       );
       expect(shown.errors).toBe(true);
