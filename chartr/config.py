@@ -108,79 +108,30 @@ def comma_list(noun: str, each: str, item: str, valid: str, *refused: str) -> Ki
     return Kind(f"comma-separated {noun}, each {each}", item, [str.strip], samples=(valid, refused))
 
 
-def _port_ok(address: str) -> bool:
-    return address.startswith(("unix:", "fd:")) or int(address.rsplit(":", 1)[1]) <= 65535
-
-
-def _proxies_ok(raw: str) -> bool:
-    return raw == "*" or all(ipaddress.ip_network(part.strip(), strict=False) for part in raw.split(","))
-
-
-BOOLEAN = Kind(
-    "`true`/`false`, `1`/`0`, `yes`/`no`, `on`/`off` (any case)",
-    r"(?i)true|false|1|0|yes|no|on|off",
-    bool,
-    samples=("Yes", ("ture", "2", "-1", "ok")),
-)
+# fmt: off
+BOOLEAN = Kind("`true`/`false`, `1`/`0`, `yes`/`no`, `on`/`off` (any case)", r"(?i)true|false|1|0|yes|no|on|off", bool, samples=("Yes", ("ture", "2", "-1", "ok")))
 PATH = Kind("an absolute path (`~` allowed)", r"[/~][^\n]*", samples=("/srv/chartr", ("relative/dir", "./here")))
-PROGRAM = Kind(
-    "a program name on `PATH` or an absolute path to one",
-    r"[\w.+-]+|/\S+",
-    samples=("python3", ("python 3", "bin/python")),
-)
+PROGRAM = Kind("a program name on `PATH` or an absolute path to one", r"[\w.+-]+|/\S+", samples=("python3", ("python 3", "bin/python")))
 SECRET = Kind("at least 16 characters", r"[^\n]{16,}", samples=("a-long-enough-secret", ("short",)))
-CHANNEL = Kind(
-    "1 to 63 of `A-Z a-z 0-9 _`", r"\w{1,63}", check=str.isascii, samples=("chartr_live_prod", ("my channel", "x" * 64))
-)
-PASSWORD = Kind("a password of 1 to 99 printable characters, no spaces", r"\S{1,99}", samples=("s3cret", ("two words",)))  # fmt: skip
-HOSTS = comma_list(
-    "host names", "a host name, an IP address, `[IPv6]`, `.domain` or `*`", r"\*|\.?[\w.-]+|\[[0-9A-Fa-f:.]+\]",
-    "chartr.example.com,.example.org", "a b", "x,,y",
-)  # fmt: skip
-ORIGINS = comma_list(
-    "origins", "an origin with its scheme, e.g. `https://chartr.example.com`", r"https?://[^/?#\s,]+/?",
-    "https://chartr.example.com", "chartr.example.com",
-)  # fmt: skip
-BINDS = replace(
-    comma_list(
-        "addresses", "`HOST:PORT`, `[IPv6]:PORT`, `unix:/path` or `fd://N`",
-        r"unix:/\S+|fd://[0-9]+|(\[[0-9A-Fa-f:.]+\]|[\w.-]+):[0-9]{1,5}",
-        "0.0.0.0:9000,unix:/run/chartr.sock", "8000", "localhost:70000",
-    ),
-    check=lambda binds: all(map(_port_ok, binds)),
-)  # fmt: skip
-PROXIES = Kind(
-    "`*`, or comma-separated IP addresses or networks (CIDR)", r"\*|[0-9A-Fa-f:./, ]+", check=_proxies_ok,
-    samples=("10.0.0.2,192.168.0.0/16", ("10.0.0.300", "a,,b")),
-)  # fmt: skip
-RATE = Kind(
-    "`<requests>/<period>`, requests at least 1, period `s`, `m`, `h` or `d` (or `second`, `minute`, `hour`, `day`)",
-    r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)",
-    samples=("600/m", ("600", "0/m", "600/w", "10/minutes", "ten/m")),
-)
-REDIS_URL = Kind(
-    "`redis://[:password@]host[:port][/db]`, `rediss://...` (TLS) or `unix:///path`",
-    r"rediss?://([^@/\s]*@)?(\[[0-9A-Fa-f:.]+\]|[^@/:\s]+)(:[0-9]+)?(/[0-9]*)?|unix://\S+",
-    check=lambda url: urlsplit(url).port or True,  # raises on a port over 65535
-    samples=("redis://127.0.0.1:6379/0", ("127.0.0.1:6379", "redsi://localhost", "redis://localhost:99999/0")),
-)
-DATABASE_URL = Kind(
-    "`sqlite:////absolute/path` or `postgres://user:password@host:port/name`",
-    r"(sqlite|postgres|postgresql|pgsql|psql)://.*",
-    environ.Env.db_url_config,
-    samples=("postgres://chartr@db.example:5432/chartr", ("mysql://u@h/x", "postgress://u@h/x", "/data/db.sqlite3")),
-)
-TIME_ZONE = Kind(
-    "an IANA time zone name, e.g. `UTC` or `Europe/Paris`",
-    r"[\w+/-]+",
-    check=zoneinfo.ZoneInfo,
-    samples=("Europe/Paris", ("Mars/Olympus", "utc+2")),
-)
-WORKER_CLASS = Kind(
-    "`gthread`, `sync`, `asgi` (gunicorn's names) or a dotted path to a worker class",
-    r"sync|eventlet|gevent|tornado|gthread|asgi|[A-Za-z_]\w*(\.[A-Za-z_]\w*)+",
-    samples=("gthread", ("gthreads", "chartr.workers.", "uvicorn worker")),
-)
+CHANNEL = Kind("1 to 63 of `A-Z a-z 0-9 _`", r"\w{1,63}", check=str.isascii, samples=("chartr_live_prod", ("my channel", "x" * 64)))
+PASSWORD = Kind("a password of 1 to 99 printable characters, no spaces", r"\S{1,99}", samples=("s3cret", ("two words",)))
+HOSTS = comma_list("host names", "a host name, an IP address, `[IPv6]`, `.domain` or `*`", r"\*|\.?[\w.-]+|\[[0-9A-Fa-f:.]+\]", "chartr.example.com,.example.org", "a b", "x,,y")
+ORIGINS = comma_list("origins", "an origin with its scheme, e.g. `https://chartr.example.com`", r"https?://[^/?#\s,]+/?", "https://chartr.example.com", "chartr.example.com")
+BINDS = replace(comma_list("addresses", "`HOST:PORT`, `[IPv6]:PORT`, `unix:/path` or `fd://N`", r"unix:/\S+|fd://[0-9]+|(\[[0-9A-Fa-f:.]+\]|[\w.-]+):[0-9]{1,5}", "0.0.0.0:9000,unix:/run/chartr.sock", "8000", "localhost:70000"),
+                check=lambda binds: all(b.startswith(("unix:", "fd:")) or int(b.rsplit(":", 1)[1]) <= 65535 for b in binds))
+PROXIES = Kind("`*`, or comma-separated IP addresses or networks (CIDR)", r"\*|[0-9A-Fa-f:./, ]+", samples=("10.0.0.2,192.168.0.0/16", ("10.0.0.300", "a,,b")),
+               check=lambda raw: raw == "*" or all(ipaddress.ip_network(part.strip(), strict=False) for part in raw.split(",")))
+RATE = Kind("`<requests>/<period>`, requests at least 1, period `s`, `m`, `h` or `d` (or `second`, `minute`, `hour`, `day`)",
+            r"[1-9][0-9]*/(s|sec|second|m|min|minute|h|hour|d|day)", samples=("600/m", ("600", "0/m", "600/w", "10/minutes", "ten/m")))
+REDIS_URL = Kind("`redis://[:password@]host[:port][/db]`, `rediss://...` (TLS) or `unix:///path`", r"rediss?://([^@/\s]*@)?(\[[0-9A-Fa-f:.]+\]|[^@/:\s]+)(:[0-9]+)?(/[0-9]*)?|unix://\S+",
+                 check=lambda url: urlsplit(url).port or True,  # urlsplit refuses a port over 65535
+                 samples=("redis://127.0.0.1:6379/0", ("127.0.0.1:6379", "redsi://localhost", "redis://localhost:99999/0")))
+DATABASE_URL = Kind("`sqlite:////absolute/path` or `postgres://user:password@host:port/name`", r"(sqlite|postgres|postgresql|pgsql|psql)://.*", environ.Env.db_url_config,
+                    samples=("postgres://chartr@db.example:5432/chartr", ("mysql://u@h/x", "postgress://u@h/x", "/data/db.sqlite3")))
+TIME_ZONE = Kind("an IANA time zone name, e.g. `UTC` or `Europe/Paris`", r"[\w+/-]+", check=zoneinfo.ZoneInfo, samples=("Europe/Paris", ("Mars/Olympus", "utc+2")))
+WORKER_CLASS = Kind("`gthread`, `sync`, `asgi` (gunicorn's names) or a dotted path to a worker class", r"sync|eventlet|gevent|tornado|gthread|asgi|[A-Za-z_]\w*(\.[A-Za-z_]\w*)+",
+                    samples=("gthread", ("gthreads", "chartr.workers.", "uvicorn worker")))
+# fmt: on
 LOG_LEVEL = choice("debug", "info", "warning", "error", "critical", any_case=True)
 
 

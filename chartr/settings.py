@@ -34,35 +34,16 @@ SECRET_KEY = _env["CHARTR_SECRET_KEY"] or paths.read_secret_key(CONFIG_DIR)
 
 # --- Apps, middleware & templates -------------------------------------------
 INSTALLED_APPS = [
-    "django.contrib.admin",
-    "django.contrib.auth",
+    "django.contrib.admin", "django.contrib.auth",
     "axes",  # admin login lockout (AXES_* below, docs/operations.md)
-    "django.contrib.contenttypes",
-    "django.contrib.sessions",
-    "django.contrib.messages",
-    "whitenoise.runserver_nostatic",
-    "django.contrib.staticfiles",
-    "rest_framework",
-    "django_filters",
-    "drf_spectacular",
-    "drf_spectacular_sidecar",
-    "corsheaders",
-    "chartr",
-    "tokens",
-    "registry",
-    "snapshots",
-    "timeline",
-    "legacy",
-    "datadir",
-    "retention",
-    "dashboard",
-    "portability",
-]
-
-# Every entry is async-capable, so requests that chartr/asgi.py hands to the
-# async handler (the live stream) reach their view without a thread hop (see
-# chartr/middleware.py). Health probes come first: they answer before host
-# validation and the HTTPS redirect (see chartr/health.py).
+    "django.contrib.contenttypes", "django.contrib.sessions", "django.contrib.messages",
+    "whitenoise.runserver_nostatic", "django.contrib.staticfiles",
+    "rest_framework", "django_filters", "drf_spectacular", "drf_spectacular_sidecar", "corsheaders",
+    "chartr", "tokens", "registry", "snapshots", "timeline", "legacy", "datadir", "retention", "dashboard", "portability",
+]  # fmt: skip
+# Every entry is async-capable, so requests that chartr/asgi.py hands to the async handler (the live stream)
+# reach their view without a thread hop (chartr/middleware.py). Health probes come first: they answer before
+# host validation and the HTTPS redirect (chartr/health.py).
 MIDDLEWARE = [
     "chartr.health.HealthProbeMiddleware",
     "chartr.middleware.UnstorableTextMiddleware",
@@ -84,20 +65,16 @@ ROOT_URLCONF = "chartr.urls"
 WSGI_APPLICATION = "chartr.wsgi.application"
 ASGI_APPLICATION = "chartr.asgi.application"
 
+# chartr/templates first, before the apps': chartr/templates/admin overrides the admin's own pages.
+_CONTEXT = ("django.template.context_processors.request", "django.contrib.auth.context_processors.auth",
+            "django.contrib.messages.context_processors.messages")  # fmt: skip
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        # First, before the apps: chartr/templates/admin overrides the admin's own pages.
         "DIRS": [BASE_DIR / "chartr" / "templates"],
         "APP_DIRS": True,
-        "OPTIONS": {
-            "context_processors": [
-                "django.template.context_processors.request",
-                "django.contrib.auth.context_processors.auth",
-                "django.contrib.messages.context_processors.messages",
-            ],
-        },
-    },
+        "OPTIONS": {"context_processors": list(_CONTEXT)},
+    }
 ]
 
 # --- Accounts & locale ------------------------------------------------------
@@ -238,17 +215,10 @@ AXES_VERBOSE = False  # no start-up banner on stdout (commands print what they a
 # loads its scripts, styles, images and fonts from this origin, no inline script or style; only Swagger UI's
 # stylesheet uses data: images (its icons).
 SECURE_CSP = {
-    "default-src": ["'self'"],
-    "script-src": ["'self'"],
-    "style-src": ["'self'"],
-    "img-src": ["'self'", "data:"],
-    "font-src": ["'self'"],
-    "connect-src": ["'self'"],
-    "object-src": ["'none'"],
-    "base-uri": ["'self'"],
-    "form-action": ["'self'"],
-    "frame-ancestors": ["'none'"],
-}
+    "default-src": ["'self'"], "script-src": ["'self'"], "style-src": ["'self'"], "img-src": ["'self'", "data:"],
+    "font-src": ["'self'"], "connect-src": ["'self'"], "object-src": ["'none'"], "base-uri": ["'self'"],
+    "form-action": ["'self'"], "frame-ancestors": ["'none'"],
+}  # fmt: skip
 
 # --- Logging: every handler redacts secrets (chartr/logs.py); gunicorn's get the same filter ---
 LOGGING = {
