@@ -16,6 +16,7 @@ from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
 
 from chartr import paths
+from kernel.engines import for_engine
 
 SETS_UP_OR_NEEDS_NO_DATABASE = frozenset(
     {"migrate", "migrate_safely", "prepare_server", "help", "version", "check", "makemigrations", "squashmigrations",
@@ -33,12 +34,24 @@ def _data_dir() -> str:
     return f"the data dir {settings.DATA_DIR} (from {origin}{unset})"
 
 
-def _database() -> str:
-    if connection.vendor == "sqlite":
-        path = Path(connection.settings_dict["NAME"])
-        return f"{path} in {_data_dir()}" if path.parent == settings.DATA_DIR else f"{path} (from DATABASE_URL)"
+def _sqlite_database() -> str:
+    path = Path(connection.settings_dict["NAME"])
+    return f"{path} in {_data_dir()}" if path.parent == settings.DATA_DIR else f"{path} (from DATABASE_URL)"
+
+
+def _postgres_database() -> str:
     db = connection.settings_dict
     return f"{db['NAME']} on {db['HOST'] or 'localhost'}:{db['PORT'] or 5432} (from DATABASE_URL)"
+
+
+def _sqlite_file_problem() -> str | None:
+    """Before connecting, which would create the file: no data dir, or no database file in it."""
+    path = Path(connection.settings_dict["NAME"])
+    if path.is_file():
+        return None
+    if path.parent == settings.DATA_DIR and not settings.DATA_DIR.is_dir():
+        return f"{_data_dir()} does not exist, so there is no database: {MIGRATE}, or point CHARTR_DATA_DIR at the data dir of an existing installation."
+    return f"there is no database at {_sqlite_database()}: {MIGRATE}."
 
 
 def problem(argv: list[str]) -> str | None:
@@ -46,18 +59,18 @@ def problem(argv: list[str]) -> str | None:
     command = argv[1] if len(argv) > 1 else "help"
     if command.startswith("-") or command in SETS_UP_OR_NEEDS_NO_DATABASE or {"-h", "--help"} & set(argv):
         return None
-    if connection.vendor == "sqlite" and not Path(connection.settings_dict["NAME"]).is_file():
-        if not settings.DATA_DIR.is_dir() and Path(connection.settings_dict["NAME"]).parent == settings.DATA_DIR:
-            return f"chartr: {_data_dir()} does not exist, so there is no database: {MIGRATE}, or point CHARTR_DATA_DIR at the data dir of an existing installation."
-        return f"chartr: there is no database at {_database()}: {MIGRATE}."
+    database = for_engine(connection, {"sqlite": _sqlite_database, "postgresql": _postgres_database})()
+    before_connecting = for_engine(connection, {"sqlite": _sqlite_file_problem}, default=lambda: None)()
+    if before_connecting:
+        return f"chartr: {before_connecting}"
     try:
         executor = MigrationExecutor(connection)
         pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
     except DatabaseError as error:
         reason = "; ".join(line.strip() for line in str(error).strip().splitlines() if line.strip())
-        return f"chartr: cannot open the database {_database()}: {reason.rstrip('.')} (create it or correct DATABASE_URL, then run `manage.py migrate`)."
+        return f"chartr: cannot open the database {database}: {reason.rstrip('.')} (create it or correct DATABASE_URL, then run `manage.py migrate`)."
     finally:
         connection.close()
     if pending:
-        return f"chartr: the database {_database()} is not migrated ({len(pending)} migrations to apply): run `manage.py migrate`."
+        return f"chartr: the database {database} is not migrated ({len(pending)} migrations to apply): run `manage.py migrate`."
     return None
