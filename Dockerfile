@@ -18,8 +18,8 @@ RUN python -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml
     && pip install --no-cache-dir -r /tmp/requirements.txt \
     && rm /tmp/requirements.txt
 COPY . .
-# Settings create the data and config dirs and a secret key on import: point
-# them at throwaway paths so nothing from the build lands in /data or /config.
+# collectstatic writes nothing but static files (settings create no dir and no
+# key); throwaway paths all the same, so nothing of the build can reach /data or /config.
 RUN CHARTR_SECRET_KEY=build-time-only-not-a-secret \
     CHARTR_DATA_DIR=/tmp/build/data \
     XDG_CONFIG_HOME=/tmp/build/config \

@@ -11,8 +11,10 @@ them with every other variable (docs/deploy.md explains the server ones). As
 in the Django settings, ``<config dir>/chartr.env`` is read too and the real
 environment wins over it.
 
-Every variable is parsed by chartr.config, as for the Django settings: a
-wrong value ends the start with a message naming it and exit status 2. One
+Every variable is parsed by chartr.config's table, as for the Django settings:
+a wrong value ends the start with a message naming it and exit status 2. A
+server start creates the data and config dirs and the secret key when they are
+missing (chartr.paths.prepare_state), as ``manage.py migrate`` does. One
 worker is the default with the local live transport (SQLite without Redis),
 whose updates only their own process sees; more is refused.
 """
@@ -26,7 +28,7 @@ import environ
 
 from chartr.config import ConfigError, load, serves_asgi
 from chartr.logs import GunicornLogger
-from chartr.paths import ENV_FILENAME, resolve_config_dir
+from chartr.paths import ENV_FILENAME, prepare_state, resolve_config_dir
 
 _env_file = resolve_config_dir() / ENV_FILENAME
 if _env_file.is_file():
@@ -39,6 +41,7 @@ except ConfigError as error:
     # gunicorn would print a traceback for any other exception; a SystemExit ends it with this message only.
     sys.stderr.write(f"{error}\n")
     raise SystemExit(2) from None
+prepare_state()
 
 worker_class = _env["CHARTR_WORKER_CLASS"]
 wsgi_app = "chartr.asgi:application" if serves_asgi(worker_class) else "chartr.wsgi:application"

@@ -17,6 +17,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The server launcher and scratch databases are the test suite's own (tests/support/processes.py).
 sys.path.insert(0, str(REPO_ROOT))
+from chartr.paths import prepare_state  # noqa: E402
 from tests.support.processes import ScratchDatabase, run_engine  # noqa: E402
 
 #: A typical streamed chunk: small text, an item id like the ones agents send.
@@ -102,8 +103,7 @@ class Environment:
 def prepare_environment(root: Path) -> Environment:
     """Point this process (and the server it starts) at throwaway dirs and a scratch database.
 
-    Must run before Django is imported: settings create the data and config
-    dirs and pick the database on import.
+    Must run before Django is imported: settings pick the dirs and the database on import.
     """
     env = {
         "CHARTR_DATA_DIR": str(root / "data"),
@@ -119,6 +119,7 @@ def prepare_environment(root: Path) -> Environment:
     os.environ.pop("DATABASE_URL", None)
     env.update(database.env())
     os.environ.update(env)
+    prepare_state()  # the dirs and secret key `manage.py migrate` would create (settings write nothing)
     sqlite_path = database.path if backend == "sqlite" else None
     server_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     server_env.update(env)

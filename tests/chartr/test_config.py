@@ -1,6 +1,6 @@
 """chartr.config: every variable parsed by its declared kind, a wrong one a start-up error naming it.
 
-The walk is parametrized from the declarations (chartr/config/variables.py), so a
+The walk is parametrized from the table (chartr/config.py), so a
 variable cannot be added without a value it accepts and values it refuses; the
 scan makes every ``CHARTR_*`` name in the tree a declared one; the doc's table is
 the generated one. The start-up error is checked through the real processes:
@@ -17,8 +17,7 @@ import sys
 import pytest
 
 from chartr import config
-from chartr.config import docs
-from chartr.config.variables import NOT_ENVIRONMENT, VARIABLES
+from chartr.config import NOT_ENVIRONMENT, VARIABLES
 from tests.support.processes import ENTRYPOINT, REPO, isolated_env
 
 #: What a variable's accepted sample needs beside it (the combination rules of chartr.config).
@@ -28,14 +27,14 @@ WALK = [pytest.param(variable, id=variable.name) for variable in VARIABLES]
 
 @pytest.mark.parametrize("variable", WALK)
 def test_every_variable_takes_a_valid_value(variable):
-    accepted, _ = variable.kind.samples()
+    accepted, _ = variable.kind.samples
     values = config.load({variable.name: accepted, **COMPANIONS.get(variable.name, {})})
     assert values[variable.name] == variable.kind.parse(accepted)
 
 
 @pytest.mark.parametrize("variable", WALK)
 def test_every_variable_refuses_an_invalid_value_naming_it(variable):
-    _, refused = variable.kind.samples()
+    _, refused = variable.kind.samples
     assert refused, f"{variable.name} declares no value it refuses"
     for raw in refused:
         with pytest.raises(config.ConfigError) as error:
@@ -74,7 +73,7 @@ def test_the_values_issue_28_found_loosening_chartr_are_errors(name, raw):
 
 
 def test_booleans_take_exactly_their_documented_spellings():
-    boolean = config.variables.BY_NAME["CHARTR_DEBUG"].kind
+    boolean = config.BY_NAME["CHARTR_DEBUG"].kind
     assert [boolean.parse(raw) for raw in ("true", "TRUE", "1", "yes", "On")] == [True] * 5
     assert [boolean.parse(raw) for raw in ("false", "False", "0", "no", "OFF")] == [False] * 5
 
@@ -146,12 +145,12 @@ def test_every_chartr_name_in_the_code_and_docs_is_declared():
     declared = {variable.name for variable in VARIABLES} | NOT_ENVIRONMENT
     assert {"CHARTR_WORKERS", "CHARTR_COLLECTSTATIC", "CHARTR_DEBUG"} <= set(found), "the scan has stopped working"
     undeclared = {name: path for name, path in found.items() if name not in declared}
-    assert not undeclared, f"declare these in chartr/config/variables.py: {undeclared}"
+    assert not undeclared, f"declare these in chartr/config.py: {undeclared}"
 
 
 def test_the_configuration_doc_holds_the_generated_table():
-    documented = docs.documented_block(docs.DOC.read_text())
-    assert documented == docs.block(), "docs/configuration.md is stale: run `python -m chartr.config --write`"
+    documented = config.documented_table(config.DOC.read_text())
+    assert documented == config.table(), "docs/configuration.md is stale: run `python -m chartr.config --write`"
 
 
 # --- through the real processes -----------------------------------------------

@@ -40,6 +40,8 @@ def run(args: list[str], tmp_path, extra: dict[str, str]) -> subprocess.Complete
 def test_check_deploy_is_clean_with_the_documented_production_env(tmp_path):
     production = documented_production_env()
     assert production["CHARTR_SECURE_COOKIES"] == "1"
+    # As the entrypoint deploys it: migrated first, which creates the secret key that check --deploy inspects.
+    assert run([sys.executable, "manage.py", "migrate", "-v", "0"], tmp_path, production).returncode == 0
     done = run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], tmp_path, production)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "System check identified no issues (0 silenced)." in done.stdout
