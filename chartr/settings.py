@@ -192,9 +192,6 @@ CHARTR_MAX_BODY_BYTES = _env["CHARTR_MAX_BODY_BYTES"]
 CHARTR_MAX_ITEM_BYTES = _env["CHARTR_MAX_ITEM_BYTES"]
 CHARTR_TIMELINE_READ_ALL_MAX_ROWS = _env["CHARTR_TIMELINE_READ_ALL_MAX_ROWS"]
 DATA_UPLOAD_MAX_MEMORY_SIZE = max(CHARTR_MAX_BODY_BYTES, 2_621_440)
-# Seconds a client has to send a request's body once its headers are in (chartr/serving.py);
-# the limits on connections, request lines and headers are the server's (gunicorn.conf.py).
-CHARTR_BODY_TIMEOUT = _env["CHARTR_BODY_TIMEOUT"]
 
 # --- API tokens (tokens/cache.py) -------------------------------------------
 # Seconds a process keeps an active token it looked up; a token revoked by

@@ -142,13 +142,6 @@ VARIABLES: tuple[Variable, ...] = _groups(
         Variable("CHARTR_PYTHON", Program(), "python3", "the interpreter the entrypoint runs", "entrypoint", "`python3` (image: `python`; `make serve`: the venv's)"),
     ]),
     ("Connection limits, before authentication ([deploy.md](deploy.md#limits))", [
-        Variable("CHARTR_MAX_CONNECTIONS", Integer(16, 1_000_000), 4096, "open connections per worker process (gunicorn's `worker_connections`); a connection over it gets 503 `too_many_connections` with `Retry-After`, except for the health probes", "gunicorn, `chartr/connection_limits.py`"),
-        Variable("CHARTR_MAX_REQUEST_LINE_BYTES", Integer(256, 1 * MIB, "bytes"), 65536, "the request line (method, target, version; gunicorn's `limit_request_line`); longer gets 414 `uri_too_long`. The default holds the longest query the API's schema allows (a 4,096-character `directory`, percent-encoded); gunicorn's own workers (`gthread`) stop at 8190", "gunicorn, `chartr/connection_limits.py`", "65536 (64 KiB)"),
-        Variable("CHARTR_MAX_HEADER_FIELDS", Integer(8, 1000), 100, "header fields per request (gunicorn's `limit_request_fields`); more gets 431 `headers_too_large`", "gunicorn, `chartr/connection_limits.py`"),
-        Variable("CHARTR_MAX_HEADER_FIELD_BYTES", Integer(256, 65536, "bytes"), 8190, "one header field, name and value (gunicorn's `limit_request_field_size`); larger gets 431 `headers_too_large`", "gunicorn, `chartr/connection_limits.py`"),
-        Variable("CHARTR_MAX_HEADER_BYTES", Integer(1024, 2 * MIB, "bytes"), 131072, "the request line and every header together (uvicorn's `h11_max_incomplete_event_size`); more gets 431 `headers_too_large`", "gunicorn, `chartr/connection_limits.py`", "131072 (128 KiB)"),
-        Variable("CHARTR_HEADER_TIMEOUT", Seconds(0.1, 3600), 10.0, "seconds a client has to send a request's line and headers, from the connection's start or the request's first byte; later gets 408 `request_timeout` and the connection closes", "`chartr/connection_limits.py`"),
-        Variable("CHARTR_BODY_TIMEOUT", Seconds(0.1, 3600), 30.0, "seconds a client has to send a request's body once its headers are in; later gets 408 `request_timeout` and the connection closes. The body is read (at most `CHARTR_MAX_BODY_BYTES`) before the token is checked", "`chartr/serving.py`"),
         Variable("CHARTR_MAX_STREAMS", Integer(1, 1_000_000), 3000, "open live streams per worker process; one more gets 503 `stream_capacity` with `Retry-After` (`timeline/live/slots.py`)"),
         Variable("CHARTR_MAX_STREAMS_PER_TOKEN", Integer(1, 1_000_000), 2500, "open live streams per API token in each worker process; one more gets 429 `too_many_streams` with `Retry-After`"),
     ]),
