@@ -55,12 +55,11 @@ timeout = _env["CHARTR_TIMEOUT"]
 # accepting; that comes out of the grace period, so the grace period keeps 5 s beyond it.
 graceful_timeout = max(_env["CHARTR_GRACEFUL_TIMEOUT"], math.ceil(_env["CHARTR_DRAIN_SECONDS"]) + 5)
 keepalive = _env["CHARTR_KEEPALIVE"]
-# What a client may send before any request is served (docs/deploy.md#limits): gunicorn's own
-# settings, which chartr's uvicorn worker applies to each connection (chartr/connection_limits.py).
-worker_connections = _env["CHARTR_MAX_CONNECTIONS"]
-limit_request_line = _env["CHARTR_MAX_REQUEST_LINE_BYTES"]
-limit_request_fields = _env["CHARTR_MAX_HEADER_FIELDS"]
-limit_request_field_size = _env["CHARTR_MAX_HEADER_FIELD_BYTES"]
+# Open connections per worker (uvicorn's limit_concurrency, chartr/workers.py; past it a 503):
+# every stream the worker may hold (CHARTR_MAX_STREAMS) and room for the API's requests and idle
+# keep-alive connections beside them. What a client may send (heads, bodies, their time) is the
+# proxy's to bound: deploy/nginx/chartr.conf, docs/deploy.md#limits.
+worker_connections = _env["CHARTR_MAX_STREAMS"] + 1024
 loglevel = _env["CHARTR_LOG_LEVEL"]
 errorlog = "-"
 # Redacts tokens and secret query parameters from every line, the access log's included (chartr/logs.py).

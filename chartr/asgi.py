@@ -1,21 +1,24 @@
 """The ASGI application gunicorn's uvicorn worker serves.
 
-Each request goes to one of two Django handlers, chosen by the view its path
-resolves to in the URL configuration (``django.urls.resolve``):
+Each request goes to one of two applications, chosen by the view its path
+resolves to in the URL configuration (``django.urls.resolve``, on the path the
+server decoded: a ``%2F`` is a ``/`` by then, so no path parameter holds one):
 
 - a coroutine view (the live timeline stream, and the same stream for the
-  admin's timeline page) runs on Django's ASGI handler without a per-request
-  thread-sensitive context (``chartr.serving.SharedThreadAsgiHandler``), so
-  thousands of open streams cost no thread each: their database reads go to
-  the live pool (``CHARTR_LIVE_DB_THREADS``) and the rest is asyncio;
+  admin's timeline page) runs on ``chartr.serving.StreamApplication``, a plain
+  ASGI application on Django's request and middleware without a per-request
+  thread, so thousands of open streams cost no thread each: their database
+  reads (the token check too) go to the live pool (``CHARTR_LIVE_DB_THREADS``)
+  and the rest is asyncio;
 - every other request (the REST API, the admin, health probes, static files,
   a 404) runs on Django's WSGI handler in a fixed pool of
-  ``CHARTR_SYNC_THREADS`` threads through a2wsgi's ``WSGIMiddleware``. Each
-  thread keeps its database connection between requests
-  (``CHARTR_CONN_MAX_AGE``); Django's ASGI handler would run every sync
-  request on a brand-new thread with a fresh connection.
+  ``CHARTR_SYNC_THREADS`` threads through a2wsgi's ``WSGIMiddleware``, which
+  hands a view the body only as it reads it. Each thread keeps its database
+  connection between requests (``CHARTR_CONN_MAX_AGE``); Django's ASGI
+  handler would run every sync request on a brand-new thread with a fresh
+  connection.
 
-Both handlers run the whole of ``settings.MIDDLEWARE``, so CORS (when
+Both run the whole of ``settings.MIDDLEWARE``, so CORS (when
 ``CHARTR_CORS_ORIGINS`` installs it) answers the stream's preflight and
 headers as it does the API's (tests/process/test_cross_origin.py).
 """
@@ -36,7 +39,7 @@ from django.conf import settings  # noqa: E402  (after setup)
 from django.urls import Resolver404, resolve  # noqa: E402
 
 from chartr.logs import access_log  # noqa: E402
-from chartr.serving import RequestGuard, Scope, SharedThreadAsgiHandler, is_api_path  # noqa: E402
+from chartr.serving import Front, Scope, StreamApplication  # noqa: E402
 from timeline.live.hub import get_hub  # noqa: E402
 from timeline.live.slots import release_request_slot  # noqa: E402
 
@@ -46,12 +49,12 @@ def _stream_done(request) -> None:
     get_hub().heap.streams_closed()
 
 
-native_application = SharedThreadAsgiHandler(when_done=_stream_done)
+native_application = StreamApplication(when_done=_stream_done)
 pooled_application = WSGIMiddleware(wsgi_application, workers=settings.CHARTR_SYNC_THREADS)
 
 
 def has_coroutine_view(scope: Scope) -> bool:
-    """Whether the request's path resolves to a coroutine view (one the async handler must serve)."""
+    """Whether the request's path resolves to a coroutine view (one the stream application serves)."""
     path = scope["path"]
     root_path = scope.get("root_path", "")
     if root_path and path.startswith(root_path):
@@ -69,20 +72,6 @@ async def route(scope, receive, send):
         await native_application(scope, receive, send)
 
 
-def body_limit_for(path: str) -> int:
-    """The API's documented limit under /api/; Django's own form limit for the admin."""
-    return settings.CHARTR_MAX_BODY_BYTES if is_api_path(path) else settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-
-
-# A fresh context per request, the body's limits (size, time) before anything reads it, the
-# JSON 500 for any failure before a response started, Connection: close once
-# draining, and the access log's line (written here when the worker hands it over).
-application = RequestGuard(
-    route,
-    fresh_context=True,
-    limit_for=body_limit_for,
-    json_errors=True,
-    close_when_draining=True,
-    access_log=access_log,
-    body_timeout=settings.CHARTR_BODY_TIMEOUT,
-)
+# chartr's own refusals (no Host, a body without a length), the JSON 500 for any failure before
+# a response started, Connection: close once draining, and the access log's line.
+application = Front(route, access_log=access_log)

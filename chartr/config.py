@@ -224,16 +224,6 @@ VARIABLES: tuple[Variable, ...] = _grouped(
     V("CHARTR_PYTHON", PROGRAM, "python3", "the interpreter the entrypoint runs", "entrypoint", "`python3` (image: `python`; `make serve`: the venv's)"),
     "Logging",
     V("CHARTR_LOG_LEVEL", LOG_LEVEL, "info", "log level of Django's root logger and of gunicorn", "settings, gunicorn"),
-    # --- front44 (#44): read only by chartr/connection_limits.py, serving.py and workers.py; dropped with them. ---
-    "Connection limits, before authentication ([deploy.md](deploy.md#limits))",
-    V("CHARTR_MAX_CONNECTIONS", integer(16, 1_000_000), 4096, "open connections per worker process (gunicorn's `worker_connections`); a connection over it gets 503 `too_many_connections` with `Retry-After`, except for the health probes", "gunicorn, `chartr/connection_limits.py`"),
-    V("CHARTR_MAX_REQUEST_LINE_BYTES", integer(256, 1 * MIB, "bytes"), 65536, "the request line (method, target, version; gunicorn's `limit_request_line`); longer gets 414 `uri_too_long`. The default holds the longest query the API's schema allows (a 4,096-character `directory`, percent-encoded); gunicorn's own workers (`gthread`) stop at 8190", "gunicorn, `chartr/connection_limits.py`", "65536 (64 KiB)"),
-    V("CHARTR_MAX_HEADER_FIELDS", integer(8, 1000), 100, "header fields per request (gunicorn's `limit_request_fields`); more gets 431 `headers_too_large`", "gunicorn, `chartr/connection_limits.py`"),
-    V("CHARTR_MAX_HEADER_FIELD_BYTES", integer(256, 65536, "bytes"), 8190, "one header field, name and value (gunicorn's `limit_request_field_size`); larger gets 431 `headers_too_large`", "gunicorn, `chartr/connection_limits.py`"),
-    V("CHARTR_MAX_HEADER_BYTES", integer(1024, 2 * MIB, "bytes"), 131072, "the request line and every header together (uvicorn's `h11_max_incomplete_event_size`); more gets 431 `headers_too_large`", "gunicorn, `chartr/connection_limits.py`", "131072 (128 KiB)"),
-    V("CHARTR_HEADER_TIMEOUT", seconds(0.1, 3600), 10.0, "seconds a client has to send a request's line and headers, from the connection's start or the request's first byte; later gets 408 `request_timeout` and the connection closes", "`chartr/connection_limits.py`"),
-    V("CHARTR_BODY_TIMEOUT", seconds(0.1, 3600), 30.0, "seconds a client has to send a request's body once its headers are in; later gets 408 `request_timeout` and the connection closes. The body is read (at most `CHARTR_MAX_BODY_BYTES`) before the token is checked", "`chartr/serving.py`"),
-    # --- end of front44's group ---
     "compose.yaml (on the host, passed into the containers)",
     V("CHARTR_DATABASE_URL", DATABASE_URL, None, "on the host: becomes `DATABASE_URL` in the chartr container; `postgres://chartr:chartr@postgres:5432/chartr` with `--profile postgres`", "compose", "`sqlite:////data/chartr.sqlite3`"),
     V("CHARTR_POSTGRES_PASSWORD", PASSWORD, "chartr", "on the host: password of the `--profile postgres` database", "compose"),

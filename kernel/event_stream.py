@@ -4,7 +4,7 @@
 generators (the response's ``__aiter__``, its ``streaming_content`` wrapper
 and the handler's ``aclosing``), ``make_bytes`` and ``chunk_bytes`` before it
 reaches ``send``. For a live stream fanned out to a thousand subscribers that
-was a good part of an event's cost. ``chartr.serving.SharedThreadAsgiHandler``
+was a good part of an event's cost. ``chartr.serving.StreamApplication``
 sends an ``EventStreamResponse``'s frames itself, one ``send`` per frame; any
 other handler (the test client, plain Django) iterates it as the streaming
 response it is.

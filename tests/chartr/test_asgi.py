@@ -1,4 +1,4 @@
-"""chartr/asgi.py: the live stream on Django's async handler, everything else on the sync pool."""
+"""chartr/asgi.py: the live stream on the stream application, everything else on the sync pool."""
 
 from __future__ import annotations
 
@@ -106,3 +106,10 @@ def test_the_admin_stream_runs_on_the_async_handler_and_a_404_on_the_pool(reques
     assert status == 403
     assert call(http_scope("/api/v1/nowhere"))[0] == 404
     assert threading.main_thread().name not in [name for _, name in request_signals[-2:]]
+
+
+def test_a_stream_request_whose_query_is_not_utf8_gets_400_in_the_envelope():
+    scope = {**http_scope("/api/v1/agents/anyone/timeline/stream"), "query_string": b"after_seq=\xff"}
+    status, body = call(scope)
+    assert status == 400
+    assert json.loads(body)["error"]["code"] == "invalid"

@@ -1,31 +1,26 @@
-"""The ASGI wrappers in chartr/serving.py, driven directly with ASGI messages."""
+"""The ASGI pieces in chartr/serving.py, driven directly with ASGI messages."""
 
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import json
 
 from django.core.handlers.asgi import ASGIHandler
 
-from chartr.serving import RequestGuard, SharedThreadAsgiHandler, body_send
+from chartr.serving import Front, StreamApplication, body_parts, body_send
+from kernel import draining
 from kernel.event_stream import EventStreamResponse
 
-leaked = contextvars.ContextVar("leaked", default=None)
 
-
-def call(app, *, path="/api/v1/projects", body_chunks=(b"",), headers=()):
+def call(app, *, path="/api/v1/projects", headers=((b"host", b"chartr"),), http_version="1.1", method="POST"):
     sent = []
-    chunks = list(body_chunks)
 
     async def receive():
-        body = chunks.pop(0) if chunks else b""
-        return {"type": "http.request", "body": body, "more_body": bool(chunks)}
+        return {"type": "http.request", "body": b"", "more_body": False}
 
     async def send(message):
         sent.append(message)
 
-    scope = {"type": "http", "method": "POST", "path": path, "headers": list(headers)}
+    scope = {"type": "http", "method": method, "path": path, "headers": list(headers), "http_version": http_version}
     asyncio.run(app(scope, receive, send))
     return sent
 
@@ -40,91 +35,42 @@ async def failing_app(scope, receive, send):
     raise RuntimeError("boom")
 
 
-async def echo_app(scope, receive, send):
-    body = b""
-    while True:
-        message = await receive()
-        body += message.get("body", b"")
-        if not message.get("more_body"):
-            break
+async def ok_app(scope, receive, send):
     await send({"type": "http.response.start", "status": 200, "headers": []})
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": b"ok"})
 
 
 def test_a_failure_before_the_response_is_a_json_500_under_the_api():
-    status, headers, body = status_and_body(call(RequestGuard(failing_app, json_errors=True)))
+    status, headers, body = status_and_body(call(Front(failing_app)))
     assert status == 500
     assert headers[b"content-type"] == b"application/json"
-    assert json.loads(body) == {
-        "error": {"code": "server_error", "message": "The server failed to handle this request."}
-    }
+    assert b'"code": "server_error"' in body
 
 
-def test_a_declared_length_over_the_limit_is_refused_without_reading():
-    reads = []
+def test_an_http_1_1_request_without_host_is_refused_before_the_app_and_1_0_is_not():
+    status, headers, body = status_and_body(call(Front(ok_app), headers=()))
+    assert (status, headers[b"connection"]) == (400, b"close")
+    assert b'"code": "invalid"' in body and b"Host" in body
+    assert status_and_body(call(Front(ok_app), headers=(), http_version="1.0"))[0] == 200
+    assert status_and_body(call(Front(ok_app)))[0] == 200
 
-    async def never_read(scope, receive, send):
-        reads.append(True)
 
-    sent = call(RequestGuard(never_read, limit_for=lambda path: 10), headers=[(b"content-length", b"11")])
-    status, headers, body = status_and_body(sent)
-    assert (status, json.loads(body)["error"]["code"]) == (413, "payload_too_large")
+def test_a_body_without_a_length_gets_411_before_the_app_reads_it():
+    chunked = ((b"host", b"chartr"), (b"transfer-encoding", b"chunked"))
+    status, _, body = status_and_body(call(Front(ok_app), headers=chunked))
+    assert status == 411 and b'"code": "length_required"' in body
+    with_length = (*chunked, (b"content-length", b"2"))
+    assert status_and_body(call(Front(ok_app), headers=with_length))[0] == 200
+
+
+def test_every_response_says_connection_close_while_draining():
+    draining.start_draining()
+    try:
+        _, headers, _ = status_and_body(call(Front(ok_app)))
+    finally:
+        draining.reset()
     assert headers[b"connection"] == b"close"
-    assert reads == []
-
-
-def test_an_undeclared_body_is_cut_off_at_the_limit_and_a_small_one_passes():
-    limited = RequestGuard(echo_app, limit_for=lambda path: 10)
-    assert status_and_body(call(limited, body_chunks=[b"123456", b"78901"]))[0] == 413
-    assert status_and_body(call(limited, body_chunks=[b"12345", b"67890"])) == (200, {}, b"1234567890")
-
-
-def test_a_body_slower_than_the_timeout_gets_408_before_the_app_runs_and_a_prompt_one_passes():
-    calls = []
-
-    async def app(scope, receive, send):
-        calls.append(scope["path"])
-        await echo_app(scope, receive, send)
-
-    def slow_call(delay):
-        sent = []
-        chunks = [b"12345", b"67890"]
-
-        async def receive():
-            body = chunks.pop(0)
-            if not chunks:
-                await asyncio.sleep(delay)
-            return {"type": "http.request", "body": body, "more_body": bool(chunks)}
-
-        async def send(message):
-            sent.append(message)
-
-        scope = {"type": "http", "method": "POST", "path": "/api/v1/x", "headers": [(b"content-length", b"10")]}
-        asyncio.run(RequestGuard(app, limit_for=lambda path: 100, body_timeout=0.05)(scope, receive, send))
-        return status_and_body(sent)
-
-    status, headers, body = slow_call(0.2)
-    assert (status, json.loads(body)["error"]["code"], headers[b"connection"]) == (408, "request_timeout", b"close")
-    assert calls == []
-    assert slow_call(0)[::2] == (200, b"1234567890")
-    assert calls == ["/api/v1/x"]
-
-
-def test_each_request_starts_with_an_empty_context():
-    seen = []
-
-    async def app(scope, receive, send):
-        seen.append(leaked.get())
-        leaked.set("from an earlier request")
-
-    async def two_requests_in_one_task():
-        wrapped = RequestGuard(app, fresh_context=True)
-        leaked.set("connection-level value")
-        await wrapped({"type": "http"}, None, None)
-        await wrapped({"type": "http"}, None, None)
-
-    asyncio.run(two_requests_in_one_task())
-    assert seen == [None, None]
+    assert b"connection" not in status_and_body(call(Front(ok_app)))[1]
 
 
 def test_body_messages_skip_the_wrappers_that_only_look_at_the_start():
@@ -141,23 +87,25 @@ def test_body_messages_skip_the_wrappers_that_only_look_at_the_start():
     async def server_send(message):
         sent.append(message)
 
-    async def receive():
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    wrapped = RequestGuard(app, close_when_draining=True, json_errors=True, limit_for=lambda path: 10)
-    scope = {"type": "http", "method": "GET", "path": "/api/v1/x", "headers": []}
-    asyncio.run(wrapped(scope, receive, server_send))
+    scope = {"type": "http", "method": "GET", "path": "/api/v1/x", "headers": [], "http_version": "1.0"}
+    asyncio.run(Front(app)(scope, None, server_send))
     assert inner_sends == [server_send]
-    assert status_and_body(sent) == (200, {}, b"frame")
+    assert status_and_body([{"type": "http.response.start", "status": 200, "headers": []}, *sent[1:]])[2] == b"frame"
 
 
-def _send_response(response) -> list[dict]:
+def _send_until_disconnect(parts, *, disconnect_after: float | None = None) -> list[dict]:
     sent = []
 
     async def send(message):
         sent.append(message)
 
-    asyncio.run(SharedThreadAsgiHandler().send_response(response, send))
+    async def receive():
+        if disconnect_after is None:
+            await asyncio.Future()
+        await asyncio.sleep(disconnect_after)
+        return {"type": "http.disconnect"}
+
+    asyncio.run(StreamApplication.send_until_disconnect(parts, receive, send))
     return sent
 
 
@@ -171,15 +119,24 @@ def test_an_event_stream_sends_each_frame_as_one_message_and_closes_its_frames()
         finally:
             closed.append(True)
 
-    response = EventStreamResponse(frames())
-    response["Cache-Control"] = "no-cache"
-    sent = _send_response(response)
-    start, *bodies = sent
-    assert start["status"] == 200
-    assert (b"Content-Type", b"text/event-stream; charset=utf-8") in start["headers"]
-    assert (b"Cache-Control", b"no-cache") in start["headers"]
+    bodies = _send_until_disconnect(frames())
     assert [m.get("body") for m in bodies] == [b"event: a\ndata: 1\n\n", b"x" * (ASGIHandler.chunk_size + 1), None]
     assert [m.get("more_body", False) for m in bodies] == [True, True, False]
+    assert closed == [True]
+
+
+def test_a_client_going_away_ends_an_idle_stream_and_closes_its_frames():
+    closed = []
+
+    async def frames():
+        try:
+            yield b": hello\n\n"
+            await asyncio.Future()  # an idle stream: nothing more until the client leaves
+        finally:
+            closed.append(True)
+
+    bodies = _send_until_disconnect(frames(), disconnect_after=0.05)
+    assert [m.get("body") for m in bodies] == [b": hello\n\n"]
     assert closed == [True]
 
 
@@ -193,7 +150,8 @@ def test_an_event_stream_whose_content_was_replaced_goes_through_django():
     response = EventStreamResponse(frames())
     response.streaming_content = wrapped()
     assert response.frames is None
-    assert status_and_body(_send_response(response))[2] == b"replaced"
+    bodies = _send_until_disconnect(body_parts(response))
+    assert b"".join(m.get("body", b"") for m in bodies) == b"replaced"
 
 
 class RecordingAccessLog:
@@ -204,30 +162,9 @@ class RecordingAccessLog:
         self.lines.append((scope["path"], status))
 
 
-def test_the_guard_writes_one_access_line_per_response_its_own_refusals_and_errors_included():
+def test_the_front_writes_one_access_line_per_response_its_own_refusals_and_errors_included():
     access_log = RecordingAccessLog()
-
-    def guarded(app):
-        return RequestGuard(app, limit_for=lambda path: 10, json_errors=True, access_log=access_log)
-
-    call(guarded(echo_app), body_chunks=[b"12345"])
-    call(guarded(echo_app), path="/api/v1/big", body_chunks=[b"123456", b"78901"])
-    call(guarded(failing_app), path="/api/v1/failing")
-    assert access_log.lines == [("/api/v1/projects", 200), ("/api/v1/big", 413), ("/api/v1/failing", 500)]
-
-
-def test_a_request_already_in_an_empty_context_runs_in_its_own_task():
-    tasks = []
-
-    async def app(scope, receive, send):
-        tasks.append(asyncio.current_task())
-
-    async def request_task():
-        await RequestGuard(app, fresh_context=True)({"type": "http"}, None, None)
-        return asyncio.current_task()
-
-    async def main():
-        # As uvicorn starts a request's task when the worker sets reset_contextvars.
-        return await asyncio.create_task(request_task(), context=contextvars.Context())
-
-    assert tasks == [asyncio.run(main())]
+    call(Front(ok_app, access_log=access_log))
+    call(Front(ok_app, access_log=access_log), path="/api/v1/no-host", headers=())
+    call(Front(failing_app, access_log=access_log), path="/api/v1/failing")
+    assert access_log.lines == [("/api/v1/projects", 200), ("/api/v1/no-host", 400), ("/api/v1/failing", 500)]

@@ -1,9 +1,9 @@
 """Debian's nginx in front of several chartr instances, for the multi-instance test and benchmark.
 
-The site is ``deploy/nginx/chartr.conf``, the file the compose ``scale``
-profile serves, with the instances' loopback ports in place of its
-``server chartr-N:8000`` lines and ``listen 127.0.0.1:<port>`` in place of
-``listen 80``. Around it this module writes what a container image would
+The site is ``deploy/nginx/upstream-scale.conf`` and ``deploy/nginx/chartr.conf``,
+the files the compose ``scale`` profile serves, with the instances' loopback
+ports in place of the upstream's ``server chartr-N:8000`` lines and
+``listen 127.0.0.1:<port>`` in place of ``listen 80``. Around it this module writes what a container image would
 provide: a main config that keeps every path (pid, logs, temp files) in the
 test's directory and runs in the foreground (``daemon off``), so no root and
 no system directory is needed. It adds two things for the observer only: an
@@ -26,6 +26,7 @@ import httpx
 from tests.support.processes import REPO, Process, wait_for
 
 SITE_CONFIG = REPO / "deploy" / "nginx" / "chartr.conf"
+UPSTREAM_CONFIG = REPO / "deploy" / "nginx" / "upstream-scale.conf"
 UPSTREAM_HEADER = "x-chartr-upstream"
 _SERVER_LINE = re.compile(r"^(?P<indent>[ \t]*)server chartr-\d+:8000(?P<params>[^;]*);\n", re.M)
 
@@ -44,15 +45,16 @@ def free_port() -> int:
 
 
 def render_site(upstream_ports: list[int], port: int) -> str:
-    """``deploy/nginx/chartr.conf`` with loopback instances and listening on 127.0.0.1:``port``."""
-    text = SITE_CONFIG.read_text()
-    lines = list(_SERVER_LINE.finditer(text))
-    assert lines, f"no `server chartr-N:8000` lines in {SITE_CONFIG}"
-    assert "    listen 80;\n" in text, f"no `listen 80;` in {SITE_CONFIG}"
+    """The upstream and ``deploy/nginx/chartr.conf`` with loopback instances, listening on 127.0.0.1:``port``."""
+    upstream = UPSTREAM_CONFIG.read_text()
+    lines = list(_SERVER_LINE.finditer(upstream))
+    assert lines, f"no `server chartr-N:8000` lines in {UPSTREAM_CONFIG}"
     indent, params = lines[0]["indent"], lines[0]["params"]
     servers = "".join(f"{indent}server 127.0.0.1:{p}{params};\n" for p in upstream_ports)
-    text = text[: lines[0].start()] + servers + text[lines[-1].end() :]
-    return text.replace("    listen 80;\n", f"    listen 127.0.0.1:{port};\n")
+    upstream = upstream[: lines[0].start()] + servers + upstream[lines[-1].end() :]
+    text = SITE_CONFIG.read_text()
+    assert "    listen 80;\n" in text, f"no `listen 80;` in {SITE_CONFIG}"
+    return upstream + text.replace("    listen 80;\n", f"    listen 127.0.0.1:{port};\n")
 
 
 def main_config(root: Path, site: Path) -> str:

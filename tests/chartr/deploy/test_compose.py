@@ -24,7 +24,19 @@ def test_chartr_keeps_state_in_two_named_volumes():
     assert set(mounts.values()) <= set(compose["volumes"]), "both must be named volumes, not bind mounts"
     assert "profiles" not in chartr
     assert chartr["build"] == "."
-    assert chartr["ports"] == ["127.0.0.1:8000:8000"]
+    assert "ports" not in chartr, "clients reach chartr through nginx only"
+
+
+def test_the_single_instance_is_served_through_nginx_on_the_loopback():
+    services = load()["services"]
+    front = services["front"]
+    assert front["image"] == "nginx:stable" and "profiles" not in front
+    assert front["ports"] == ["127.0.0.1:8000:80"]
+    mounts = {target: source for source, target, _ in (volume.split(":") for volume in front["volumes"])}
+    assert mounts["/etc/nginx/conf.d/default.conf"] == "./deploy/nginx/chartr.conf"
+    upstream = (REPO / mounts["/etc/nginx/conf.d/upstream.conf"]).read_text()
+    assert re.findall(r"^\s*server (\S+);", upstream, re.M) == ["chartr:8000"]
+    assert front["depends_on"]["chartr"]["condition"] == "service_healthy"
 
 
 def test_postgres_is_optional_and_the_documented_url_reaches_it():
@@ -72,9 +84,9 @@ def test_the_scale_profile_runs_two_alike_instances_behind_nginx():
 
     balancer = services["balancer"]
     assert balancer["image"] == "nginx:stable" and balancer["profiles"] == ["scale"]
-    source, target, _ = balancer["volumes"][0].split(":")
-    assert target == "/etc/nginx/conf.d/default.conf"
-    site = (REPO / source).read_text()
+    mounts = {target: source for source, target, _ in (volume.split(":") for volume in balancer["volumes"])}
+    assert mounts["/etc/nginx/conf.d/default.conf"] == "./deploy/nginx/chartr.conf"
+    site = (REPO / mounts["/etc/nginx/conf.d/upstream.conf"]).read_text()
     # The upstream names the two services, on the port the image listens on.
     assert re.findall(r"^\s*server (chartr-\d):8000 ", site, re.M) == ["chartr-1", "chartr-2"]
     assert set(balancer["depends_on"]) == {"chartr-1", "chartr-2"}
