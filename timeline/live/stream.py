@@ -52,8 +52,11 @@ class TimelineStream:
         on_close: Callable[[], None] | None = None,
         updates: bool = False,
         after_update: int | None = None,
+        token_id: int | None = None,
     ):
         self.hub = hub
+        #: The API token that opened the stream (itself or through a ticket): revoked, the stream ends.
+        self.token_id = token_id
         #: Called once the stream ends (its slot, timeline/live/slots.py).
         self.on_close = on_close
         self.agent_id = agent_id
@@ -74,7 +77,7 @@ class TimelineStream:
         self.opened: dict | None = None
 
     async def events(self) -> AsyncIterator[bytes]:
-        subscription = self.hub.subscribe(self.agent_id)
+        subscription = self.hub.subscribe(self.agent_id, token_id=self.token_id)
         self.generation = subscription.joined_generation
         try:
             if self.requested_after is None:
