@@ -328,8 +328,9 @@ SECURE_SSL_REDIRECT = _env["CHARTR_SSL_REDIRECT"]
 SECURE_HSTS_SECONDS = _env["CHARTR_HSTS_SECONDS"]
 SECURE_HSTS_INCLUDE_SUBDOMAINS = _env["CHARTR_HSTS_INCLUDE_SUBDOMAINS"]
 SECURE_HSTS_PRELOAD = _env["CHARTR_HSTS_PRELOAD"]
-# Admin login lockout (django-axes): each (user name, client address) pair
-# gets CHARTR_ADMIN_LOGIN_FAILURE_LIMIT wrong passwords, then 429 until the
+# Admin login lockout (django-axes): each (user name, client address) pair,
+# and each client address whatever the user names it tries (a spray), gets
+# CHARTR_ADMIN_LOGIN_FAILURE_LIMIT wrong passwords, then 429 until the
 # lockout ends or `manage.py axes_reset` (docs/operations.md). The API's
 # bearer tokens never go through authenticate(), so axes does not see them.
 AUTHENTICATION_BACKENDS = [
@@ -338,7 +339,7 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = _env["CHARTR_ADMIN_LOGIN_FAILURE_LIMIT"]
 AXES_COOLOFF_TIME = dt.timedelta(seconds=_env["CHARTR_ADMIN_LOGIN_LOCKOUT_SECONDS"]) or None
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no start-up banner on stdout (commands print what they are asked for)
 # Only behind a proxy that overwrites X-Forwarded-Proto on every request;

@@ -123,7 +123,7 @@ VARIABLES: tuple[Variable, ...] = _groups(
         Variable("CHARTR_HSTS_SECONDS", Integer(0, 10 * 365 * DAY, "seconds"), 0, "`SECURE_HSTS_SECONDS`"),
         Variable("CHARTR_HSTS_INCLUDE_SUBDOMAINS", Boolean(), False, "`SECURE_HSTS_INCLUDE_SUBDOMAINS`"),
         Variable("CHARTR_HSTS_PRELOAD", Boolean(), False, "`SECURE_HSTS_PRELOAD`"),
-        Variable("CHARTR_ADMIN_LOGIN_FAILURE_LIMIT", Integer(1, 1000), 5, "wrong admin passwords for one user name from one address before that pair is locked out (django-axes; unlocking: [operations.md](operations.md))"),
+        Variable("CHARTR_ADMIN_LOGIN_FAILURE_LIMIT", Integer(1, 1000), 5, "wrong admin passwords for one user name from one address before that pair is locked out, and from one address whatever the user names before that address is (django-axes; unlocking: [operations.md](operations.md))"),
         Variable("CHARTR_ADMIN_LOGIN_LOCKOUT_SECONDS", Integer(0, 365 * DAY, "seconds"), 3600, "seconds an admin login lockout lasts; 0: until an operator resets it (`manage.py axes_reset`)"),
     ]),
     ("Server ([deploy.md](deploy.md))", [
