@@ -185,7 +185,7 @@ class Hub:
         channel = self.channels.get(agent_id)
         if channel is None:
             channel = self.channels[agent_id] = Channel(agent_id)
-        subscription = Subscription(self, agent_id, capacity=self.buffer_size, token_id=token_id)
+        subscription = Subscription(self._unsubscribe, agent_id, capacity=self.buffer_size, token_id=token_id)
         subscription.joined_generation = channel.generation
         channel.subscribers.add(subscription)
         if token_id is not None:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from timeline.live.messages import Closing, Resync
-
-if TYPE_CHECKING:
-    from timeline.live.hub import Hub
 
 
 class Subscription:
@@ -18,8 +16,16 @@ class Subscription:
     database instead of being dropped (provisional items in the dropped
     buffer are lost; they are ephemeral by definition)."""
 
-    def __init__(self, hub: Hub, agent_id: str, *, capacity: int, token_id: int | None = None):
-        self.hub = hub
+    def __init__(
+        self,
+        unsubscribe: Callable[[Subscription], None],
+        agent_id: str,
+        *,
+        capacity: int,
+        token_id: int | None = None,
+    ):
+        #: The hub's, called once when the subscription closes.
+        self._unsubscribe = unsubscribe
         self.agent_id = agent_id
         #: The API token the stream was opened with (or by a ticket it minted); None for the admin's.
         self.token_id = token_id
@@ -100,4 +106,4 @@ class Subscription:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
-            self.hub._unsubscribe(self)
+            self._unsubscribe(self)
