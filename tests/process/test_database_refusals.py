@@ -85,3 +85,39 @@ def test_postgresql_at_its_connection_limit_answers_503_with_retry_after(tmp_pat
         assert stored == sum(response.status_code == 201 for response in answers)
     finally:
         server.stop()
+
+
+def test_while_postgresql_refuses_every_connection_the_api_and_readyz_say_so_then_recover(tmp_path, limited_role):
+    database, url = limited_role
+    role = url.split("//", 1)[1].split(":", 1)[0]
+    server = ServerProcess(tmp_path, database=database, env={"DATABASE_URL": url, "CHARTR_WORKERS": "1"})
+    token = server.setup(["agent-g"])["token"]
+    launch_unready(server)
+    try:
+        auth = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(timeout=30) as client:
+            wait_for(lambda: server.get("/readyz").status_code == 200, timeout=30, what="/readyz")
+            assert client.get(server.url("/api/v1/projects"), headers=auth).status_code == 200
+            # The server goes away for this role: its sessions end and no new one is let in.
+            postgres_admin(
+                f"ALTER ROLE {role} CONNECTION LIMIT 0",
+                f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = '{role}'",
+                admin_url=database.admin_url,
+            )
+            try:
+                for path in ("/api/v1/projects", "/api/v1/agents/agent-g/timeline"):
+                    assert_refusal(client.get(server.url(path), headers=auth))
+                appended = client.post(
+                    server.url("/api/v1/agents/agent-g/timeline"),
+                    json={"items": [{"item": {"type": "user_message", "text": "x"}}]},
+                    headers=auth,
+                )
+                assert_refusal(appended)
+                ready = server.get("/readyz")
+                assert (ready.status_code, ready.json()["reason"]) == (503, "database_unreachable")
+            finally:
+                postgres_admin(f"ALTER ROLE {role} CONNECTION LIMIT 4", admin_url=database.admin_url)
+            wait_for(lambda: server.get("/readyz").status_code == 200, timeout=30, what="/readyz again")
+            assert client.get(server.url("/api/v1/projects"), headers=auth).status_code == 200
+    finally:
+        server.stop()
