@@ -206,7 +206,7 @@ VARIABLES: tuple[Variable, ...] = _grouped(
     V("CHARTR_HSTS_SECONDS", integer(0, 10 * 365 * DAY, "seconds"), 0, "`SECURE_HSTS_SECONDS`"),
     V("CHARTR_HSTS_INCLUDE_SUBDOMAINS", BOOLEAN, False, "`SECURE_HSTS_INCLUDE_SUBDOMAINS`"),
     V("CHARTR_HSTS_PRELOAD", BOOLEAN, False, "`SECURE_HSTS_PRELOAD`"),
-    V("CHARTR_ADMIN_LOGIN_FAILURE_LIMIT", integer(1, 1000), 5, "wrong admin passwords for one user name from one address before that pair is locked out (django-axes; unlocking: [operations.md](operations.md))"),
+    V("CHARTR_ADMIN_LOGIN_FAILURE_LIMIT", integer(1, 1000), 5, "wrong admin passwords for one user name from one address before that pair is locked out, and from one address whatever the user names before that address is (django-axes; unlocking: [operations.md](operations.md))"),
     V("CHARTR_ADMIN_LOGIN_LOCKOUT_SECONDS", integer(0, 365 * DAY, "seconds"), 3600, "seconds an admin login lockout lasts; 0: until an operator resets it (`manage.py axes_reset`)"),
     "Server ([deploy.md](deploy.md))",
     V("CHARTR_BIND", BINDS, ["127.0.0.1:8000"], "address(es) to listen on. The image's health check probes the first one", "gunicorn, `chartr/healthcheck.py`", "`127.0.0.1:8000` (image: `0.0.0.0:8000`)"),

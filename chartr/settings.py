@@ -203,12 +203,13 @@ CORS_EXPOSE_HEADERS = ["ETag", "Location", "Retry-After"]
 CORS_PREFLIGHT_MAX_AGE = 600
 if CORS_ALLOWED_ORIGINS:
     MIDDLEWARE.insert(0, "corsheaders.middleware.CorsMiddleware")  # first: a preflight is answered before all else
-# Admin login lockout (django-axes) per (user name, client address), until it ends or `manage.py axes_reset`
+# Admin login lockout (django-axes) per (user name, client address), and per address whatever the
+# user names it tries (a spray), until it ends or `manage.py axes_reset`
 # (docs/operations.md). The API's bearer tokens never go through authenticate(), so axes does not see them.
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = _env["CHARTR_ADMIN_LOGIN_FAILURE_LIMIT"]
 AXES_COOLOFF_TIME = dt.timedelta(seconds=_env["CHARTR_ADMIN_LOGIN_LOCKOUT_SECONDS"]) or None
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False  # no start-up banner on stdout (commands print what they are asked for)
 # Every response's Content-Security-Policy (chartr.middleware; the shape of Django 6.0's setting): every page

@@ -8,10 +8,12 @@ refusal is a ``kernel.api.errors`` error, answered with the API's envelope where
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kernel.api.errors import Invalid, NotAuthenticated, PermissionDenied, Throttled
 from tokens.cache import token_cache
-from tokens.models import ApiToken
-from tokens.services import hash_token, record_api_token_use, redeem_stream_ticket
+from tokens.models import ApiToken, StreamTicket
+from tokens.services import check_stream_ticket, hash_token, record_api_token_use, spend_stream_ticket
 from tokens.throttling import throttle_wait
 
 KEYWORD = "Bearer"
@@ -27,8 +29,9 @@ def authorization_header(request) -> str | bytes:
     return request.META.get("HTTP_AUTHORIZATION", "")
 
 
-def bearer_token(request) -> ApiToken | None:
-    """The active token the request carries, or None when it sends no ``Authorization`` at all.
+def bearer_token(request, *, fresh: bool = False) -> ApiToken | None:
+    """The active token the request carries, or None when it sends no ``Authorization`` at all
+    (``fresh``: read from the database, not the token cache).
 
     A malformed header, an unknown or a revoked token is ``NotAuthenticated`` (401)."""
     header = authorization_header(request)
@@ -43,7 +46,7 @@ def bearer_token(request) -> ApiToken | None:
     if keyword.lower() != KEYWORD.lower() or not raw or " " in raw:
         raise NotAuthenticated(f"Use 'Authorization: {KEYWORD} <token>'.")
     # Keyed by the hash: the raw token is never kept in memory past this request.
-    token = token_cache.active_token(hash_token(raw))
+    token = token_cache.active_token(hash_token(raw), fresh=fresh)
     if token is None:
         raise NotAuthenticated("The token is unknown or has been revoked.")
     record_api_token_use(token=token)
@@ -57,11 +60,11 @@ def token_may(token: ApiToken | None, method: str) -> bool:
     return method in SAFE_METHODS or not token.read_only
 
 
-def authorize(request, *, as_read: bool = False) -> ApiToken:
+def authorize(request, *, as_read: bool = False, fresh: bool = False) -> ApiToken:
     """The request's token, checked as DRF checks a view's: authentication (401), permission for
     the method (403; none with ``as_read``, for a POST that grants reading only), then the token's
-    rate (429)."""
-    token = bearer_token(request)
+    rate (429). ``fresh``: the token is read from the database, not the per-process cache."""
+    token = bearer_token(request, fresh=fresh)
     if token is None:
         raise NotAuthenticated(NO_CREDENTIALS_MESSAGE)
     if not as_read and not token_may(token, request.method):
@@ -95,19 +98,36 @@ def stream_ticket(request) -> str | None:
 TICKET_AND_HEADER_MESSAGE = "Send a ticket or an Authorization header, not both."
 
 
-def authorize_stream(request, agent_id: str) -> ApiToken:
-    """The stream's caller: ``?ticket=`` for ``agent_id`` (spent here, once), else the bearer
-    token as ``authorize`` checks it. Either way opening the stream counts against the token's
-    rate (429). Both at once is a 400: which one speaks for the request would be a guess.
-    Blocking (ORM)."""
+@dataclass(frozen=True)
+class StreamCaller:
+    """Who opens a stream: the token, and the ticket it came with (not spent yet), if any."""
+
+    token: ApiToken
+    ticket: StreamTicket | None = None
+
+
+def check_stream_caller(request, agent_id: str) -> StreamCaller:
+    """The stream's caller: ``?ticket=`` for ``agent_id`` (checked, not spent: the stream spends it
+    with ``spend_stream_ticket`` once its slot is taken), else the bearer token as ``authorize``
+    checks it, read fresh from the database. Either way opening the stream counts against the
+    token's rate (429), checked before anything is spent. Both at once is a 400: which one speaks
+    for the request would be a guess. Blocking (ORM)."""
     raw = stream_ticket(request)
     if raw is None:
-        return authorize(request)
+        return StreamCaller(authorize(request, fresh=True))
     if authorization_header(request):
         raise Invalid({TICKET_PARAMETER: [TICKET_AND_HEADER_MESSAGE]})
-    token = redeem_stream_ticket(raw=raw, agent_id=agent_id)
-    record_api_token_use(token=token)
-    wait = throttle_wait(token)
+    ticket = check_stream_ticket(raw=raw, agent_id=agent_id)
+    record_api_token_use(token=ticket.token)
+    wait = throttle_wait(ticket.token)
     if wait is not None:
         raise Throttled(wait)
-    return token
+    return StreamCaller(ticket.token, ticket)
+
+
+def authorize_stream(request, agent_id: str) -> ApiToken:
+    """``check_stream_caller``, its ticket spent at once: the token."""
+    caller = check_stream_caller(request, agent_id)
+    if caller.ticket is not None:
+        spend_stream_ticket(ticket=caller.ticket)
+    return caller.token

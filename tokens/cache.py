@@ -29,12 +29,13 @@ class TokenCache:
         self._entries: dict[str, tuple[float, ApiToken]] = {}
         self._lock = threading.Lock()
 
-    def active_token(self, token_hash: str) -> ApiToken | None:
-        """The active token with this hash, from the cache while fresh, else from the database."""
+    def active_token(self, token_hash: str, *, fresh: bool = False) -> ApiToken | None:
+        """The active token with this hash, from the cache while fresh, else (or with ``fresh``:
+        the live stream's open, which holds the token for long) from the database."""
         lifetime = settings.CHARTR_TOKEN_CACHE_SECONDS
         now = self.clock()
         entry = self._entries.get(token_hash)
-        if entry is not None and entry[0] > now:
+        if entry is not None and entry[0] > now and not fresh:
             return entry[1]
         # Sliced, not .first(): the hash is unique, and .first() would add an ORDER BY.
         found = list(ApiToken.objects.filter(token_hash=token_hash, revoked_at__isnull=True).order_by()[:1])

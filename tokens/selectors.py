@@ -25,3 +25,10 @@ def api_tokens_matching(reference: str) -> list[ApiToken]:
     if reference.startswith(TOKEN_START) and len(reference) > ApiToken._meta.get_field("prefix").max_length:
         return list(ApiToken.objects.filter(token_hash=hash_token(reference)))
     return list(ApiToken.objects.filter(prefix=reference).order_by("pk"))
+
+
+def ended_token_ids(token_ids: list[int]) -> set[int]:
+    """Those of ``token_ids`` that no longer authenticate (revoked or deleted): the live stream
+    ends their streams (timeline/live/hub.py). One query."""
+    active = ApiToken.objects.filter(pk__in=token_ids, revoked_at__isnull=True).values_list("pk", flat=True)
+    return set(token_ids) - set(active)

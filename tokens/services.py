@@ -137,22 +137,40 @@ def mint_stream_ticket(*, token: ApiToken, agent_id: str) -> tuple[StreamTicket,
 
 
 def redeem_stream_ticket(*, raw: str, agent_id: str) -> ApiToken:
-    """Spend the ticket on ``agent_id``'s stream: the token it was minted by.
+    """Spend the ticket on ``agent_id``'s stream: the token it was minted by
+    (``check_stream_ticket``, then ``spend_stream_ticket``)."""
+    ticket = check_stream_ticket(raw=raw, agent_id=agent_id)
+    spend_stream_ticket(ticket=ticket)
+    return ticket.token
+
+
+def check_stream_ticket(*, raw: str, agent_id: str) -> StreamTicket:
+    """The ticket, if it may open ``agent_id``'s stream now; not spent yet (the stream spends it
+    once its rate is checked and its slot taken, so a refusal leaves it usable).
 
     Unknown, expired, spent, or its token revoked: ``StreamTicketInvalid``; another agent's:
-    ``StreamTicketOtherAgent`` (and the ticket stays unspent). Of two requests racing with
-    one ticket, one conditional update wins; the other is refused."""
+    ``StreamTicketOtherAgent``."""
     found = list(StreamTicket.objects.select_related("token").filter(ticket_hash=hash_token(raw)).order_by()[:1])
     ticket = found[0] if found else None
-    now = timezone.now()
-    if ticket is None or ticket.token.revoked_at is not None:
+    if (
+        ticket is None
+        or ticket.token.revoked_at is not None
+        or ticket.used_at is not None
+        or ticket.expires_at <= timezone.now()
+    ):
         raise StreamTicketInvalid(TICKET_INVALID_MESSAGE)
     if ticket.agent_id != agent_id:
         raise StreamTicketOtherAgent("This stream ticket opens another agent's stream.")
+    return ticket
+
+
+def spend_stream_ticket(*, ticket: StreamTicket) -> None:
+    """Mark the ticket used. Of two requests racing with one ticket, one conditional update wins;
+    the other is refused (``StreamTicketInvalid``), as is a ticket that expired meanwhile."""
+    now = timezone.now()
     spent = StreamTicket.objects.filter(pk=ticket.pk, used_at__isnull=True, expires_at__gt=now).update(used_at=now)
     if not spent:
         raise StreamTicketInvalid(TICKET_INVALID_MESSAGE)
-    return ticket.token
 
 
 TICKET_INVALID_MESSAGE = (

@@ -13,7 +13,7 @@ import msgspec
 from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import OperationalError, connection, connections
+from django.db import InterfaceError, OperationalError, connection, connections
 from django.http import Http404, HttpResponse, JsonResponse
 from django.views import defaults as django_defaults
 from rest_framework import exceptions, status
@@ -165,16 +165,38 @@ def is_lock_wait_timeout(exc: Exception) -> bool:
     return isinstance(exc, OperationalError) and check is not None and check(exc)
 
 
+#: Seconds a client is asked to wait when the database refused or lost the connection.
+UNAVAILABLE_RETRY_AFTER_SECONDS = 2
+UNAVAILABLE_MESSAGE = "The database refused or lost the connection (its connection limit, a restart); retry shortly."
+
+
+def is_database_unavailable(exc: Exception) -> bool:
+    """Whether the database itself refused or lost the connection (its connection limit, a
+    restart, a failover) rather than a statement: each backend (chartr/db_backends) knows its signs."""
+    if not isinstance(exc, (OperationalError, InterfaceError)):
+        return False
+    check = getattr(connection, "is_unavailable", None)
+    return check is not None and check(exc)
+
+
+def database_refusal(exc: Exception) -> tuple[str, str, int] | None:
+    """``(code, message, retry_after)`` of a 503 for a database that could not take the request
+    now (another writer's lock, or the database refusing the connection), else None."""
+    if is_lock_wait_timeout(exc):
+        return "busy", "The database is busy with another write; retry shortly.", BUSY_RETRY_AFTER_SECONDS
+    if is_database_unavailable(exc):
+        logger.warning("The database refused or lost the connection: %s", exc)
+        return "database_unavailable", UNAVAILABLE_MESSAGE, UNAVAILABLE_RETRY_AFTER_SECONDS
+    return None
+
+
 def api_error(exc: Exception, *, where: str = "") -> ApiError:
     """The answer to ``exc``: the one mapping from service, Django, DRF and HTTP-layer errors to the
     envelope, for DRF's exception handler and the plain views alike. Anything unknown is a logged 500."""
-    if is_lock_wait_timeout(exc):
-        return _error(
-            503,
-            "busy",
-            "The database is busy with another write; retry shortly.",
-            headers={"Retry-After": str(BUSY_RETRY_AFTER_SECONDS)},
-        )
+    refusal = database_refusal(exc)
+    if refusal is not None:
+        code, message, retry_after = refusal
+        return _error(503, code, message, headers={"Retry-After": str(retry_after)})
     if isinstance(exc, ChartrError):
         headers = dict(getattr(exc, "headers", None) or {})
         if exc.retry_after is not None:
@@ -260,12 +282,9 @@ def try_again_later(request, exc: Exception) -> HttpResponse | None:
     """503 with ``Retry-After`` for a write that could not get the database in time (another
     writer's lock, or a restore's fence), outside DRF too: an admin save is as retryable as an API one.
     None for any other exception."""
-    if is_lock_wait_timeout(exc):
-        code, message, retry_after = (
-            "busy",
-            "The database is busy with another write; retry shortly.",
-            BUSY_RETRY_AFTER_SECONDS,
-        )
+    refusal = database_refusal(exc)
+    if refusal is not None:
+        code, message, retry_after = refusal
     elif isinstance(exc, ChartrError) and exc.status == 503:
         code, message, retry_after = exc.code, exc.message, exc.retry_after
     else:

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 from django.core.management import call_command
+from django.test import Client as client_class
 
 pytestmark = pytest.mark.django_db
 
@@ -44,3 +45,16 @@ def test_the_default_limit_comes_from_the_environment():
 
     assert settings.AXES_FAILURE_LIMIT == 5
     assert settings.AXES_COOLOFF_TIME.total_seconds() == 3600
+
+
+def test_wrong_passwords_sprayed_over_many_user_names_lock_the_address_out(client, boss, settings):
+    settings.AXES_FAILURE_LIMIT = 3
+    answers = [client.post("/admin/login/", {"username": name, "password": "guess"}) for name in ("al", "bo", "cy")]
+    # The third wrong password reaches the limit: it is answered with the lockout.
+    assert [answer.status_code for answer in answers] == [200, 200, 429]
+    # The address is locked out, for a user name it never tried too.
+    assert log_in(client, "right-password").status_code == 429
+    # Another address is not.
+    elsewhere = client_class(REMOTE_ADDR="198.51.100.7")
+    response = elsewhere.post("/admin/login/?next=/admin/", {"username": "boss", "password": "right-password"})
+    assert response.status_code == 302

@@ -85,8 +85,11 @@ class Event:
 class EventReader:
     """A minimal SSE client over an httpx streaming response."""
 
-    def __init__(self, client: httpx.Client, url: str, *, token: str, last_event_id: str | None = None):
-        headers = {"Authorization": f"Bearer {token}", "Accept": "text/event-stream"}
+    def __init__(self, client: httpx.Client, url: str, *, token: str | None, last_event_id: str | None = None):
+        """``token`` None: no ``Authorization`` (a stream opened with ``?ticket=``)."""
+        headers = {"Accept": "text/event-stream"}
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
         if last_event_id is not None:
             headers["Last-Event-ID"] = last_event_id
         self._context = client.stream("GET", url, headers=headers, timeout=httpx.Timeout(10, read=8))

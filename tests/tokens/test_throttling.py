@@ -10,10 +10,12 @@ import threading
 import time
 
 import pytest
-from django.db import connection
+from asgiref.sync import sync_to_async
+from django.db import connection, connections
 from django.test import AsyncClient, override_settings
 
 from tests.support.processes import REDIS_URL, redis_available
+from timeline.live.hub import Hub, set_hub
 from tokens.models import ThrottleWindow
 from tokens.services import create_api_token
 from tokens.throttling import DatabaseThrottleStore, RedisThrottleStore, throttle_wait
@@ -82,9 +84,23 @@ def test_an_unreachable_store_lets_requests_through_and_says_so(caplog):
     assert "unreachable" in caplog.text
 
 
+@pytest.fixture
+def request_threads_closed():
+    """No session of the test's requests outlives it (PostgreSQL would not drop the test database
+    at the end of the run): the stream's view reads on the live hub's threads, so the test gets a
+    hub of its own, closed after it; AsyncClient runs the other views on asgiref's one
+    thread-sensitive thread, whose connection is closed there."""
+    hub = Hub(transport="local")
+    previous = set_hub(hub)
+    yield hub
+    set_hub(previous)
+    asyncio.run(hub.aclose())
+    asyncio.run(sync_to_async(connections.close_all, thread_sensitive=True)())
+
+
 @pytest.mark.django_db(transaction=True)
 @override_settings(CHARTR_API_THROTTLE_RATE="2/h", CHARTR_REDIS_URL="")
-def test_opening_a_stream_counts_against_the_tokens_rate():
+def test_opening_a_stream_counts_against_the_tokens_rate(request_threads_closed):
     _, raw = create_api_token(name="t")
     client = AsyncClient()
     headers = {"Authorization": f"Bearer {raw}"}

@@ -11,11 +11,13 @@ import datetime as dt
 from typing import Annotated
 
 import msgspec
+from django.core.exceptions import ValidationError
 
 from kernel.api.pagination import MAX_CURSOR_CHARS
 from kernel.api.plain import Answer, Operation, json_view
 from kernel.api.schema_text import NUL_FREE
 from kernel.api.serializers import INT64_MAX
+from registry.models import Project, Workspace
 from timeline.api.shapes import Timestamp, timestamp_renderer
 from timeline.items import MAX_ITEM_TYPE_LENGTH
 from timeline.search.base import MAX_QUERY_LENGTH
@@ -106,7 +108,23 @@ def _scope(query: SearchQuery) -> str:
     return search_scope(SCOPE_NAME, {name: getattr(query, name) for name in names})
 
 
+def _check_filters(query: SearchQuery, since: dt.datetime | None, until: dt.datetime | None) -> None:
+    """A filter that can match nothing is a mistake to name, not an empty page: an unknown project
+    or workspace, or a time range that ends before it starts."""
+    fields: dict[str, list[str]] = {}
+    if query.project_id is not None and not Project.objects.filter(pk=query.project_id).exists():
+        fields["project_id"] = ["No project has this id."]
+    if query.workspace_id is not None and not Workspace.objects.filter(pk=query.workspace_id).exists():
+        fields["workspace_id"] = ["No workspace has this id."]
+    if since is not None and until is not None and since >= until:
+        fields["until"] = ["Must be later than since."]
+    if fields:
+        raise ValidationError(fields, code="invalid")
+
+
 def search(*, query: SearchQuery) -> Answer:
+    since, until = _utc(query.since), _utc(query.until)
+    _check_filters(query, since, until)
     scope = _scope(query)
     after = decode_key(query.cursor, scope=scope) if query.cursor else None
     page = search_fleet(
@@ -114,8 +132,8 @@ def search(*, query: SearchQuery) -> Answer:
         project_id=query.project_id,
         workspace_id=query.workspace_id,
         item_types=[query.item_type] if query.item_type else [],
-        since=_utc(query.since),
-        until=_utc(query.until),
+        since=since,
+        until=until,
         limit=query.limit,
         after=after,
     )
@@ -151,7 +169,8 @@ fleet_search = json_view(
             "The agents with rows whose text holds every word of `q`, each with its match count and its newest "
             "matching row (`newest_seq`: read it with `GET /api/v1/agents/{agent_id}/timeline?direction=before"
             "&seq=<newest_seq + 1>`), the newest match first; the filters narrow the rows searched. An unknown "
-            "`project_id` or `workspace_id` matches nothing. Keyset-paged: `next_cursor`, as every list."
+            "`project_id` or `workspace_id`, or an `until` at or before `since`, is a 400 `invalid` naming it. "
+            "Keyset-paged: `next_cursor`, as every list."
         ),
         query=SearchQuery,
         responses={200: SearchPage},

@@ -13,7 +13,6 @@ import asyncio
 import logging
 import threading
 import uuid
-from collections import deque
 from typing import Any
 
 from django.conf import settings
@@ -24,99 +23,13 @@ from timeline.live import messages, reads
 from timeline.live.heap import make_heap_trimmer
 from timeline.live.messages import AgentsChanged, Closing, Committed, Message, Provisional, Resync, decode_message
 from timeline.live.reads import DatabaseRunner, LiveBatch
+from timeline.live.subscription import Subscription
 from timeline.live.transports.base import LiveTransport
 from timeline.live.transports.factory import make_transport
 from timeline.signals import set_live_notice, timeline_committed, timeline_updated
+from tokens.selectors import ended_token_ids
 
 logger = logging.getLogger("chartr.live")
-
-
-class Subscription:
-    """One stream's buffer. Bounded: when it overflows, the buffered news is
-    replaced by a single :class:`Resync`, so the stream goes back to the
-    database instead of being dropped (provisional items in the dropped
-    buffer are lost; they are ephemeral by definition)."""
-
-    def __init__(self, hub: Hub, agent_id: str, *, capacity: int):
-        self.hub = hub
-        self.agent_id = agent_id
-        self.capacity = capacity
-        self.overflows = 0
-        self._buffer: deque[tuple[int, Any]] = deque()
-        # A bare future, not an asyncio.Event under wait_for: on Python 3.11 wait_for
-        # makes a task per wait, and with a thousand subscribers that was a task per
-        # subscriber per event.
-        self._waiter: asyncio.Future | None = None
-        #: One timer per subscription, re-armed only when it fires: arming one
-        #: per wait was a timer handle per subscriber per event.
-        self._timer: asyncio.TimerHandle | None = None
-        self._timeout: float | None = None
-        self._waiting_since = 0.0
-        self.closed = False
-        #: The channel's generation when this subscription joined.
-        self.joined_generation = 0
-
-    def put(self, generation: int, message: Any, *, wake: bool = True) -> None:
-        """Buffer ``message``; with ``wake=False`` the reader is woken later by :meth:`wake`
-        (the channel is reading what the message announces, so the reader need not)."""
-        if len(self._buffer) >= self.capacity:
-            self._buffer.clear()
-            self.overflows += 1
-            message = Resync(self.agent_id)
-            wake = True
-        self._buffer.append((generation, message))
-        if wake:
-            self.wake()
-
-    def wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
-
-    async def get(self, timeout: float | None) -> tuple[int, Any] | None:
-        """The next ``(generation, message)``, or None after ``timeout`` seconds without one."""
-        if not self._buffer:
-            loop = asyncio.get_running_loop()
-            waiter = self._waiter = loop.create_future()
-            self._timeout = timeout
-            if timeout is not None:
-                self._waiting_since = now = loop.time()
-                timer = self._timer
-                if timer is None or timer.when() > now + timeout:
-                    if timer is not None:
-                        timer.cancel()
-                    self._timer = loop.call_at(now + timeout, self._time_up)
-            try:
-                await waiter
-            finally:
-                self._waiter = None
-            if not self._buffer:
-                return None
-        return self._buffer.popleft()
-
-    def _time_up(self) -> None:
-        """The timer: time the wait in progress out if it has lasted ``timeout``, else wait on for the rest."""
-        self._timer = None
-        waiter, timeout = self._waiter, self._timeout
-        if self.closed or waiter is None or waiter.done() or timeout is None:
-            return
-        loop = waiter.get_loop()
-        due = self._waiting_since + timeout
-        if loop.time() >= due:
-            waiter.set_result(None)
-        else:
-            self._timer = loop.call_at(due, self._time_up)
-
-    def pending(self) -> int:
-        return len(self._buffer)
-
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            if self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
-            self.hub._unsubscribe(self)
 
 
 class Channel:
@@ -216,6 +129,7 @@ class Hub:
     #: The blocking reads, run on ``self.db``; attributes so a test can count them.
     read_batch = staticmethod(reads.read_batch)
     read_heads = staticmethod(reads.read_heads)
+    read_ended_tokens = staticmethod(ended_token_ids)
 
     def __init__(
         self,
@@ -235,6 +149,8 @@ class Hub:
         self.transport = transport
         self.db = DatabaseRunner(threads=db_threads or settings.CHARTR_LIVE_DB_THREADS)
         self.channels: dict[str, Channel] = {}
+        #: token id -> the open subscriptions of its streams (the poll ends them once it is revoked).
+        self.by_token: dict[int, set[Subscription]] = {}
         self.heap = make_heap_trimmer(delay=settings.CHARTR_HEAP_TRIM_SECONDS)
         self.loop: asyncio.AbstractEventLoop | None = None
         self._tasks: list[asyncio.Task] = []
@@ -262,15 +178,18 @@ class Hub:
         self.loop = None
         await asyncio.to_thread(self.db.shutdown)
 
-    def subscribe(self, agent_id: str) -> Subscription:
-        """Start buffering news for ``agent_id``. Call from the event loop."""
+    def subscribe(self, agent_id: str, *, token_id: int | None = None) -> Subscription:
+        """Start buffering news for ``agent_id`` (for a stream opened with the API token
+        ``token_id``, which the poll watches). Call from the event loop."""
         self._ensure_started()
         channel = self.channels.get(agent_id)
         if channel is None:
             channel = self.channels[agent_id] = Channel(agent_id)
-        subscription = Subscription(self, agent_id, capacity=self.buffer_size)
+        subscription = Subscription(self._unsubscribe, agent_id, capacity=self.buffer_size, token_id=token_id)
         subscription.joined_generation = channel.generation
         channel.subscribers.add(subscription)
+        if token_id is not None:
+            self.by_token.setdefault(token_id, set()).add(subscription)
         if draining.is_draining():
             # Subscribed after the streams were told to end: this one ends too.
             subscription.put(channel.generation, Closing(agent_id))
@@ -289,6 +208,11 @@ class Hub:
             return False
 
     def _unsubscribe(self, subscription: Subscription) -> None:
+        streams = self.by_token.get(subscription.token_id)
+        if streams is not None:
+            streams.discard(subscription)
+            if not streams:
+                del self.by_token[subscription.token_id]
         channel = self.channels.get(subscription.agent_id)
         if channel is None:
             return
@@ -395,7 +319,19 @@ class Hub:
             except Exception:
                 logger.warning("Live poll failed", exc_info=True)
 
+    async def end_streams_of_ended_tokens(self) -> None:
+        """End the streams whose token was revoked (in any process: it is read from the database),
+        and those of the tickets it minted; their clients' reconnects get 401."""
+        if not self.by_token:
+            return
+        ended = await self.db.run(self.read_ended_tokens, list(self.by_token))
+        for token_id in ended:
+            for subscription in list(self.by_token.get(token_id, ())):
+                channel = self.channels.get(subscription.agent_id)
+                subscription.put(channel.generation if channel else 0, Closing(subscription.agent_id))
+
     async def poll_once(self) -> None:
+        await self.end_streams_of_ended_tokens()
         agent_ids = list(self.channels)
         if not agent_ids:
             return

@@ -30,7 +30,7 @@ from django.conf import settings
 
 from timeline.live.hub import Hub, Subscription
 from timeline.live.messages import AgentsChanged, Closing, Committed, Provisional, Resync, Updated
-from timeline.live.reads import LiveBatch, read_updates
+from timeline.live.reads import LiveBatch, read_agent_state, read_updates
 from timeline.live.sse import KEEPALIVE, agent_event, sse_frame
 
 #: Why a ``reset`` event is sent: the cursor's epoch is not the agent's, the cursor is beyond the
@@ -52,8 +52,11 @@ class TimelineStream:
         on_close: Callable[[], None] | None = None,
         updates: bool = False,
         after_update: int | None = None,
+        token_id: int | None = None,
     ):
         self.hub = hub
+        #: The API token that opened the stream (itself or through a ticket): revoked, the stream ends.
+        self.token_id = token_id
         #: Called once the stream ends (its slot, timeline/live/slots.py).
         self.on_close = on_close
         self.agent_id = agent_id
@@ -70,13 +73,20 @@ class TimelineStream:
         self.last_update = 0
         #: ``seq -> update_seq`` of rows sent with content an update wrote after ``last_update``.
         self.fresh: dict[int, int] = {}
+        #: Without a cursor: the agent's state when the stream was opened (its head is the cursor).
+        self.opened: dict | None = None
 
     async def events(self) -> AsyncIterator[bytes]:
-        subscription = self.hub.subscribe(self.agent_id)
+        subscription = self.hub.subscribe(self.agent_id, token_id=self.token_id)
         self.generation = subscription.joined_generation
         try:
+            if self.requested_after is None:
+                # "From now on" is from the request, not from whenever the listener answers below:
+                # a row committed while the stream waits for it is sent, transport up or down.
+                self.opened = await self.hub.db.run(read_agent_state, self.agent_id)
             # A fresh process connects its LISTEN/SUBSCRIBE on the first stream;
             # the stream reports ready (its first event) once it can hear the others.
+            # Down (Redis unreachable), the poll delivers and the stream goes on after 3 s.
             await self.hub.wait_listening(timeout=3)
             # The reconnect delay rides on the first event: sent alone, its
             # blank line is an empty message event to some SSE clients.
@@ -114,7 +124,11 @@ class TimelineStream:
         return await self.hub.read(subscription, after_seq=self.last_seq, min_generation=self.generation)
 
     async def _start(self, subscription: Subscription) -> AsyncIterator[bytes]:
-        after = self.requested_after
+        after, asked_update = self.requested_after, self.requested_after_update
+        opened = self.opened
+        if after is None and opened is not None:
+            # No cursor: the head as the stream was opened is the cursor.
+            after, asked_update = opened["head_seq"], opened["update_seq"]
         self.last_seq = after if after is not None else 0
         batch = (
             await self._read(subscription)
@@ -128,8 +142,14 @@ class TimelineStream:
         self.epoch = state["timeline_epoch"]
         head = state["head_seq"]
         stale_epoch = self.client_epoch is not None and self.client_epoch != self.epoch
+        if (
+            opened is not None
+            and self.requested_after is None
+            and (stale_epoch or opened["timeline_epoch"] != self.epoch or after > head)
+        ):
+            # The history was replaced (or a backfill begun) as the stream opened: from the head, as ever.
+            after = None
         resumes = after is not None and not stale_epoch and after <= head
-        asked_update = self.requested_after_update
         self.last_update = asked_update if resumes and asked_update is not None else state["update_seq"]
         self.last_update = min(self.last_update, state["update_seq"])
         if after is None or stale_epoch or after > head:

@@ -27,10 +27,11 @@ from timeline.api.shapes import MAX_SEQ, ProvisionalAccepted, ProvisionalItem
 from timeline.errors import StreamCapacity
 from timeline.live.hub import get_hub
 from timeline.live.provisional import publish_provisional
-from timeline.live.slots import REQUEST_ATTRIBUTE, stream_slots
+from timeline.live.slots import REQUEST_ATTRIBUTE, Slot, stream_slots
 from timeline.live.stream import TimelineStream
 from timeline.selectors import get_agent_for_timeline
-from tokens.access import authorize, authorize_stream
+from tokens.access import StreamCaller, authorize, check_stream_caller
+from tokens.services import spend_stream_ticket
 
 #: What a Last-Event-ID must look like: a seq, or ``seq:update_seq`` as ``updates=1`` streams
 #: send them; timeline/api/schema.py publishes it.
@@ -71,12 +72,12 @@ def _bounded(raw: str) -> int:
     return min(int(digits or "0"), MAX_SEQ)
 
 
-def _authorize_stream(request: HttpRequest, agent_id: str) -> int:
-    """The stream's caller (a stream ticket, else the API's token checks; opening a stream counts
-    as a request for the throttle), then that the agent exists; the token's id. Blocking (ORM)."""
-    token = authorize_stream(request, agent_id)
+def _authorize_stream(request: HttpRequest, agent_id: str) -> StreamCaller:
+    """The stream's caller (a stream ticket, checked but not spent yet, else the API's token checks;
+    opening a stream counts as a request for the throttle), then that the agent exists. Blocking (ORM)."""
+    caller = check_stream_caller(request, agent_id)
     get_agent_for_timeline(agent_id=agent_id)
-    return token.pk
+    return caller
 
 
 def _updates_param(raw: str) -> bool:
@@ -85,12 +86,18 @@ def _updates_param(raw: str) -> bool:
     return raw == "1"
 
 
-def _open_stream(
-    request: HttpRequest, hub, agent_id: str, *, owner, after_seq, epoch, updates=False, after_update=None
-) -> EventStreamResponse:
-    """The stream in one of this worker's slots (timeline/live/slots.py): 503 or 429 when none is left."""
+def _take_slot(request: HttpRequest, owner) -> Slot:
+    """One of this worker's stream slots (timeline/live/slots.py): 503 or 429 when none is left;
+    the handler gives it back at the request's end, whatever happens."""
     slot = stream_slots.take(owner)
     setattr(request, REQUEST_ATTRIBUTE, slot)
+    return slot
+
+
+def _open_stream(
+    request: HttpRequest, hub, agent_id: str, *, slot: Slot, after_seq, epoch, updates=False, after_update=None
+) -> EventStreamResponse:
+    """The stream, in the slot taken for it."""
     stream = TimelineStream(
         hub,
         agent_id,
@@ -99,6 +106,7 @@ def _open_stream(
         on_close=slot.release,
         updates=updates,
         after_update=after_update,
+        token_id=slot.owner,
     )
     response = EventStreamResponse(stream.events())
     response["Cache-Control"] = "no-cache"
@@ -134,7 +142,7 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
         return response
     try:
         hub = get_hub()
-        token_id = await hub.db.run(_authorize_stream, request, agent_id)
+        caller = await hub.db.run(_authorize_stream, request, agent_id)
         last_event_id = request.headers.get("Last-Event-ID")
         # after_seq is checked even when Last-Event-ID wins: a bad parameter is never silently ignored.
         after_seq_param = request.GET.get("after_seq", "")
@@ -144,11 +152,19 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
         if last_event_id is not None:
             after_seq, after_update = _last_event_id(last_event_id)
         epoch = request.GET.get("epoch") or None
+        # The ticket is spent last, once the rate is checked and the slot taken: a refusal leaves it usable.
+        slot = _take_slot(request, caller.token.pk)
+        if caller.ticket is not None:
+            try:
+                await hub.db.run(spend_stream_ticket, ticket=caller.ticket)
+            except BaseException:
+                slot.release()
+                raise
         return _open_stream(
             request,
             hub,
             agent_id,
-            owner=token_id,
+            slot=slot,
             after_seq=after_seq,
             epoch=epoch,
             updates=updates,
@@ -219,7 +235,8 @@ async def admin_timeline_stream(request: HttpRequest, object_id: str):
         return HttpResponse("after_seq and Last-Event-ID are whole numbers.", status=400, content_type="text/plain")
     try:
         # The operator's streams count against the worker's bound, not a token's.
-        return _open_stream(request, hub, agent_id, owner=None, after_seq=after_seq, epoch=None)
+        slot = _take_slot(request, None)
+        return _open_stream(request, hub, agent_id, slot=slot, after_seq=after_seq, epoch=None)
     except StreamCapacity as exc:
         response = HttpResponse(exc.message, status=exc.status, content_type="text/plain")
         response["Retry-After"] = str(exc.retry_after)

@@ -1,3 +1,4 @@
+from django.db import InterfaceError, OperationalError
 from django.db.backends.postgresql import base, schema
 
 from chartr.db_backends import CascadingForeignKeysMixin
@@ -7,6 +8,11 @@ from chartr.db_backends.postgresql.liveness import quiet_and_idle
 
 #: lock_not_available: a lock_timeout (or NOWAIT) ran out while another transaction held the lock.
 LOCK_NOT_AVAILABLE = "55P03"
+
+#: The server refusing or losing the session rather than a statement: too_many_connections,
+#: configuration_limit_exceeded, admin_shutdown, crash_shutdown, cannot_connect_now, and a
+#: standby's read_only_sql_transaction after a failover; plus the whole connection_exception class (08).
+UNAVAILABLE_SQLSTATES = frozenset({"53300", "53400", "57P01", "57P02", "57P03", "25006"})
 
 
 class DatabaseSchemaEditor(CascadingForeignKeysMixin, schema.DatabaseSchemaEditor):
@@ -20,6 +26,15 @@ class DatabaseWrapper(FencedTransactionsMixin, base.DatabaseWrapper):
     def is_lock_wait_timeout(self, error: Exception) -> bool:
         """Whether ``error`` means another transaction held a lock past the configured wait."""
         return getattr(error.__cause__, "sqlstate", None) == LOCK_NOT_AVAILABLE
+
+    def is_unavailable(self, error: Exception) -> bool:
+        """Whether ``error`` is the server refusing or losing the connection (its connection limit, a
+        restart, a failover), not a statement's fault: worth a retry shortly. libpq's own failures
+        (refused, reset, closed) carry no SQLSTATE."""
+        if not isinstance(error, (OperationalError, InterfaceError)):
+            return False
+        state = getattr(error.__cause__, "sqlstate", None)
+        return state is None or state.startswith("08") or state in UNAVAILABLE_SQLSTATES
 
     def close_if_health_check_failed(self):
         # Django's check is a SELECT 1 per request; a quiet idle socket answers it without one.

@@ -29,6 +29,11 @@ class DatabaseWrapper(FencedTransactionsMixin, base.DatabaseWrapper):
         message = str(error)
         return "database is locked" in message or "database table is locked" in message
 
+    def is_unavailable(self, error: Exception) -> bool:
+        """Whether ``error`` is the database file refusing to open (its directory gone or not
+        writable, say), not a statement's fault."""
+        return "unable to open database file" in str(error)
+
     def _start_transaction_under_autocommit(self):
         # Django begins every atomic block here on SQLite (BEGIN IMMEDIATE): the fence is asked under the write lock.
         self.begin_fenced(begin=self._begin_in_turn, abandon=self._abandon_transaction)

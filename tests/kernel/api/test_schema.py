@@ -209,5 +209,6 @@ def test_docs_api_md_lists_every_error_code():
     doc = (Path(__file__).resolve().parents[3] / "docs" / "api.md").read_text()
     codes = {code for codes, _ in error_codes().values() for code in codes}
     codes |= {"method_not_allowed", "not_acceptable", "busy", "maintenance", "shutting_down", "asgi_required"}
+    codes |= {"database_unavailable"}
     missing = sorted(code for code in codes if f"`{code}`" not in doc)
     assert not missing, f"docs/api.md does not list {missing}"

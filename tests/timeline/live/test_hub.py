@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from tests.factories import AgentFactory
 from tests.timeline.live.support import Reader, append, db, in_thread, run
 from timeline.live.hub import Channel, Hub
-from timeline.live.messages import Provisional, Resync
+from timeline.live.messages import Closing, Provisional, Resync
 from timeline.live.stream import TimelineStream
+from tokens.services import create_api_token, revoke_api_token
 
 
 def test_a_full_buffer_turns_into_one_resync():
@@ -96,3 +99,44 @@ def test_a_wait_times_out_a_whole_timeout_after_it_began_even_after_news():
         assert subscription._timer is None
 
     run(scenario)
+
+
+@db
+def test_the_poll_ends_the_streams_of_a_revoked_token_and_only_theirs():
+    agent = AgentFactory()
+    revoked, kept = create_api_token(name="revoked")[0], create_api_token(name="kept")[0]
+
+    async def scenario(hub: Hub):
+        ending = Reader(TimelineStream(hub, agent.pk, after_seq=0, epoch=None, token_id=revoked.pk))
+        staying = Reader(TimelineStream(hub, agent.pk, after_seq=0, epoch=None, token_id=kept.pk))
+        for reader in (ending, staying):
+            assert (await reader.next())[0] == "agent"
+        await hub.poll_once()
+        assert hub.subscriber_count(agent.pk) == 2
+        await in_thread(revoke_api_token, token=revoked)
+        await hub.poll_once()
+        with pytest.raises(StopAsyncIteration):
+            await ending.next()
+        assert hub.subscriber_count(agent.pk) == 1
+        assert set(hub.by_token) == {kept.pk}
+        await in_thread(append, agent.pk, "x")
+        assert await staying.committed_seqs(1) == [1]
+        await staying.close()
+        assert hub.by_token == {}
+
+    run(scenario)
+
+
+def test_the_end_of_a_stream_survives_a_full_buffer():
+    async def scenario(hub: Hub):
+        subscription = hub.subscribe("a", token_id=7)
+        for n in range(3):
+            hub.deliver(Provisional("a", {"type": "x"}, str(n)))
+        subscription.put(0, Closing("a"))
+        kinds = []
+        while subscription.pending():
+            kinds.append(type((await subscription.get(timeout=1))[1]))
+        assert kinds[-1] is Closing
+        subscription.close()
+
+    run(scenario, buffer_size=3)
