@@ -120,7 +120,7 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
 
     # --- lists ----------------------------------------------------------
 
-    @admin.display(description="state", ordering="archived_at")
+    @admin.display(description="archived", ordering="archived_at")
     def archived_state(self, obj):
         """A muted "archived <date>" label on archived rows; live rows stay blank."""
         if obj.archived_at is None:
