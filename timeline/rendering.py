@@ -210,3 +210,25 @@ def one_line(value: Any, limit: int = 100) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
     first = text.strip().split("\n", 1)[0]
     return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string value inside ``value`` (keys left out, as the search leaves them out), in order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+def snippet(value: Any, pattern: re.Pattern | None, *, around: int = 80) -> SafeString:
+    """The text around the first match of ``pattern`` in ``value``'s strings, on one line, the words marked
+    ("… the refund <mark>rounding</mark> is off by …"); the start of the text when nothing matches."""
+    text = " ".join(" ".join(_strings(value)).split())
+    match = pattern.search(text) if pattern is not None else None
+    if match is None:
+        return marked(text[: 2 * around] + ("…" if len(text) > 2 * around else ""), pattern)
+    start, end = max(match.start() - around, 0), min(match.end() + around, len(text))
+    return SafeString(("…" if start else "") + marked(text[start:end], pattern) + ("…" if end < len(text) else ""))
