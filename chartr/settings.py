@@ -112,6 +112,8 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                # The first-run reminder to change the generated admin password and delete its file.
+                "dashboard.reminders.initial_password_reminder",
             ],
         },
     },
