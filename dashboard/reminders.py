@@ -50,8 +50,9 @@ def _still_initial(request: HttpRequest, path: Path) -> bool:
 def initial_password_reminder(request: HttpRequest) -> dict[str, InitialPasswordReminder | None]:
     """Template context (a context processor): ``initial_password_reminder`` on admin pages a superuser
     sees while the file exists, else None."""
+    # A token's client (the API docs) is no user: only a logged-in superuser is told.
     user = getattr(request, "user", None)
     path = initial_password_file()
-    if user is None or not user.is_authenticated or not user.is_superuser or not path.is_file():
+    if not getattr(user, "is_superuser", False) or not hasattr(request, "session") or not path.is_file():
         return {"initial_password_reminder": None}
     return {"initial_password_reminder": InitialPasswordReminder(path=path, unchanged=_still_initial(request, path))}
