@@ -66,8 +66,12 @@ WSGI_APPLICATION = "chartr.wsgi.application"
 ASGI_APPLICATION = "chartr.asgi.application"
 
 # chartr/templates first, before the apps': chartr/templates/admin overrides the admin's own pages.
-_CONTEXT = ("django.template.context_processors.request", "django.contrib.auth.context_processors.auth",
-            "django.contrib.messages.context_processors.messages")  # fmt: skip
+_CONTEXT = (
+    "django.template.context_processors.request",
+    "django.contrib.auth.context_processors.auth",
+    "django.contrib.messages.context_processors.messages",
+    "dashboard.reminders.initial_password_reminder",
+)  # fmt: skip  (the first-run password reminder)
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",

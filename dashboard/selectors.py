@@ -17,6 +17,7 @@ from snapshots.selectors import (
     attention_condition,
     attention_counts,
     stale_agents,
+    stale_condition,
 )
 from timeline.models import TimelineHead, TimelineRow
 
@@ -99,8 +100,10 @@ class Dashboard:
     agents_by_lifecycle: list[tuple[str, int]]
     archived_agents: int
     attention: Attention = field(default_factory=lambda: Attention(total=0, by_reason=[]))
-    #: Agents claiming to run whose daemon has gone silent, longest silent first.
+    #: Agents claiming to run whose daemon has gone silent, longest silent first (the first few)...
     stale_running: list[AgentSnapshot] = field(default_factory=list)
+    #: ...of this many.
+    stale_total: int = 0
     recently_active: list[AgentSnapshot] = field(default_factory=list)
     growth: Growth | None = None
 
@@ -127,6 +130,7 @@ def dashboard(*, list_size: int = DASHBOARD_LIST_SIZE) -> Dashboard:
         archived=Count("pk", filter=~live),
         **{f"lc_{value}": Count("pk", filter=live & Q(lifecycle=value)) for value in lifecycles},
         **attention_counts(),
+        stale=Count("pk", filter=stale_condition()),
     )
     agents = AgentSnapshot.objects.live().select_related("workspace__project", "timeline_head")
     return Dashboard(
@@ -144,6 +148,7 @@ def dashboard(*, list_size: int = DASHBOARD_LIST_SIZE) -> Dashboard:
             longest_waiting=list(agents.filter(attention_condition()).order_by(*LONGEST_WAITING_FIRST)[:list_size]),
         ),
         stale_running=list(stale_agents().select_related("workspace__project")[:list_size]),
+        stale_total=agent_counts["stale"],
         recently_active=list(
             agents.filter(timeline_head__last_activity_at__isnull=False).order_by("-timeline_head__last_activity_at")[
                 :list_size

@@ -15,6 +15,7 @@ from django.utils.text import capfirst
 from datadir import store
 from datadir.backends import database_backend
 from datadir.errors import SnapshotNotFound
+from datadir.records import RecordChange, holdings, read_records, record_changes
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class DataSnapshotInfo:
     engine: str = ""
     summary: str = ""
     tables: dict[str, int] = field(default_factory=dict)
+    #: Its projects, workspaces and agents (datadir.records); None for a snapshot taken before they were kept.
+    records: dict[str, dict[str, list]] | None = None
     files: int = 0
     #: Apparent size of everything in it.
     size_bytes: int = 0
@@ -42,6 +45,11 @@ class DataSnapshotInfo:
     @property
     def rows(self) -> int:
         return sum(self.tables.values())
+
+    @property
+    def holds(self) -> str:
+        """What it holds in the operator's words ("2 projects, ..., 120 timeline rows")."""
+        return holdings(self.records) if self.records is not None else f"{self.rows:,} rows in all tables"
 
 
 def _sizes(path: Path) -> tuple[int, int]:
@@ -85,6 +93,7 @@ def _info(root: Path, name: str, *, with_sizes: bool) -> DataSnapshotInfo:
         engine=manifest["engine"],
         summary=str(manifest.get("summary", "")),
         tables=dict(manifest["database"].get("tables") or {}),
+        records=manifest.get("records") if isinstance(manifest.get("records"), dict) else None,
         files=len(manifest["files"]),
         size_bytes=size,
         own_bytes=own,
@@ -120,6 +129,36 @@ class RestorePreview:
     problem: str = ""
     #: Migrations applied now that the snapshot lacks (run ``manage.py migrate`` after restoring).
     migrations_behind: int = 0
+    #: What the restore does to each project, workspace and agent (now -> the snapshot); None when
+    #: the snapshot was taken before snapshots kept their records (counts only then).
+    records: list[RecordChange] | None = None
+
+    def _records(self, change: str, kind: str | None = None) -> list[RecordChange]:
+        return [item for item in self.records or [] if item.change == change and kind in (None, item.kind)]
+
+    @property
+    def unarchived(self) -> list[RecordChange]:
+        """Archived now, live in the snapshot: the restore unarchives them."""
+        return self._records("unarchived")
+
+    @property
+    def archived_again(self) -> list[RecordChange]:
+        return self._records("archived")
+
+    @property
+    def disappearing(self) -> list[RecordChange]:
+        """Created since the snapshot: the restore deletes them (agents with their timelines)."""
+        return self._records("removed")
+
+    @property
+    def returning(self) -> list[RecordChange]:
+        """Deleted since the snapshot: the restore brings them back."""
+        return self._records("added")
+
+    @property
+    def timelines(self) -> list[RecordChange]:
+        """Agents in both whose timelines differ in rows: now -> after the restore."""
+        return self._records("rows", "agents")
 
     @property
     def changing(self) -> list[CountLine]:
@@ -195,7 +234,14 @@ def restore_preview(name: str) -> RestorePreview:
         problem = "Data snapshots are disabled (CHARTR_SNAPSHOTS_KEEP=0), so a restore could not be undone."
     if not problem and info.engine != engine:
         problem = f"It was taken on {info.engine} and this server runs on {engine}: it cannot be restored here."
+    with database_backend().connection.cursor() as cursor:
+        records = None if info.records is None else record_changes(read_records(cursor), info.records)
     behind = max(live.get("django_migrations", 0) - info.tables.get("django_migrations", 0), 0) if info.tables else 0
     return RestorePreview(
-        snapshot=info, lines=lines, rotated=_rotated_by_undo(name), problem=problem, migrations_behind=behind
+        snapshot=info,
+        lines=lines,
+        rotated=_rotated_by_undo(name),
+        problem=problem,
+        migrations_behind=behind,
+        records=records,
     )

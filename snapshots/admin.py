@@ -15,9 +15,13 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.utils import unquote
+from django.db.models import F
 from django.http import QueryDict
 from django.urls import URLPattern
+from django.utils.formats import date_format
 from django.utils.html import format_html
+from django.utils.timesince import timesince
+from django.utils.timezone import localtime
 
 from kernel.admin import ArchivableAdmin, ArchivedListFilter, ServiceForm
 from registry.cascade import ARCHIVE_TAKES_ALONG
@@ -276,6 +280,7 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
         "lifecycle",
         "stale",
         "attention",
+        "waiting_since",
         "last_activity_at",
         "committed_rows",
         "archived_state",
@@ -325,9 +330,23 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
     def workspace_name(self, obj):
         return f"{obj.workspace.display_name} ({obj.workspace.project.display_name})"
 
-    @admin.display(description="attention", ordering="requires_attention")
+    @admin.display(description="needs attention", ordering="requires_attention")
     def attention(self, obj):
-        return obj.attention_reason or "-"
+        if not obj.requires_attention:
+            return None
+        return format_html('<span class="attention-label">{}</span>', obj.attention_reason or "yes (no reason)")
+
+    @admin.display(description="waiting since", ordering=F("attention_at").asc(nulls_last=True))
+    def waiting_since(self, obj):
+        """How long an agent needing attention has waited ("2 hours, 5 minutes"), the time itself on hover."""
+        if not obj.requires_attention or obj.attention_at is None:
+            return None
+        return format_html(
+            '<time class="waiting-since" datetime="{}" title="{}">{}</time>',
+            obj.attention_at.isoformat(),
+            date_format(localtime(obj.attention_at), "DATETIME_FORMAT"),
+            timesince(obj.attention_at),
+        )
 
     def get_queryset(self, request):
         return with_staleness(super().get_queryset(request))
@@ -340,7 +359,7 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
 
     @admin.display(description="stale", ordering="is_stale")
     def stale(self, obj):
-        return "stale" if obj.is_stale else ""
+        return format_html('<span class="stale-label">stale</span>') if obj.is_stale else None
 
     last_activity_at = _head_field("last_activity_at", "last activity")
     last_user_message_at = _head_field("last_user_message_at", "last user message")

@@ -19,7 +19,18 @@ from typing import Any, ClassVar
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from datadir.errors import SnapshotFailed
+from datadir.records import read_records
 from kernel.write_fence import FenceNotClosed
+
+
+@dataclass(frozen=True)
+class DumpContents:
+    """What a dump holds, read from exactly the copy it made."""
+
+    #: Row count per table.
+    tables: dict[str, int]
+    #: Projects, workspaces and agents in the operator's words (datadir.records.read_records).
+    records: dict[str, dict[str, list]]
 
 
 class DumpRejected(Exception):
@@ -82,9 +93,9 @@ class DatabaseBackend(ABC):
         return set(), set()
 
     @abstractmethod
-    def dump(self, target: Path) -> dict[str, int]:
+    def dump(self, target: Path) -> DumpContents:
         """Copy the whole database, consistently, into the new file ``target``;
-        the row count per table of exactly that copy."""
+        what exactly that copy holds (``contents``)."""
 
     @abstractmethod
     def verify(self, dump: Path, *, sha256: str, expected_tables: dict[str, int], work: Path) -> CheckedDump:
@@ -102,6 +113,10 @@ class DatabaseBackend(ABC):
     @abstractmethod
     def table_names(self, cursor: Any) -> list[str]:
         """The tables the DB-API ``cursor`` sees, sorted by name."""
+
+    def contents(self, cursor: Any) -> DumpContents:
+        """Row counts and records as the DB-API ``cursor`` sees them."""
+        return DumpContents(tables=self.count_rows(cursor), records=read_records(cursor))
 
     def count_rows(self, cursor: Any) -> dict[str, int]:
         """Row count of every table the DB-API ``cursor`` sees."""

@@ -21,7 +21,7 @@ from django.apps import apps
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from datadir import store
-from datadir.backends.base import CheckedDump, DatabaseBackend, DumpRejected, quote_name
+from datadir.backends.base import CheckedDump, DatabaseBackend, DumpContents, DumpRejected, quote_name
 from datadir.errors import SnapshotFailed, SnapshotToolMissing, StoreBusy
 from kernel.postgres import libpq_environment
 from timeline.models import TimelineHead
@@ -73,7 +73,7 @@ class PostgreSQLBackend(DatabaseBackend):
         cursor.execute("SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema() ORDER BY 1")
         return [row[0] for row in cursor.fetchall()]
 
-    def dump(self, target: Path) -> dict[str, int]:
+    def dump(self, target: Path) -> DumpContents:
         pg_dump = require_tool("pg_dump")
         # A connection of our own, so the exported snapshot's transaction is not
         # tangled with whatever the default connection is doing.
@@ -84,7 +84,7 @@ class PostgreSQLBackend(DatabaseBackend):
                 cursor.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
                 cursor.execute("SELECT pg_export_snapshot()")
                 exported = cursor.fetchone()[0]
-                tables = self.count_rows(cursor)
+                contents = self.contents(cursor)
                 # pg_dump reads the very snapshot the counts came from.
                 run_tool(
                     [pg_dump, "--format=custom", f"--snapshot={exported}", f"--file={target}"],
@@ -94,7 +94,7 @@ class PostgreSQLBackend(DatabaseBackend):
                 cursor.execute("COMMIT")
         finally:
             private.close()
-        return tables
+        return contents
 
     def verify(self, dump: Path, *, sha256: str, expected_tables: dict[str, int], work: Path) -> CheckedDump:
         """``pg_restore --list`` reads the whole table of contents and must list data for every table."""

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from datadir import store
-from datadir.backends.base import CheckedDump, DatabaseBackend, DumpRejected, quote_name
+from datadir.backends.base import CheckedDump, DatabaseBackend, DumpContents, DumpRejected, quote_name
 from datadir.errors import SnapshotFailed
 from snapshots.models import new_timeline_epoch
 from timeline.models import TimelineHead
@@ -46,7 +46,7 @@ class SQLiteBackend(DatabaseBackend):
         cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
         return [row[0] for row in cursor.fetchall()]
 
-    def dump(self, target: Path) -> dict[str, int]:
+    def dump(self, target: Path) -> DumpContents:
         live = self._live_connection()
         copy = sqlite3.connect(target)
         try:
@@ -55,10 +55,10 @@ class SQLiteBackend(DatabaseBackend):
             live.backup(copy, pages=-1)
             # The copied header says WAL; a snapshot should be one self-contained file.
             copy.execute("PRAGMA journal_mode=DELETE")
-            tables = self.count_rows(copy.cursor())
+            contents = self.contents(copy.cursor())
         finally:
             copy.close()
-        return tables
+        return contents
 
     def verify(self, dump: Path, *, sha256: str, expected_tables: dict[str, int], work: Path) -> CheckedDump:
         """Check a private copy (integrity, row counts) and give it new epochs

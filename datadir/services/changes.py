@@ -3,13 +3,20 @@ one-line summary, and the snapshot's changes.txt."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from datadir import store
+from datadir.records import RecordChange, holdings, past_sentence, record_changes, summarize_record_changes
 from datadir.services.files import Previous
 
 
-def changes(previous: Previous | None, files: dict[str, dict[str, Any]], tables: dict[str, int]) -> dict[str, Any]:
+def changes(
+    previous: Previous | None,
+    files: dict[str, dict[str, Any]],
+    tables: dict[str, int],
+    records: dict[str, dict[str, list]] | None = None,
+) -> dict[str, Any]:
     before_files = previous[1].get("files", {}) if previous else {}
     before_tables = previous[1].get("database", {}).get("tables", {}) if previous else {}
     added = sorted(set(files) - set(before_files))
@@ -21,7 +28,14 @@ def changes(previous: Previous | None, files: dict[str, dict[str, Any]], tables:
         != (before_files[rel].get("size"), before_files[rel].get("sha256"))
     )
     rows = {table: [before_tables.get(table), tables.get(table)] for table in sorted(set(tables) | set(before_tables))}
+    found: dict[str, Any] = {}
+    before_records = previous[1].get("records") if previous else None
+    if records is not None:
+        found["holds"] = holdings(records)
+        if before_records is not None:
+            found["records"] = [asdict(change) for change in record_changes(before_records, records)]
     return {
+        **found,
         "previous": previous[0] if previous else None,
         "files": {
             "added": added,
@@ -37,25 +51,29 @@ def _delta(before: int | None, after: int | None) -> int:
     return (after or 0) - (before or 0)
 
 
-def summarize_changes(changes: dict[str, Any]) -> str:
-    """One line for listings: file counts and the biggest row deltas."""
-    files = changes.get("files", {})
-    parts = [f"files +{len(files.get('added', []))} ~{len(files.get('changed', []))} -{len(files.get('removed', []))}"]
-    deltas = [
-        (table, _delta(before, after))
-        for table, (before, after) in changes.get("rows", {}).items()
-        if _delta(before, after)
+def _file_phrase(files: dict[str, Any]) -> str:
+    counts = [
+        (len(files.get(key, [])), word)
+        for key, word in (("added", "added"), ("changed", "changed"), ("removed", "removed"))
     ]
-    deltas.sort(key=lambda item: (-abs(item[1]), item[0]))
-    if deltas:
-        shown = ", ".join(f"{table} {delta:+d}" for table, delta in deltas[:3])
-        more = f" and {len(deltas) - 3} more tables" if len(deltas) > 3 else ""
-        parts.append(f"rows {shown}{more}")
-    else:
-        parts.append("no row count changes")
+    shown = ", ".join(f"{number} {word}" for number, word in counts if number)
+    return f"data files: {shown}" if shown else ""
+
+
+def summarize_changes(changes: dict[str, Any]) -> str:
+    """One line for listings, in the operator's words: records added, deleted, archived and
+    unarchived, timeline rows gained, data files changed (never table names)."""
+    files = _file_phrase(changes.get("files", {}))
     if changes.get("previous") is None:
-        parts.insert(0, "first snapshot")
-    return "; ".join(parts)
+        parts = ["first snapshot", changes.get("holds", "")]
+    elif "records" in changes:
+        phrases = summarize_record_changes([RecordChange(**item) for item in changes["records"]])
+        parts = phrases or ["no project, workspace, agent or timeline changed"]
+    else:
+        # A snapshot of a previous snapshot without records: the row totals alone.
+        delta = sum(_delta(before, after) for before, after in changes.get("rows", {}).values())
+        parts = [f"rows {delta:+,} in all tables" if delta else "no row count changes"]
+    return "; ".join(part for part in [*parts, files] if part)
 
 
 def changes_text(name: str, manifest: dict[str, Any]) -> str:
@@ -73,6 +91,11 @@ def changes_text(name: str, manifest: dict[str, Any]) -> str:
     lines += [f"  + {rel} ({store.human_bytes(entries[rel]['size'])})" for rel in files["added"]]
     lines += [f"  ~ {rel} ({store.human_bytes(entries[rel]['size'])})" for rel in files["changed"]]
     lines += [f"  - {rel}" for rel in files["removed"]]
+    if "holds" in changes:
+        lines += ["", f"holds {changes['holds']}"]
+    if "records" in changes:
+        lines += ["", "projects, workspaces and agents changed since the previous snapshot:"]
+        lines += [f"  {past_sentence(RecordChange(**item))}" for item in changes["records"]] or ["  none"]
     lines += ["", "rows per table (delta since the previous snapshot):"]
     width = max((len(table) for table in changes["rows"]), default=0)
     for table, (before, after) in changes["rows"].items():

@@ -113,11 +113,12 @@ def _write_snapshot(
     (work / store.DB_DIRNAME).mkdir()
     db_rel = f"{store.DB_DIRNAME}/{backend.dump_name}"
     db_path = work / db_rel
-    tables = backend.dump(db_path)
+    contents = backend.dump(db_path)
+    tables = contents.tables
     with open(db_path, "rb+") as handle:
         os.fsync(handle.fileno())
     files, linked, copied_bytes = snapshot_files(store.data_dir(), work / store.FILES_DIRNAME, previous, backend)
-    snapshot_changes = changes(previous, files, tables)
+    snapshot_changes = changes(previous, files, tables, contents.records)
     manifest = {
         "format": store.MANIFEST_FORMAT,
         "name": name,
@@ -132,6 +133,7 @@ def _write_snapshot(
             "tables": tables,
         },
         "files": files,
+        "records": contents.records,
         "changes": snapshot_changes,
         "summary": summarize_changes(snapshot_changes),
         MARKER_KEY: marker,

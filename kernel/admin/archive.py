@@ -120,7 +120,15 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
 
     # --- lists ----------------------------------------------------------
 
-    @admin.display(description="state", ordering="archived_at")
+    def get_list_display(self, request):
+        """The archived column only where archived rows may be listed: the default, live-only list has no use for it."""
+        shown = list(super().get_list_display(request))
+        live_only = (
+            request.GET.get(ArchivedListFilter.parameter_name, ArchivedListFilter.LIVE) == ArchivedListFilter.LIVE
+        )
+        return [name for name in shown if name != "archived_state"] if live_only else shown
+
+    @admin.display(description="archived", ordering="archived_at")
     def archived_state(self, obj):
         """A muted "archived <date>" label on archived rows; live rows stay blank."""
         if obj.archived_at is None:

@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from dashboard.selectors import DASHBOARD_LIST_SIZE
 from registry.services import archive_project
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent
@@ -148,7 +149,26 @@ class TestDashboard:
             "silent-5m",
         ]
         section = response.content.decode().split('id="dash-stale"')[1].split('id="dash-recent"')[0]
-        assert "never (imported)" in section and "recent" not in section
+        assert "never (imported)" in section and 'data-agent="recent"' not in section
+        # how many, and a way to all of them: the agent list filtered to the stale ones
+        assert response.context["dashboard"].stale_total == 3
+        assert "Stale running agents (3), the longest silent first" in section
+        see_all = reverse("admin:snapshots_agentsnapshot_changelist") + "?stale=yes"
+        assert f'id="dash-stale-all" href="{see_all}">See all 3</a>' in section
+        listed = admin_client.get(see_all).content.decode()
+        assert all(f'data-copy="{agent_id}"' in listed for agent_id in ("imported", "silent-1h", "silent-5m"))
+        assert 'data-copy="recent"' not in listed
+
+    def test_the_stale_count_is_all_of_them_when_the_list_shows_a_few(self, admin_client, settings):
+        settings.CHARTR_STALE_AFTER_SECONDS = 60
+        for n in range(DASHBOARD_LIST_SIZE + 2):
+            agent = AgentFactory(agent_id=f"silent-{n}", lifecycle="running")
+            AgentSnapshot.objects.filter(pk=agent.pk).update(last_seen_at=None)
+        response = admin_client.get(reverse("admin:index"))
+        dashboard = response.context["dashboard"]
+        total = DASHBOARD_LIST_SIZE + 2
+        assert dashboard.stale_total == total and len(dashboard.stale_running) == DASHBOARD_LIST_SIZE
+        assert f">See all {total}</a>" in response.content.decode().split('id="dash-stale"')[1]
 
     def test_no_stale_agents_says_so(self, admin_client):
         AgentFactory(lifecycle="running")

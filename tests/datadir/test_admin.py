@@ -50,7 +50,7 @@ def test_the_page_lists_snapshots_with_time_size_and_changes(data_dir):
     assert response.status_code == 200
     html = response.content.decode()
     assert html.index(second.name) < html.index(first.name)  # newest first
-    assert "files +1 ~0 -0" in html and "first snapshot" in html
+    assert "data files: 1 added" in html and "first snapshot" in html
     # Sizes are human-readable; the unit depends on how big the test database has grown by now.
     assert re.search(r"\d+(\.\d+)?\xa0(bytes|KB|MB|GB) \(", html)
     assert 'value="Take snapshot now"' in html and "csrfmiddlewaretoken" in html

@@ -14,6 +14,7 @@ from snapshots.services import delete_agent, record_heartbeat, update_agent
 from tests.datadir.conftest import append_rows, snapshot_dirs
 from tests.factories import AgentFactory
 from timeline.models import TimelineHead
+from timeline.services import NewTimelineItem, append_timeline_items
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -34,7 +35,7 @@ def test_snapshot_command_reports_what_it_took(data_dir):
     assert "first snapshot" in first
     second = run("snapshot")
     assert "files: 1 (1 hard-linked to the previous snapshot, 0 copied" in second
-    assert "no row count changes" in second and "kept the newest 14" in second
+    assert "no project, workspace, agent or timeline changed" in second and "kept the newest 14" in second
 
 
 def test_snapshot_command_with_keep_zero_says_so_and_does_nothing(data_dir, settings):
@@ -56,12 +57,18 @@ def test_restore_list_newest_and_from(data_dir):
     assert "No data snapshots yet" in run("restore", "--list")
     AgentFactory(agent_id="a0")
     run("snapshot")
-    append_rows("a0", 3)
+    append_timeline_items(
+        agent_id="a0", items=[NewTimelineItem(item={"type": "user_message", "text": t}) for t in "abc"]
+    )
     run("snapshot")
     older, newer = snapshot_dirs(data_dir)
     listing = run("restore", "--list").splitlines()
-    assert [line.split()[0] for line in listing] == [newer, older]
-    assert "timeline_timelinerow +3" in listing[0] and "manual" in listing[0]
+    assert [line.split()[0] for line in listing if not line.startswith(" ")] == [newer, older]
+    assert "manual" in listing[0]
+    assert listing[1:3] == [
+        "    holds 1 project, 1 workspace, 1 agent, 3 timeline rows",
+        "    changes: timeline rows +3 (1 agent)",
+    ]
 
     append_rows("a0", 2)
     out = run("restore", "--from", older)

@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+import datetime as dt
 import json
+import re
 
 import pytest
 from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.urls import reverse
+from django.utils import timezone
 
 from registry.services import archive_workspace
 from snapshots.models import AgentSnapshot
@@ -233,4 +236,32 @@ def test_the_agent_list_shows_and_filters_stale_agents(admin_client, settings):
     assert [agent.agent_id for agent in admin_client.get(changelist, {"stale": "no"}).context["cl"].result_list] == [
         "fresh"
     ]
-    assert '<td class="field-stale">stale</td>' in admin_client.get(changelist).content.decode()
+    assert (
+        '<td class="field-stale"><span class="stale-label">stale</span></td>'
+        in admin_client.get(changelist).content.decode()
+    )
+
+
+def test_the_agent_list_says_how_long_an_agent_has_waited_and_names_its_columns_plainly(admin_client):
+    now = timezone.now()
+    AgentFactory(
+        agent_id="waiting",
+        requires_attention=True,
+        attention_reason="permission",
+        attention_at=now - dt.timedelta(hours=2, minutes=5),
+    )
+    AgentFactory(agent_id="calm")
+    archive_agent(agent=AgentFactory(agent_id="done"))
+    page = admin_client.get(url("changelist"), {"archived": "all"}).content.decode()
+    headers = re.findall(r'<th scope="col" class="[^"]*column-(\w+)[^"]*">.*?<a [^>]*>([^<]+)</a>', page, re.S)
+    named = dict(headers)
+    assert named["waiting_since"] == "Waiting since" and named["attention"] == "Needs attention"
+    assert named["archived_state"] == "Archived", "the archived column says so, not 'state'"
+    row = page.split('data-copy="waiting"')[1].split("</tr>")[0]
+    assert '<td class="field-attention"><span class="attention-label">permission</span></td>' in row
+    assert re.search(r'<time class="waiting-since" datetime="[^"]+" title="[^"]+">2\xa0hours, 5\xa0minutes</time>', row)
+    calm = page.split('data-copy="calm"')[1].split("</tr>")[0]
+    assert '<td class="field-attention">-</td>' in calm and '<td class="field-waiting_since">-</td>' in calm
+    # sorted by it, the longest waiting first
+    ordered = admin_client.get(url("changelist"), {"o": "6"}).context["cl"].result_list
+    assert ordered[0].agent_id == "waiting"

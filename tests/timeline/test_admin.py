@@ -90,7 +90,16 @@ class TestAgentTimeline:
                 {"type": "assistant_message", "text": "On it."},
                 {"type": "reasoning", "text": "thinking about it"},
                 {"type": "tool_call", "callId": "c-1", "name": "bash", "status": "failed", "input": {"cmd": "make"}},
-                {"type": "todo", "items": [{"content": "write tests", "status": "completed"}, "plain todo"]},
+                {
+                    "type": "todo",
+                    "items": [
+                        {"content": "write tests", "status": "completed"},
+                        "plain todo",
+                        {"text": "ship it", "completed": True},
+                        {"text": "review it", "completed": False},
+                        {"content": "fix it", "status": "in_progress"},
+                    ],
+                },
                 {"type": "interaction", "request": {"question": "Allow write?"}},
                 {"type": "error", "message": "rate limited"},
                 {"type": "compaction", "status": "done"},
@@ -104,7 +113,16 @@ class TestAgentTimeline:
         assert "<code>bash</code>" in text and 'tl-status-failed">failed<' in text and "call c-1" in text
         plain = html.unescape(strip_tags(text))
         assert '"cmd": "make"' in plain  # the rest of a tool call is shown as JSON
-        assert 'tl-status-completed">completed</span> write tests' in text and "plain todo" in text
+        # done and open todos read differently, whichever way the item says so (Paseo's `completed` flag, a status)
+        todos = re.findall(r'<li class="tl-todo-(\w+)">.*?<span class="tl-todo-text">(.*?)</span></li>', text)
+        assert todos == [
+            ("done", "write tests"),
+            ("open", "plain todo"),
+            ("done", "ship it"),
+            ("open", "review it"),
+            ("active", "fix it"),
+        ]
+        assert '<span class="tl-todo-count">2 of 5 done</span>' in text
         assert "Interaction request" in text and "Allow write?" in text
         assert "Error</strong>" in text and "rate limited" in text
         assert '<strong>Compaction</strong> <span class="tl-status">done</span>' in text

@@ -95,6 +95,7 @@ class TimelineEntry:
     detail_type: str = ""
     preview: SafeString = SafeString("")
     states: list[ToolState] = field(default_factory=list)
+    #: (label, "done" | "active" | "open") per todo of a todo list.
     todo_items: list[tuple[SafeString, str]] = field(default_factory=list)
     #: The entry the page is anchored on: open, the search's words marked.
     hit: bool = False
@@ -102,6 +103,10 @@ class TimelineEntry:
     @property
     def last_seq(self) -> int:
         return max(self.seqs)
+
+    @property
+    def todos_done(self) -> int:
+        return sum(1 for _, state in self.todo_items if state == "done")
 
     @property
     def truncated(self) -> bool:
@@ -164,19 +169,29 @@ def _tool_entry(entry: TimelineEntry, rows: list[TimelineRow], page_seqs: set[in
     entry.preview = marked(one_line(preview), pattern) if preview is not None else SafeString("")
 
 
+#: A todo's state, from Paseo's ``completed`` flag or a ``status`` word.
+TODO_DONE = frozenset({"completed", "complete", "done"})
+TODO_ACTIVE = frozenset({"in_progress", "in-progress", "active", "running"})
+
+
+def _todo_state(todo: dict) -> str:
+    """ "done", "active" (being worked on) or "open"."""
+    status = todo.get("status")
+    if todo.get("completed") is True or status in TODO_DONE:
+        return "done"
+    return "active" if status in TODO_ACTIVE else "open"
+
+
 def _todo_items(todos: Any, pattern) -> list[tuple[SafeString, str]]:
+    """(label, state) per todo; state is "done", "active" or "open" (a plain string is open)."""
     shown = []
     for todo in todos if isinstance(todos, list) else []:
         if isinstance(todo, dict):
             label = todo.get("content", todo.get("text", todo.get("title", todo)))
-            shown.append(
-                (
-                    marked(_text(label) if isinstance(label, str) else one_line(label, 500), pattern),
-                    _text(todo.get("status", "")),
-                )
-            )
+            text = _text(label) if isinstance(label, str) else one_line(label, 500)
+            shown.append((marked(text, pattern), _todo_state(todo)))
         else:
-            shown.append((marked(_text(todo), pattern), ""))
+            shown.append((marked(_text(todo), pattern), "open"))
     return shown
 
 

@@ -12,20 +12,26 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
+from functools import reduce
+from operator import or_
 from urllib.parse import urlencode
 
 from django.contrib import admin
 from django.contrib.admin.utils import quote
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.safestring import SafeString
 from rest_framework.exceptions import ValidationError as CursorError
 
 from registry.models import Project, Workspace
 from timeline.console.entries import KNOWN_ITEM_TYPES
+from timeline.console.rendering import search_pattern, snippet
 from timeline.console.timeline_page import operator_zone, parse_operator_time
+from timeline.models import TimelineRow
 from timeline.search.base import MAX_QUERY_LENGTH
 from timeline.search.fleet import AgentMatches, decode_key, encode_key, search_fleet, search_scope
 
@@ -39,6 +45,18 @@ SCOPE_NAME = "admin"
 class Result:
     group: AgentMatches
     link: str
+    #: The newest matching row's text around the words, marked.
+    snippet: SafeString = SafeString("")
+
+
+def _snippets(groups: list[AgentMatches], query: str) -> dict[tuple[str, int], SafeString]:
+    """Each group's newest matching row as a snippet, read in one query."""
+    if not groups:
+        return {}
+    wanted = reduce(or_, (Q(agent_id=group.agent.pk, seq=group.newest_seq) for group in groups))
+    pattern = search_pattern(query)
+    rows = TimelineRow.objects.filter(wanted).only("agent_id", "seq", "item")
+    return {(row.agent_id, row.seq): snippet(row.item, pattern) for row in rows}
 
 
 @dataclass
@@ -125,7 +143,15 @@ def _run(request: HttpRequest, form: SearchForm) -> tuple[list[Result], str, str
         return [], "", " ".join(message for messages in exc.message_dict.values() for message in messages)
     except CursorError:
         return [], "", "That page link belongs to another search: search again."
-    results = [Result(group=group, link=_match_link(group, form)) for group in page.groups]
+    snippets = _snippets(page.groups, form.query)
+    results = [
+        Result(
+            group=group,
+            link=_match_link(group, form),
+            snippet=snippets.get((group.agent.pk, group.newest_seq), SafeString("")),
+        )
+        for group in page.groups
+    ]
     following = ""
     if page.next_key is not None:
         params = request.GET.copy()

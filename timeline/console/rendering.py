@@ -23,8 +23,10 @@ from timeline.search.base import query_terms
 
 #: A rendered block is cut here; an item may be up to a MiB.
 MAX_RENDERED_CHARS = 20_000
-#: A tool call's input or output shows this many lines, the rest folded.
+#: A tool call's input or output shows this many lines first, then folds the middle...
 TOOL_FOLD_AFTER_LINES = 8
+#: ...and shows this many last lines (a test run's failure summary, a command's last error).
+TOOL_TAIL_LINES = 8
 #: A message shows this many lines, the rest folded.
 TEXT_FOLD_AFTER_LINES = 20
 #: The keys whose text is a diff.
@@ -99,7 +101,7 @@ def diff_line(line: str, pattern: re.Pattern | None = None) -> SafeString:
 
 @dataclass(frozen=True)
 class Block:
-    """A value shown as lines: ``head`` always, ``rest`` folded (``folded_lines`` of them)."""
+    """A value shown as lines: ``head`` and ``tail`` always, ``rest`` between them folded (``folded_lines`` of them)."""
 
     label: str
     #: "text", "json", "diff" or "value" (a one-line scalar).
@@ -111,6 +113,8 @@ class Block:
     marked: bool = False
     rest_marked: bool = False
     truncated: bool = False
+    #: The last lines, shown after the fold (empty when nothing is folded or the value keeps no tail).
+    tail: SafeString = SafeString("")
 
 
 def _clip(text: str) -> tuple[str, bool]:
@@ -119,16 +123,28 @@ def _clip(text: str) -> tuple[str, bool]:
     return text[:MAX_RENDERED_CHARS], True
 
 
-def _lines_block(label: str, kind: str, lines: list[SafeString], fold_after: int, truncated: bool) -> Block:
-    head, rest = lines[:fold_after], lines[fold_after:]
-    head_html, rest_html = SafeString("\n".join(head)), SafeString("\n".join(rest))
+def _lines_block(
+    label: str, kind: str, lines: list[SafeString], fold_after: int, truncated: bool, keep_tail: int = 0
+) -> Block:
+    """The first ``fold_after`` lines, the last ``keep_tail`` ones, and the middle folded between them
+    (nothing folded when it all fits)."""
+    if len(lines) <= fold_after + keep_tail:
+        head, rest, tail = lines, [], []
+    else:
+        head, rest, tail = (
+            lines[:fold_after],
+            lines[fold_after : len(lines) - keep_tail],
+            lines[len(lines) - keep_tail :],
+        )
+    head_html, rest_html, tail_html = (SafeString("\n".join(part)) for part in (head, rest, tail))
     return Block(
         label=label,
         kind=kind,
         head=head_html,
         rest=rest_html,
+        tail=tail_html,
         folded_lines=len(rest),
-        marked="<mark" in head_html or "<mark" in rest_html,
+        marked=any("<mark" in part for part in (head_html, rest_html, tail_html)),
         rest_marked="<mark" in rest_html,
         truncated=truncated,
     )
@@ -138,17 +154,21 @@ def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
 
 
-def text_block(label: str, text: str, *, pattern=None, fold_after=TEXT_FOLD_AFTER_LINES, kind="text") -> Block:
+def text_block(
+    label: str, text: str, *, pattern=None, fold_after=TEXT_FOLD_AFTER_LINES, kind="text", keep_tail=0
+) -> Block:
     """``text`` with its own line breaks (``kind`` "diff" colours it as one)."""
     text, truncated = _clip(text.rstrip("\n"))
     render = diff_line if kind == "diff" else marked
-    return _lines_block(label, kind, [render(line, pattern) for line in text.split("\n")], fold_after, truncated)
+    lines = [render(line, pattern) for line in text.split("\n")]
+    return _lines_block(label, kind, lines, fold_after, truncated, keep_tail)
 
 
-def json_block(label: str, value: Any, *, pattern=None, fold_after=TOOL_FOLD_AFTER_LINES) -> Block:
+def json_block(label: str, value: Any, *, pattern=None, fold_after=TOOL_FOLD_AFTER_LINES, keep_tail=0) -> Block:
     """``value`` as indented, coloured JSON."""
     text, truncated = _clip(pretty_json(value))
-    return _lines_block(label, "json", [json_line(line, pattern) for line in text.split("\n")], fold_after, truncated)
+    lines = [json_line(line, pattern) for line in text.split("\n")]
+    return _lines_block(label, "json", lines, fold_after, truncated, keep_tail)
 
 
 def _parsed_json(text: str) -> Any:
@@ -167,18 +187,21 @@ def _looks_like_diff(text: str) -> bool:
     return text.startswith(("diff --git ", "--- ", "@@ ")) and "\n" in text
 
 
-def value_block(label: str, value: Any, *, pattern=None, fold_after=TOOL_FOLD_AFTER_LINES) -> Block:
+def value_block(
+    label: str, value: Any, *, pattern=None, fold_after=TOOL_FOLD_AFTER_LINES, keep_tail=TOOL_TAIL_LINES
+) -> Block:
     """Whatever ``value`` is, as the block that reads best: a text keeps its lines (a diff
     coloured, a text that holds a JSON object or array pretty-printed), an object or an
-    array is JSON, a number, a boolean or null one coloured token."""
+    array is JSON, a number, a boolean or null one coloured token. A long one shows its
+    first ``fold_after`` and last ``keep_tail`` lines, the middle folded."""
     if isinstance(value, str):
         parsed = _parsed_json(value)
         if parsed is not None:
-            return json_block(label, parsed, pattern=pattern, fold_after=fold_after)
+            return json_block(label, parsed, pattern=pattern, fold_after=fold_after, keep_tail=keep_tail)
         kind = "diff" if label in DIFF_KEYS or _looks_like_diff(value) else "text"
-        return text_block(label, value, pattern=pattern, fold_after=fold_after, kind=kind)
+        return text_block(label, value, pattern=pattern, fold_after=fold_after, kind=kind, keep_tail=keep_tail)
     if isinstance(value, dict | list):
-        return json_block(label, value, pattern=pattern, fold_after=fold_after)
+        return json_block(label, value, pattern=pattern, fold_after=fold_after, keep_tail=keep_tail)
     return _lines_block(label, "value", [json_line(pretty_json(value), pattern)], fold_after, False)
 
 
@@ -187,3 +210,25 @@ def one_line(value: Any, limit: int = 100) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
     first = text.strip().split("\n", 1)[0]
     return first if len(first) <= limit else first[: limit - 1] + "…"
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string value inside ``value`` (keys left out, as the search leaves them out), in order."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [text for item in value.values() for text in _strings(item)]
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
+
+
+def snippet(value: Any, pattern: re.Pattern | None, *, around: int = 80) -> SafeString:
+    """The text around the first match of ``pattern`` in ``value``'s strings, on one line, the words marked
+    ("… the refund <mark>rounding</mark> is off by …"); the start of the text when nothing matches."""
+    text = " ".join(" ".join(_strings(value)).split())
+    match = pattern.search(text) if pattern is not None else None
+    if match is None:
+        return marked(text[: 2 * around] + ("…" if len(text) > 2 * around else ""), pattern)
+    start, end = max(match.start() - around, 0), min(match.end() + around, len(text))
+    return SafeString(("…" if start else "") + marked(text[start:end], pattern) + ("…" if end < len(text) else ""))

@@ -191,7 +191,7 @@ def timeline_page(request: HttpRequest, object_id: str, *, model_admin: admin.Mo
     context.update(
         model_admin.admin_site.each_context(request),
         opts=opts,
-        title=f"Timeline of {agent.agent_id}",
+        title=f"Timeline of {agent}",
         subtitle=None,
         change_url=reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[quote(agent.pk)]),
         stream_url=reverse(f"admin:{opts.app_label}_{opts.model_name}_timeline_stream", args=[quote(agent.pk)]),

@@ -84,6 +84,7 @@ class Command(BaseCommand):
                 continue
             label = info.reason + (f" ({info.note})" if info.note else "")
             self.stdout.write(
-                f"{info.name}  {info.engine:<10}  {info.rows:>9} rows  {info.files:>5} files  "
-                f"{human_bytes(info.size_bytes):>10} ({human_bytes(info.own_bytes)} own)  {label}  {info.summary}"
+                f"{info.name}  {info.engine:<10}  {info.files:>5} files  "
+                f"{human_bytes(info.size_bytes):>10} ({human_bytes(info.own_bytes)} own)  {label}\n"
+                f"    holds {info.holds}\n    changes: {info.summary}"
             )

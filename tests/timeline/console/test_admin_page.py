@@ -227,7 +227,13 @@ def call(status: str, **more) -> dict:
 
 
 SHELL = {"type": "shell", "command": "make test", "cwd": "/srv/w"}
-OUTPUT = "collected 3 items\n" + "\n".join(f"test_{n} PASSED" for n in range(1, 12)) + "\nthe okapi report\n"
+OUTPUT = (
+    "collected 3 items\n"
+    + "\n".join(f"test_{n} PASSED" for n in range(1, 12))
+    + "\nthe okapi report\n"
+    + "\n".join(f"summary line {n}" for n in range(1, 8))
+    + "\n= 1 failed, 11 passed =\n"
+)
 
 
 class TestToolCalls:
@@ -252,7 +258,9 @@ class TestToolCalls:
         assert text.count('id="seq-3"') == 1 and '<div class="tl-row tl-tool_call" id="seq-3"' not in text
         # the output with its line breaks, folded after a few lines; the command as text, the exit code a token
         assert '<div class="tl-label">output</div>\n<pre class="tl-text">collected 3 items\ntest_1 PASSED' in entry
-        assert "5 more lines" in entry and "the okapi report</pre>" in entry
+        assert "5 more lines in the middle" in entry and "the okapi report</pre>" in entry
+        # the end (a test run's failure summary) shows below the fold, unfolded
+        assert '<pre class="tl-text tl-tail">summary line 1\n' in entry and "= 1 failed, 11 passed =</pre>" in entry
         assert '<div class="tl-label">command</div>\n<pre class="tl-text">make test</pre>' in entry
         assert '<span class="tl-label">exitCode</span> <code class="tl-json"><span class="tl-j-num">0</span>' in entry
         assert '<details class="tl-tool">' in entry and "<mark" not in entry, "closed, nothing marked"
@@ -316,7 +324,9 @@ class TestToolCalls:
         entry = row_html(text, 1)
         assert hit_seqs_of(text) == [1], "the entry that holds seq 2"
         assert '<details class="tl-tool" open>' in entry
-        assert '<details class="tl-fold" open><summary>5 more lines</summary>' in entry, "the folded match shows"
+        assert '<details class="tl-fold" open><summary>5 more lines in the middle</summary>' in entry, (
+            "the folded match shows"
+        )
         assert 'the <mark class="tl-mark">okapi</mark> report' in entry
         assert "<mark" not in row_html(text, 3)
 

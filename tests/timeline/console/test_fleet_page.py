@@ -126,3 +126,27 @@ def test_staff_who_may_view_agents_see_it_linked_from_the_dashboard(staff_client
     assert f'href="{URL}" class="dash-card" id="dash-history"' in page
     assert 'id="dash-fleet-search">Search every timeline<' in page
     assert rows(operator.get(URL, {"q": "heron"})) == [(agents[1].pk, 1), (agents[0].pk, 2)]
+
+
+def test_a_result_names_its_agent_once_and_shows_the_matching_text(admin_client):
+    workspace = WorkspaceFactory(display_name="payments", project__display_name="shop")
+    agent = AgentFactory(
+        workspace=workspace, agent_id="733b692a-1111-4000-8000-000000000000", title="Fix refund rounding"
+    )
+    filler = "word " * 40
+    say(agent, "first row", f"{filler}the refund rounding is off by one cent {filler}", at=START)
+    response = admin_client.get(URL, {"q": "rounding"})
+    row = response.content.decode().split('class="fs-result"')[1].split("</tr>")[0]
+    # one name per agent: title · short id (the whole id on hover), as every admin page writes it
+    assert '<span class="agent-title" title="Fix refund rounding">Fix refund rounding</span>' in row
+    assert '<code class="agent-short-id" title="733b692a-1111-4000-8000-000000000000">733b692a</code>' in row
+    shown = re.sub(r'href="[^"]*"', "", row)
+    assert shown.count("733b692a-1111") == 2, "the whole id only in the hover and the row's data attribute"
+    # the workspace as "workspace (project)", the newest match's text around the word, marked
+    assert "<td>payments (shop)</td>" in row
+    found = re.search(r'<div class="fs-snippet">(.*?)</div>', row)[1]
+    assert 'the refund <mark class="tl-mark">rounding</mark> is off by one cent' in found
+    assert found.startswith("…") and found.endswith("…") and len(unescape(re.sub("<[^>]+>", "", found))) < 200
+    # the timeline page is titled by the same name
+    timeline = admin_client.get(reverse("admin:snapshots_agentsnapshot_timeline", args=[agent.pk]))
+    assert "<title>Timeline of Fix refund rounding · 733b692a |" in timeline.content.decode()

@@ -10,6 +10,7 @@ from django.utils.html import strip_tags
 from timeline.console.rendering import (
     MAX_RENDERED_CHARS,
     TOOL_FOLD_AFTER_LINES,
+    TOOL_TAIL_LINES,
     json_block,
     json_line,
     marked,
@@ -30,12 +31,25 @@ def marks(fragment: str) -> list[str]:
 
 
 class TestText:
-    def test_keeps_its_line_breaks_and_folds_after_a_few_lines(self):
+    def test_keeps_its_line_breaks_and_folds_the_middle_keeping_the_end(self):
         block = value_block("output", "\n".join(f"line {n}" for n in range(1, 21)) + "\n")
         assert block.kind == "text" and "\\n" not in block.head
         assert plain(block.head).split("\n") == [f"line {n}" for n in range(1, TOOL_FOLD_AFTER_LINES + 1)]
-        assert block.folded_lines == 20 - TOOL_FOLD_AFTER_LINES, "the final newline is no line of its own"
-        assert plain(block.rest).split("\n")[-1] == "line 20"
+        folded = 20 - TOOL_FOLD_AFTER_LINES - TOOL_TAIL_LINES
+        assert block.folded_lines == folded, "the final newline is no line of its own"
+        assert plain(block.rest).split("\n") == [
+            f"line {n}" for n in range(TOOL_FOLD_AFTER_LINES + 1, 21 - TOOL_TAIL_LINES)
+        ]
+        assert plain(block.tail).split("\n") == [f"line {n}" for n in range(21 - TOOL_TAIL_LINES, 21)]
+
+    def test_a_text_that_fits_head_and_tail_does_not_fold(self):
+        lines = [f"line {n}" for n in range(TOOL_FOLD_AFTER_LINES + TOOL_TAIL_LINES)]
+        block = value_block("output", "\n".join(lines))
+        assert block.folded_lines == 0 and block.tail == "" and plain(block.head).split("\n") == lines
+
+    def test_a_message_folds_its_end_and_keeps_no_tail(self):
+        block = text_block("", "\n".join(f"line {n}" for n in range(30)))
+        assert block.folded_lines == 10 and block.tail == ""
 
     def test_a_short_text_does_not_fold(self):
         block = text_block("", "one\ntwo")
@@ -121,7 +135,7 @@ class TestMarks:
         assert marks(block.head) == ["zebra"] and '<span class="tl-j-key">&quot;zebra&quot;</span>' in block.head
 
     def test_a_mark_in_the_folded_lines_is_known(self):
-        text = "\n".join(["plain"] * 10 + ["the okapi"])
+        text = "\n".join(["plain"] * 10 + ["the okapi"] + ["plain"] * TOOL_TAIL_LINES)
         block = value_block("output", text, pattern=search_pattern("okapi"))
         assert block.marked and block.rest_marked and not marks(block.head)
         assert not value_block("output", "okapi", pattern=search_pattern("okapi")).rest_marked
