@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "retention",
     "dashboard",
     "portability",
+    "codex",
 ]
 
 # Every entry is async-capable, so requests that chartr/asgi.py hands to the
