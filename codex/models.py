@@ -12,7 +12,7 @@ class CodexThread(models.Model):
 
     The thread's lines are the lines of its segments in order (the sealed ones a newer Codex rotated
     away, oldest first, then the live file); its timeline holds them as rows ``first_seq`` ..
-    ``first_seq + lines - 1``. ``digest`` (SHA-256 of those lines' bytes, each followed by a newline)
+    ``first_seq + lines - 1``. ``digest`` (SHA-256 of those lines' records as canonical JSON, keys sorted)
     tells a later run whether the files still begin with what was taken in, and ``files`` how the
     lines split into files, ``[{"path": <relative to the Codex home>, "lines": n}, ...]``, so an
     export writes each back where it was.

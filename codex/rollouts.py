@@ -44,7 +44,6 @@ SQLITE_REASON = "Codex's own state or log database, which Codex rebuilds from th
 @dataclass(frozen=True)
 class Line:
     number: int
-    raw: bytes
     record: dict
 
 
@@ -215,7 +214,7 @@ def _read_rollout(path: Path, relative: str, problems: list[Problem], home: Code
         if reason:
             problems.append(Problem(relative, number, reason))
             continue
-        lines.append(Line(number, raw.rstrip(b"\r"), record))
+        lines.append(Line(number, record))
     return _with_meta(relative, lines, problems, home)
 
 

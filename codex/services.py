@@ -170,14 +170,19 @@ def _create_agent(thread: Thread, report: CodexImportReport, *, known: set[str])
 
 
 def _digests(lines: list[Line], done: int) -> tuple[str, str]:
-    """The digest of the first ``done`` lines, and of them all."""
+    """The digest of the first ``done`` lines, and of them all: over each record's canonical JSON
+    (keys sorted), so a line that is deep-equal (an export read back, whatever its key order) matches."""
     digest = hashlib.sha256()
     before = digest.hexdigest() if done == 0 else ""
     for index, line in enumerate(lines, 1):
-        digest.update(line.raw + b"\n")
+        digest.update(_canonical(line.record) + b"\n")
         if index == done:
             before = digest.hexdigest()
     return before, digest.hexdigest()
+
+
+def _canonical(record: dict) -> bytes:
+    return json.dumps(record, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def _rows(lines: list[Line], thread: Thread) -> list[PendingRow]:

@@ -191,7 +191,7 @@ class CodexHomeBuilder:
     def files(self) -> dict[str, list[dict]]:
         """Every rollout of the home, by relative path: its lines, parsed."""
         return {
-            path.relative_to(self.root).as_posix(): [json.loads(text) for text in path.read_text().splitlines() if text]
+            path.relative_to(self.root).as_posix(): [json.loads(text) for text in path.read_text().split("\n") if text]
             for path in sorted(self.root.rglob("rollout-*.jsonl"))
         }
 
@@ -202,7 +202,7 @@ class CodexHomeBuilder:
         sealed = f"{SEGMENTS_DIR}/{thread_id}/{segment}/{live.name}"
         (self.root / sealed).parent.mkdir(parents=True, exist_ok=True)
         (self.root / sealed).write_bytes(live.read_bytes())
-        meta = json.loads(live.read_text().splitlines()[0])
+        meta = json.loads(live.read_text().split("\n")[0])
         meta["payload"]["segment_id"] = "0199a300-0000-7000-8000-00000000aaaa"
         reference = line(
             at,
