@@ -42,6 +42,13 @@ class CodexImportInvalid(ChartrError):
         )
 
 
+class CodexExportRefused(ChartrError):
+    """The export's output directory is not empty; nothing was written."""
+
+    code = "export_refused"
+    status = 409
+
+
 @dataclass
 class Counts:
     created: int = 0

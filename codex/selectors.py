@@ -34,3 +34,17 @@ def thread_records(state: CodexThread) -> list[dict]:
     )
     records = (foreign_record(item, "codex") for item in rows)
     return [record for record in records if record is not None]
+
+
+def agent_codex_records(agent_id: str) -> tuple[int, list[dict]] | None:
+    """The first retained seq of the agent's timeline and the Codex records of all its rows, in order;
+    None when a row is not a Codex record."""
+    items = TimelineRow.objects.filter(agent_id=agent_id).order_by("seq").values_list("seq", "item")
+    first_seq, records = None, []
+    for seq, item in items.iterator(chunk_size=EXPORT_CHUNK):
+        record = foreign_record(item, "codex")
+        if record is None:
+            return None
+        first_seq = seq if first_seq is None else first_seq
+        records.append(record)
+    return (first_seq or 1), records

@@ -21,6 +21,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from django.db import transaction
@@ -28,6 +29,7 @@ from django.utils import timezone
 
 from codex.models import CodexImportRun, CodexThread
 from codex.report import (
+    CodexExportRefused,
     CodexExportReport,
     CodexImportInvalid,
     CodexImportReport,
@@ -36,7 +38,7 @@ from codex.report import (
     no_progress,
 )
 from codex.rollouts import Line, Thread, read_home
-from codex.selectors import codex_agent, codex_threads, thread_records
+from codex.selectors import agent_codex_records, codex_agent, codex_threads, thread_records
 from registry.services import workspace_for_directory
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent, create_agent
@@ -59,10 +61,9 @@ def import_codex(*, source: Path | str, dry_run: bool = False, progress: Progres
     report.warnings.extend(home.warnings)
     with transaction.atomic():
         threads = _parents_first(home.threads)
-        known = {thread.thread_id for thread in threads}
         for done, thread in enumerate(threads, 1):
             progress("importing threads", done, len(threads))
-            _import_thread(thread, report, known=known)
+            _import_thread(thread, report)
         run = CodexImportRun.objects.create(
             source_path=str(Path(source).resolve()),
             started_at=started_at,
@@ -98,12 +99,55 @@ def _parents_first(threads: list[Thread]) -> list[Thread]:
     return ordered
 
 
-def _import_thread(thread: Thread, report: CodexImportReport, *, known: set[str]) -> None:
+@dataclass(frozen=True)
+class _TakenIn:
+    """What chartr holds of a thread: its lines are rows ``first_seq`` .., ``lines`` of them, ``digest`` theirs."""
+
+    first_seq: int
+    lines: int
+    digest: str
+
+
+def _import_thread(thread: Thread, report: CodexImportReport) -> None:
     state = CodexThread.objects.select_for_update().filter(agent_id=thread.thread_id).first()
     agent = codex_agent(thread.thread_id)
     if agent is None:
-        agent = _create_agent(thread, report, known=known)
-    elif state is None:
+        agent = _create_agent(thread, report)
+    taken = _taken_in(thread, agent, state)
+    lines = list(thread.lines())
+    digest_done, digest_all = _digests([line.record for line in lines], taken.lines)
+    if len(lines) < taken.lines or digest_done != taken.digest:
+        raise CodexImportInvalid(
+            [
+                Problem(
+                    thread.canonical.relative,
+                    0,
+                    f"thread {thread.thread_id} no longer begins with the {taken.lines} lines imported before "
+                    "(rewritten in place, or a sealed segment is missing); nothing was imported",
+                )
+            ]
+        )
+    new = lines[taken.lines :]
+    first_seq = taken.first_seq
+    if new:
+        result = bulk_append_timeline_rows(agent_id=agent.agent_id, rows=_rows(new, thread), allow_archived=True)
+        first_seq = result.first_seq if taken.lines == 0 else first_seq
+    report.rows.created += len(new)
+    report.rows.unchanged += taken.lines
+    report.rows_by_thread[thread.thread_id] = f"{len(new)} new of {len(lines)} lines"
+    _remember(thread, state, agent=agent, first_seq=first_seq, lines=len(lines), digest=digest_all, report=report)
+    if thread.archived and not agent.is_archived:
+        archive_agent(agent=agent)
+        report.archived.append(thread.thread_id)
+
+
+def _taken_in(thread: Thread, agent: AgentSnapshot, state: CodexThread | None) -> _TakenIn:
+    """What chartr holds of ``thread``: as recorded, or, for a Codex agent with no record (an instance
+    moved by ``import_instance``), its rows when every one is a Codex record."""
+    if state is not None:
+        return _TakenIn(state.first_seq, state.lines, state.digest)
+    held = agent_codex_records(agent.agent_id) if agent.provider == PROVIDER else None
+    if held is None:
         raise CodexImportInvalid(
             [
                 Problem(
@@ -113,36 +157,11 @@ def _import_thread(thread: Thread, report: CodexImportReport, *, known: set[str]
                 )
             ]
         )
-    lines = list(thread.lines())
-    done = state.lines if state is not None else 0
-    digest_done, digest_all = _digests(lines, done)
-    if state is not None and (len(lines) < done or digest_done != state.digest):
-        raise CodexImportInvalid(
-            [
-                Problem(
-                    thread.canonical.relative,
-                    0,
-                    f"thread {thread.thread_id} no longer begins with the {done} lines imported before "
-                    "(rewritten in place, or a sealed segment is missing); nothing was imported",
-                )
-            ]
-        )
-    new = lines[done:]
-    first_seq = state.first_seq if state is not None else 1
-    if new:
-        result = bulk_append_timeline_rows(agent_id=agent.agent_id, rows=_rows(new, thread), allow_archived=True)
-        if state is None:
-            first_seq = result.first_seq
-    report.rows.created += len(new)
-    report.rows.unchanged += done
-    report.rows_by_thread[thread.thread_id] = f"{len(new)} new of {len(lines)} lines"
-    _remember(thread, state, agent=agent, first_seq=first_seq, lines=len(lines), digest=digest_all, report=report)
-    if thread.archived and not agent.is_archived:
-        archive_agent(agent=agent)
-        report.archived.append(thread.thread_id)
+    first_seq, records = held
+    return _TakenIn(first_seq, len(records), _digests(records, len(records))[0])
 
 
-def _create_agent(thread: Thread, report: CodexImportReport, *, known: set[str]) -> AgentSnapshot:
+def _create_agent(thread: Thread, report: CodexImportReport) -> AgentSnapshot:
     meta = thread.meta
     git = meta.get("git") if isinstance(meta.get("git"), dict) else {}
     remote, branch = git.get("repository_url"), git.get("branch")
@@ -169,13 +188,13 @@ def _create_agent(thread: Thread, report: CodexImportReport, *, known: set[str])
     )
 
 
-def _digests(lines: list[Line], done: int) -> tuple[str, str]:
-    """The digest of the first ``done`` lines, and of them all: over each record's canonical JSON
+def _digests(records: list[dict], done: int) -> tuple[str, str]:
+    """The digest of the first ``done`` records, and of them all: over each record's canonical JSON
     (keys sorted), so a line that is deep-equal (an export read back, whatever its key order) matches."""
     digest = hashlib.sha256()
     before = digest.hexdigest() if done == 0 else ""
-    for index, line in enumerate(lines, 1):
-        digest.update(_canonical(line.record) + b"\n")
+    for index, record in enumerate(records, 1):
+        digest.update(_canonical(record) + b"\n")
         if index == done:
             before = digest.hexdigest()
     return before, digest.hexdigest()
@@ -234,7 +253,7 @@ def export_codex(*, out: Path | str, progress: Progress | None = None) -> CodexE
     progress = progress or no_progress
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise CodexImportInvalid([Problem(str(out), 0, "the export goes into an empty or new directory")])
+        raise CodexExportRefused(f"{out} holds files already: the export goes into an empty or new directory.")
     report = CodexExportReport(out=str(out))
     threads = list(codex_threads())
     for done, state in enumerate(threads, 1):

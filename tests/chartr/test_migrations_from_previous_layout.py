@@ -44,6 +44,8 @@ MODELS_SINCE_THE_OLD_LAYOUT = {
     "axes.accessattemptexpiration",
     "axes.accessfailurelog",
     "axes.accesslog",
+    "codex.codeximportrun",
+    "codex.codexthread",
     "timeline.timelinehead",
     "timeline.timelinerowrevision",
     "tokens.idempotentcreate",

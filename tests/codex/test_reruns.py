@@ -8,7 +8,7 @@ import json
 import pytest
 from django.core.management.base import CommandError
 
-from codex.models import CodexImportRun
+from codex.models import CodexImportRun, CodexThread
 from snapshots.models import AgentSnapshot
 from tests.codex.builders import LIVE, SEGMENTED, CodexHomeBuilder, assistant, line, rollout_name, session_meta, user
 from tests.codex.conftest import dump_database, records, run
@@ -156,6 +156,29 @@ def test_a_line_with_every_json_shape_comes_back_deep_equal(tmp_path):
         [session_meta(LIVE, "/srv/y", at="2025-10-01T08:00:00Z"), odd],
     )
     run("import_codex", home.root)
+    out = tmp_path / "out"
+    run("export_codex", "--out", out)
+    assert CodexHomeBuilder(out).files() == home.files()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_an_instance_moves_the_codex_agents_are_followed_again(home, tmp_path):
+    """export_instance carries the agents and rows, not the Codex bookkeeping: the next import finds
+    each Codex agent's rows to be its thread's first lines and goes on from there."""
+    from registry.models import Project
+
+    run("import_codex", home.root)
+    rows_before = {agent: records(agent) for agent in (LIVE, SEGMENTED)}
+    run("export_instance", tmp_path / "instance.jsonl")
+    Project.objects.all().delete()
+    CodexImportRun.objects.all().delete()
+    run("import_instance", tmp_path / "instance.jsonl")
+    assert not CodexThread.objects.exists()
+    home.append(live_path(home, LIVE), [assistant("After the move.", at="2025-10-01T12:00:00Z")])
+    output = run("import_codex", home.root)
+    assert "rows:      1 created" in output
+    assert records(LIVE)[:-1] == rows_before[LIVE]
+    assert records(SEGMENTED) == rows_before[SEGMENTED]
     out = tmp_path / "out"
     run("export_codex", "--out", out)
     assert CodexHomeBuilder(out).files() == home.files()

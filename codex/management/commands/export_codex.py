@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from codex.report import CodexImportInvalid
 from codex.services import export_codex
+from kernel.errors import ChartrError
 
 
 class Command(BaseCommand):
@@ -27,8 +27,8 @@ class Command(BaseCommand):
 
         try:
             report = export_codex(out=out, progress=progress)
-        except CodexImportInvalid as exc:
-            raise CommandError("\n".join([exc.message, *(f"  {problem}" for problem in exc.problems)])) from exc
+        except ChartrError as exc:
+            raise CommandError(exc.message) from exc
         if tty:
             self.stdout.write("\r\x1b[K", ending="")
         self.stdout.write(f"Wrote {report.threads} threads: {report.files} rollout files, {report.lines} lines.")
