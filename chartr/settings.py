@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "retention",
     "dashboard",
     "portability",
+    "claude_code",
 ]
 
 # Every entry is async-capable, so requests that chartr/asgi.py hands to the
