@@ -60,3 +60,22 @@ class ClaudeCodeSession(models.Model):
     def __str__(self) -> str:
         tail = f" {self.subpath}" if self.subpath else ""
         return f"{self.project_key} {self.session_id}{tail}"
+
+
+class ClaudeCodeImportRun(models.Model):
+    """One committed run of ``manage.py import_claude_code`` (``claude_code.home_import``)."""
+
+    source_path = models.CharField(max_length=4096)
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField()
+    #: {"transcripts": n, "sessions_created": n, "sessions_topped_up": n, ...}
+    counts = models.JSONField(default=dict)
+    #: The run's warnings and every side file it did not read, with why.
+    warnings = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        verbose_name = "Claude Code import"
+
+    def __str__(self) -> str:
+        return f"import of {self.source_path} at {self.started_at:%Y-%m-%d %H:%M:%S}"
