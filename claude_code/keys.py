@@ -24,7 +24,8 @@ PROVIDER = "claude-code"
 AGENT_ID_PREFIX = "claude-code-"
 
 
-def _text(value: object, field: str, *, allow_empty: bool = False) -> str:
+def check_key_part(value: object, field: str, *, allow_empty: bool = False) -> str:
+    """A project key or session id: a non-empty string of at most ``MAX_KEY_LENGTH``, no NUL."""
     if not isinstance(value, str):
         raise ValidationError({field: ["Must be a string."]}, code="invalid")
     if not value and not allow_empty:
@@ -37,7 +38,7 @@ def _text(value: object, field: str, *, allow_empty: bool = False) -> str:
 
 
 def check_namespace(value: object) -> str:
-    value = _text(value, "namespace")
+    value = check_key_part(value, "namespace")
     allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
     if len(value) > MAX_NAMESPACE_LENGTH or not set(value) <= allowed:
         raise ValidationError(
@@ -49,7 +50,7 @@ def check_namespace(value: object) -> str:
 
 def check_subpath(value: object) -> str:
     """``""`` (the main transcript) or a relative path such as ``subagents/agent-<id>``."""
-    value = _text(value, "subpath", allow_empty=True)
+    value = check_key_part(value, "subpath", allow_empty=True)
     if not value:
         return value
     segments = value.split("/")
@@ -76,8 +77,8 @@ class SessionKey:
     ) -> SessionKey:
         """The key from untrusted parts; ``ValidationError`` naming the part that is wrong."""
         return cls(
-            project_key=_text(project_key, "project_key"),
-            session_id=_text(session_id, "session_id"),
+            project_key=check_key_part(project_key, "project_key"),
+            session_id=check_key_part(session_id, "session_id"),
             subpath=check_subpath("" if subpath is None else subpath),
             namespace=check_namespace(DEFAULT_NAMESPACE if namespace is None else namespace),
         )

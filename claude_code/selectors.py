@@ -1,6 +1,7 @@
 """The reads of Claude Code transcripts: each answers in one or a few queries, whatever a history's length.
 
 - ``find_session(key)``: the key's session row with its agent (and workspace), or None;
+- ``written_agent_id(key)``: the key's agent id once something was appended to it, else None;
 - ``load_entries(key)``: the entries in append order (deep-equal to what was appended), or None
   for a key nothing was appended to;
 - ``list_sessions(namespace, project_key)``: the project's main transcripts with their ``mtime_ms``;
@@ -51,8 +52,13 @@ def stored_uuids(agent_id: str, uuids: Iterable[str]) -> set[str]:
     return set(found)
 
 
+def written_agent_id(key: SessionKey) -> str | None:
+    """The agent of ``key`` when something was appended to it, else None (what ``load`` answers None for)."""
+    return _by_key(key).filter(mtime_ms__isnull=False).values_list("agent_id", flat=True).first()
+
+
 def load_entries(key: SessionKey) -> list[dict] | None:
-    session = _by_key(key).filter(mtime_ms__isnull=False).values_list("agent_id", flat=True).first()
+    session = written_agent_id(key)
     if session is None:
         return None
     items = TimelineRow.objects.filter(agent_id=session).order_by("seq").values_list("item", flat=True)
