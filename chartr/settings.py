@@ -74,6 +74,7 @@ INSTALLED_APPS = [
     "retention",
     "dashboard",
     "portability",
+    "claude_code",
     "codex",
 ]
 

@@ -44,9 +44,10 @@ def _response_item(payload: dict) -> list[dict]:
         return _message(payload)
     if kind == "reasoning":
         return _reasoning(payload)
-    if kind in ("function_call", "custom_tool_call"):
-        field = "arguments" if kind == "function_call" else "input"
-        return [_call(payload, name=_string(payload.get("name")), input=_maybe_json(payload.get(field)))]
+    if kind == "function_call":
+        return [_call(payload, name=_string(payload.get("name")), **_arguments(payload.get("arguments")))]
+    if kind == "custom_tool_call":
+        return [_call(payload, name=_string(payload.get("name")), input=_maybe_json(payload.get("input")))]
     if kind == "local_shell_call":
         action = payload.get("action") if isinstance(payload.get("action"), dict) else {}
         return [_call(payload, name="shell", command=action.get("command"), cwd=action.get("working_directory"))]
@@ -81,6 +82,16 @@ def _reasoning(payload: dict) -> list[dict]:
     summary = payload.get("summary") if isinstance(payload.get("summary"), list) else []
     texts = [part["text"] for part in summary if isinstance(part, dict) and isinstance(part.get("text"), str)]
     return [{"type": "reasoning", "text": "\n\n".join(texts)}] if texts else []
+
+
+def _arguments(arguments: Any) -> dict[str, Any]:
+    """A function call's arguments (a JSON string): a shell command's ``command`` and ``workdir`` shown
+    as the command and its directory, anything else as the input."""
+    parsed = _maybe_json(arguments)
+    if not isinstance(parsed, dict) or "command" not in parsed:
+        return {"input": parsed}
+    rest = {key: value for key, value in parsed.items() if key not in ("command", "workdir")}
+    return {"command": parsed["command"], "cwd": parsed.get("workdir"), "input": rest or None}
 
 
 def _call(payload: dict, *, name: str, status: str = "running", **values: Any) -> dict:

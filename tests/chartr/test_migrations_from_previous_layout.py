@@ -46,6 +46,8 @@ MODELS_SINCE_THE_OLD_LAYOUT = {
     "axes.accesslog",
     "codex.codeximportrun",
     "codex.codexthread",
+    "claude_code.claudecodeimportrun",
+    "claude_code.claudecodesession",
     "timeline.timelinehead",
     "timeline.timelinerowrevision",
     "tokens.idempotentcreate",

@@ -58,7 +58,9 @@ def test_a_function_call_pairs_with_its_output_and_the_exit_code_sets_the_status
         "callId": "call_ok",
         "name": "shell",
         "status": "running",
-        "input": {"command": ["bash", "-lc", "pytest -q"], "workdir": "/home/me/app", "timeout_ms": 120000},
+        "command": ["bash", "-lc", "pytest -q"],
+        "cwd": "/home/me/app",
+        "input": {"timeout_ms": 120000},
     }
     assert shown(6) == [
         {"type": "tool_call", "callId": "call_ok", "status": "completed", "output": "3 passed", "exitCode": 0}
@@ -121,3 +123,14 @@ def test_the_app_registers_it_for_the_console(tmp_path):
     for record in records:
         item = json.loads(json.dumps(foreign_item("codex", record, record["type"])))
         assert console_items(item) == shown_items(record)
+
+
+def test_arguments_that_are_not_a_command_are_the_input():
+    call = line(
+        "t",
+        "response_item",
+        {"type": "function_call", "name": "update_plan", "arguments": '{"plan": []}', "call_id": "p"},
+    )
+    assert shown_items(call)[0]["input"] == {"plan": []}
+    raw = line("t", "response_item", {"type": "function_call", "name": "x", "arguments": "not json", "call_id": "q"})
+    assert shown_items(raw)[0]["input"] == "not json"
