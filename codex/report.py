@@ -42,6 +42,13 @@ class CodexImportInvalid(ChartrError):
         )
 
 
+class CodexDatabaseNotReady(ChartrError):
+    """The database is not migrated: the import and the export need every table."""
+
+    code = "not_migrated"
+    status = 503
+
+
 class CodexExportRefused(ChartrError):
     """The export's output directory is not empty; nothing was written."""
 

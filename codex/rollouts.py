@@ -19,7 +19,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from django.core.exceptions import ValidationError
+
 from codex.report import CodexImportInvalid, Problem, Progress, no_progress
+from registry.directories import normalize_directory
 from timeline.items import contains_nul
 
 SESSIONS = "sessions"
@@ -247,8 +250,10 @@ def _with_meta(relative: str, lines: list[Line], problems: list[Problem], home: 
     if not isinstance(payload, dict) or not isinstance(payload.get("id"), str) or not payload["id"]:
         problems.append(Problem(relative, first.number, "session_meta has no thread id (payload.id)"))
         return None
-    if not isinstance(payload.get("cwd"), str) or not payload["cwd"]:
-        problems.append(Problem(relative, first.number, "session_meta has no cwd (payload.cwd)"))
+    try:
+        normalize_directory(payload.get("cwd"))
+    except ValidationError as exc:
+        problems.append(Problem(relative, first.number, f"session_meta's cwd: {' '.join(exc.messages)}"))
         return None
     return RolloutFile(relative=relative, lines=lines, meta=payload)
 

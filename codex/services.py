@@ -24,11 +24,13 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.db import transaction
+from django.db import connection, transaction
+from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
 from codex.models import CodexImportRun, CodexThread
 from codex.report import (
+    CodexDatabaseNotReady,
     CodexExportRefused,
     CodexExportReport,
     CodexImportInvalid,
@@ -55,6 +57,7 @@ def import_codex(*, source: Path | str, dry_run: bool = False, progress: Progres
     Raises ``CodexImportInvalid`` (nothing written) on bad input."""
     progress = progress or no_progress
     started_at = timezone.now()
+    check_migrated()
     home = read_home(Path(source), progress)
     report = CodexImportReport(source=str(source), dry_run=dry_run)
     report.unread.extend(home.unread)
@@ -77,6 +80,16 @@ def import_codex(*, source: Path | str, dry_run: bool = False, progress: Progres
         else:
             report.run_id = run.pk
     return report
+
+
+def check_migrated() -> None:
+    """Every migration applied (as ``runserver`` checks it), or say how to get there."""
+    executor = MigrationExecutor(connection)
+    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    if pending:
+        raise CodexDatabaseNotReady(
+            f"The database is not migrated ({len(pending)} migration(s) not applied); run manage.py migrate first."
+        )
 
 
 def _parents_first(threads: list[Thread]) -> list[Thread]:
@@ -251,6 +264,7 @@ def export_codex(*, out: Path | str, progress: Progress | None = None) -> CodexE
     """Write every imported Codex thread back under ``out``, each rollout at its relative path,
     each line the record that came in (deep-equal JSON). ``out`` must be empty or not exist."""
     progress = progress or no_progress
+    check_migrated()
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise CodexExportRefused(f"{out} holds files already: the export goes into an empty or new directory.")

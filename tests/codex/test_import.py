@@ -146,3 +146,34 @@ def test_the_fixture_lines_carry_the_fields_their_rust_types_require(home):
     assert seen == set(required)
     assert isinstance(user("x", at="t")["payload"]["content"], list)
     assert assistant("x", at="t")["payload"]["role"] == "assistant"
+
+
+def test_a_cwd_chartr_cannot_place_names_its_file_and_line(home):
+    from tests.codex.builders import rollout_name, session_meta
+
+    home.write(
+        f"sessions/2025/10/04/{rollout_name('2025-10-04T07-00-00', 'windows')}",
+        [session_meta("windows", "C:\\Users\\me", at="t")],
+    )
+    with pytest.raises(CommandError) as caught:
+        run("import_codex", home.root)
+    assert (
+        "rollout-2025-10-04T07-00-00-windows.jsonl:1: session_meta's cwd: Directory must be an absolute path."
+        in str(caught.value)
+    )
+    assert not AgentSnapshot.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_unmigrated_database_says_how_to_migrate(home):
+    from django.core.management import call_command
+
+    call_command("migrate", "codex", "zero", verbosity=0)
+    try:
+        with pytest.raises(CommandError, match="not migrated .*run manage.py migrate first"):
+            run("import_codex", home.root)
+        with pytest.raises(CommandError, match="run manage.py migrate first"):
+            run("export_codex", "--out", home.root.parent / "out")
+    finally:
+        call_command("migrate", "codex", verbosity=0)
+    assert not AgentSnapshot.objects.exists()
