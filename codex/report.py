@@ -73,7 +73,7 @@ class CodexImportReport:
     #: threads (agents and their bookkeeping) and rows (one per rollout line)
     threads: Counts = field(default_factory=Counts)
     rows: Counts = field(default_factory=Counts)
-    #: thread id -> what became of its lines this run
+    #: thread id -> how many of its lines this run brought (threads it brought some of)
     rows_by_thread: dict[str, str] = field(default_factory=dict)
     #: threads archived by this run (their rollout is in archived_sessions/)
     archived: list[str] = field(default_factory=list)

@@ -147,7 +147,8 @@ def _import_thread(thread: Thread, report: CodexImportReport) -> None:
         first_seq = result.first_seq if taken.lines == 0 else first_seq
     report.rows.created += len(new)
     report.rows.unchanged += taken.lines
-    report.rows_by_thread[thread.thread_id] = f"{len(new)} new of {len(lines)} lines"
+    if new:
+        report.rows_by_thread[thread.thread_id] = f"{len(new)} new of {len(lines)} lines"
     _remember(thread, state, agent=agent, first_seq=first_seq, lines=len(lines), digest=digest_all, report=report)
     if thread.archived and not agent.is_archived:
         archive_agent(agent=agent)

@@ -26,6 +26,9 @@ def test_each_thread_is_an_agent_and_each_line_a_row_kept_whole(home):
     types = TimelineRow.objects.filter(agent_id=LIVE).order_by("seq").values_list("item_type", flat=True)
     assert list(types) == [f"codex.{line['type']}" for line in live]
     assert "threads:   4 created" in output
+    # Not a terminal: one line per phase, no carriage returns.
+    assert "reading rollouts...\nimporting threads...\n" in output and "\r" not in output
+    assert f"  {LIVE}: {len(live)} new of {len(live)} lines" in output
     assert CodexImportRun.objects.count() == 1
 
 

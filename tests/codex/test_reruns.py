@@ -27,6 +27,7 @@ def test_a_rerun_changes_nothing(home):
     output = run("import_codex", home.root)
     assert dump_database(runs=False) == before
     assert "Nothing to change." in output
+    assert "Rows by thread" not in output
     assert "rows:      0 created" in output
     assert CodexImportRun.objects.count() == 2
 
