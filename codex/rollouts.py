@@ -129,6 +129,8 @@ def locate(source: Path) -> tuple[Path | None, list[Path]]:
         for parent in source.parents:
             if parent.name in CANONICAL_DIRS:
                 return parent.parent, [source]
+            if any((parent / name).is_dir() for name in CANONICAL_DIRS):
+                return parent, [source]  # a sealed segment, in its home
         return None, [source]
     if not source.is_dir():
         raise CodexImportInvalid([Problem(str(source), 0, "no such file or directory")])
@@ -152,8 +154,22 @@ def relative_path(path: Path, home: Path | None) -> str:
     return f"{SESSIONS}/{path.name}"
 
 
+class _Rollouts:
+    """The rollout files of a home by relative path, each read (and checked) the first time it is asked for."""
+
+    def __init__(self, paths: dict[str, Path], problems: list[Problem], home: CodexHome):
+        self.paths, self.problems, self.home = paths, problems, home
+        self.loaded: dict[str, RolloutFile | None] = {}
+
+    def get(self, relative: str) -> RolloutFile | None:
+        if relative not in self.loaded and relative in self.paths:
+            self.loaded[relative] = _read_rollout(self.paths[relative], relative, self.problems, self.home)
+        return self.loaded.get(relative)
+
+
 def read_home(source: Path, progress: Progress = no_progress) -> CodexHome:
-    """Every thread under ``source`` (a Codex home, its ``sessions/`` or one rollout file), checked.
+    """Every thread under ``source`` (a Codex home, its ``sessions/`` or one rollout file), checked:
+    the rollouts there, and the sealed segments elsewhere in the home they refer to.
 
     Raises ``CodexImportInvalid`` naming every bad file and line, having read them all."""
     source = Path(source)
@@ -162,18 +178,17 @@ def read_home(source: Path, progress: Progress = no_progress) -> CodexHome:
     problems: list[Problem] = []
     in_scope = _rollout_paths(roots, result)
     everywhere = _rollout_paths([home], CodexHome(source="")) if home is not None else in_scope
-    files: dict[str, RolloutFile] = {}
-    for done, path in enumerate(sorted(set(everywhere) | set(in_scope)), 1):
-        progress("reading rollouts", done, len(everywhere))
-        rollout = _read_rollout(path, relative_path(path, home), problems, result)
-        if rollout is not None:
-            files[rollout.relative] = rollout
-    scoped = {relative_path(path, home) for path in in_scope}
+    files = _Rollouts({relative_path(path, home): path for path in everywhere + in_scope}, problems, result)
+    scoped = sorted({relative_path(path, home) for path in in_scope})
+    for done, relative in enumerate(scoped, 1):
+        progress("reading rollouts", done, len(scoped))
+        files.get(relative)
     result.threads = _threads(files, scoped, problems, result)
     if problems:
         raise CodexImportInvalid(problems)
     if home is not None and source == home:
-        result.unread.extend(_unread_entries(home, result.threads, files))
+        read = {relative: rollout for relative, rollout in files.loaded.items() if rollout is not None}
+        result.unread.extend(_unread_entries(home, result.threads, read))
     return result
 
 
@@ -274,7 +289,7 @@ def _threads(files: dict[str, RolloutFile], scoped: set[str], problems: list[Pro
     return list(threads.values())
 
 
-def _segments(rollout: RolloutFile, files: dict[str, RolloutFile], problems: list[Problem]) -> list[RolloutFile]:
+def _segments(rollout: RolloutFile, files: _Rollouts, problems: list[Problem]) -> list[RolloutFile]:
     """``rollout`` after the sealed segments of its own thread it refers back to, oldest first."""
     chain = [rollout]
     while True:
@@ -284,13 +299,13 @@ def _segments(rollout: RolloutFile, files: dict[str, RolloutFile], problems: lis
         chain.insert(0, predecessor)
 
 
-def _predecessor(rollout: RolloutFile, files: dict[str, RolloutFile], problems: list[Problem]) -> RolloutFile | None:
+def _predecessor(rollout: RolloutFile, files: _Rollouts, problems: list[Problem]) -> RolloutFile | None:
     for line, reference in rollout.references():
         owner = reference.get("thread_id")
         if owner not in (None, rollout.thread_id):
             continue  # another thread's history: that thread's to keep
-        target = _find(reference.get("rollout_path"), files)
-        if target is None:
+        found = _find(reference.get("rollout_path"), files)
+        if found is None:
             problems.append(
                 Problem(
                     rollout.relative,
@@ -300,20 +315,20 @@ def _predecessor(rollout: RolloutFile, files: dict[str, RolloutFile], problems: 
                 )
             )
             return None
-        if target.thread_id == rollout.thread_id:
+        target = files.get(found)  # None when it is bad: its own problems name it
+        if target is None or target.thread_id == rollout.thread_id:
             return target
     return None
 
 
-def _find(path: object, files: dict[str, RolloutFile]) -> RolloutFile | None:
+def _find(path: object, files: _Rollouts) -> str | None:
+    """The relative path of the home's rollout that ``path`` (the writer's absolute path) names."""
     if not isinstance(path, str) or not path:
         return None
     parts = PurePosixPath(path.replace("\\", "/")).parts
-    for start in range(len(parts)):
-        found = files.get("/".join(parts[start:]))
-        if found is not None:
-            return found
-    return None
+    return next(
+        (tail for tail in ("/".join(parts[start:]) for start in range(len(parts))) if tail in files.paths), None
+    )
 
 
 def _unread_entries(home: Path, threads: list[Thread], files: dict[str, RolloutFile]) -> list[str]:

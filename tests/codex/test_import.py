@@ -180,3 +180,23 @@ def test_an_unmigrated_database_says_how_to_migrate(home):
     finally:
         call_command("migrate", "codex", verbosity=0)
     assert not AgentSnapshot.objects.exists()
+
+
+def test_one_rollout_file_reads_only_itself_and_the_segments_it_refers_to(home):
+    (home.root / "sessions/2025/10/09").mkdir(parents=True)
+    (home.root / "sessions/2025/10/09/rollout-2025-10-09T00-00-00-other.jsonl").write_text("{broken\n")
+    run("import_codex", next((home.root / "sessions").rglob(f"*{SEGMENTED}.jsonl")))
+    assert list(AgentSnapshot.objects.values_list("agent_id", flat=True)) == [SEGMENTED]
+    assert TimelineRow.objects.filter(agent_id=SEGMENTED).count() == 6
+    with pytest.raises(CommandError, match="rollout-2025-10-09T00-00-00-other.jsonl:1: not JSON"):
+        run("import_codex", home.root)
+
+
+def test_a_sealed_segment_alone_is_its_threads_first_lines_and_the_home_goes_on_from_there(home):
+    sealed = next((home.root / SEGMENTS_DIR).rglob("*.jsonl"))
+    run("import_codex", sealed)
+    assert TimelineRow.objects.filter(agent_id=SEGMENTED).count() == 2
+    run("import_codex", home.root)
+    files = home.files()
+    assert records(SEGMENTED) == [line for path in sorted(files) if SEGMENTED in path for line in files[path]]
+    assert [entry["path"] for entry in CodexThread.objects.get(pk=SEGMENTED).files][0].startswith(SEGMENTS_DIR)
