@@ -71,7 +71,5 @@ def test_the_raw_record_is_one_click_away(page):
 
 
 def test_the_fleet_search_finds_their_text(admin_client, page):
-    response = admin_client.get("/admin/search/", {"q": "Tidy"})
-    assert f'data-agent-id="{LIVE}"' not in response.content.decode()
     response = admin_client.get("/admin/search/", {"q": "passed"})
     assert f'data-agent-id="{LIVE}"' in response.content.decode()
