@@ -40,6 +40,7 @@ INSTALLED_APPS = [
     "whitenoise.runserver_nostatic", "django.contrib.staticfiles",
     "rest_framework", "django_filters", "drf_spectacular", "drf_spectacular_sidecar", "corsheaders",
     "chartr", "tokens", "registry", "snapshots", "timeline", "legacy", "datadir", "retention", "dashboard", "portability",
+    "claude_code", "codex",
 ]  # fmt: skip
 # Every entry is async-capable, so requests that chartr/asgi.py hands to the async handler (the live stream)
 # reach their view without a thread hop (chartr/middleware.py). Health probes come first: they answer before

@@ -13,6 +13,7 @@ api_v1 = [
     path("", include("timeline.urls")),
     path("", include("registry.urls")),
     path("", include("snapshots.urls")),
+    path("", include("claude_code.urls")),
     # The OpenAPI document and its Swagger UI (assets from drf-spectacular-sidecar).
     path("schema", SchemaView.as_view(), name="api-schema"),
     path("docs", DocsView.as_view(), name="api-docs"),

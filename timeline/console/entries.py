@@ -19,6 +19,7 @@ from typing import Any
 
 from django.utils.safestring import SafeString
 
+from timeline.console.foreign import shown_items
 from timeline.console.rendering import (
     MAX_RENDERED_CHARS,
     TEXT_FOLD_AFTER_LINES,
@@ -99,6 +100,10 @@ class TimelineEntry:
     todo_items: list[tuple[SafeString, str]] = field(default_factory=list)
     #: The entry the page is anchored on: open, the search's words marked.
     hit: bool = False
+    #: Which of its row's items this entry shows (0 for the first): a foreign record may read as several.
+    part: int = 0
+    #: The foreign records this entry reads (its rows' untouched records), one click away.
+    records: list[tuple[int, Block]] = field(default_factory=list)
 
     @property
     def last_seq(self) -> int:
@@ -231,6 +236,38 @@ def _row_entry(entry: TimelineEntry, item: dict, pattern) -> None:
         entry.blocks.append(json_block("more", rest, pattern=pattern))
 
 
+@dataclass(frozen=True)
+class ForeignRowView:
+    """One item a foreign row reads as (``timeline.console.foreign``), standing in for the row:
+    ``item_type`` and ``item`` are the shown item's, ``stored_type`` and ``record`` the row's own."""
+
+    row: TimelineRow
+    item: dict
+    part: int
+
+    seq = property(lambda self: self.row.seq)
+    committed_at = property(lambda self: self.row.committed_at)
+    item_id = property(lambda self: self.row.item_id)
+    turn_id = property(lambda self: self.row.turn_id)
+    item_type = property(lambda self: self.item.get("type", ""))
+    stored_type = property(lambda self: self.row.item_type)
+    record = property(lambda self: self.row.item.get("record"))
+
+
+def _shown_rows(rows: Iterable[TimelineRow]) -> list:
+    """``rows`` as the page shows them: a foreign row as each item it reads as (a line of its own type
+    when it reads as none), every other row as it is."""
+    shown: list = []
+    for row in rows:
+        items = shown_items(row.item)
+        if items is None:
+            shown.append(row)
+            continue
+        for part, item in enumerate(items or [{"type": row.item_type}]):
+            shown.append(ForeignRowView(row=row, item=item, part=part))
+    return shown
+
+
 def _groups(rows: list[TimelineRow], earlier: Iterable[TimelineRow]) -> list[list[TimelineRow]]:
     """``rows`` grouped: a tool call's rows (with its ``earlier`` ones first) in one group, each other row alone."""
     before: dict[tuple, list[TimelineRow]] = {}
@@ -266,17 +303,18 @@ def build_entries(
     page_seqs = {row.seq for row in rows}
     pattern = search_pattern(query) if query else None
     entries = []
-    for group in _groups(rows, earlier):
+    for group in _groups(_shown_rows(rows), _shown_rows(earlier)):
         here = [row for row in group if row.seq in page_seqs]
         first = here[0]
         entry = TimelineEntry(
             seq=first.seq,
             committed_at=first.committed_at,
-            item_type=first.item_type,
+            item_type=getattr(first, "stored_type", first.item_type),
             item_id=first.item_id,
             kind=first.item_type if first.item_type in KNOWN_ITEM_TYPES else "generic",
             seqs=[row.seq for row in here],
             hit=anchor in {row.seq for row in here},
+            part=getattr(first, "part", 0),
         )
         hit_pattern = pattern if entry.hit else None
         if entry.kind == "tool_call":
@@ -285,5 +323,7 @@ def build_entries(
             _tool_entry(entry, group, page_seqs, hit_pattern)
         else:
             _row_entry(entry, _item(first), hit_pattern)
+        records = {row.seq: row.record for row in group if isinstance(row, ForeignRowView)}
+        entry.records = [(seq, json_block("record", record, pattern=hit_pattern)) for seq, record in records.items()]
         entries.append(entry)
     return entries

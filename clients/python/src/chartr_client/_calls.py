@@ -37,6 +37,8 @@ class Call(Generic[T]):
     parse: Callable[[httpx.Response], T]
     params: dict[str, str] = field(default_factory=dict)
     json: Any = None
+    #: A body already encoded (with its ``Content-Type`` in ``headers``), instead of ``json``.
+    content: bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
     #: Whether sending it again after a broken connection can do nothing twice (see retry.py).
     repeats_safely: bool = False

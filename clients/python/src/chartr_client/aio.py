@@ -70,7 +70,12 @@ class AsyncClient:
             attempt += 1
             try:
                 response = await self._http.request(
-                    call.method, call.path, params=call.params, json=call.json, headers=call.headers
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.json,
+                    content=call.content,
+                    headers=call.headers,
                 )
             except httpx.TransportError as exc:
                 delay = self.retry.after_transport_error(exc, repeats_safely=call.repeats_safely, attempt=attempt)

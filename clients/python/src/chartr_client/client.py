@@ -98,7 +98,12 @@ class Client:
             attempt += 1
             try:
                 response = self._http.request(
-                    call.method, call.path, params=call.params, json=call.json, headers=call.headers
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.json,
+                    content=call.content,
+                    headers=call.headers,
                 )
             except httpx.TransportError as exc:
                 delay = self.retry.after_transport_error(exc, repeats_safely=call.repeats_safely, attempt=attempt)

@@ -1,0 +1,49 @@
+"""What the Claude Code commands share: progress on a terminal, phase lines elsewhere, and the
+refusal to run on a database that is not migrated."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+
+from chartr.health import unapplied_migrations
+
+
+def require_migrated() -> None:
+    pending = unapplied_migrations(connection)
+    if pending:
+        raise CommandError(
+            f"The database is not migrated ({pending} migration(s) not applied); run manage.py migrate first."
+        )
+
+
+class ProgressCommand(BaseCommand):
+    _progress_shown = False
+    _phases_seen: set[str] | None = None
+
+    def progress(self):
+        return self._bar if self.stdout.isatty() else self._phase_line
+
+    def _phase_line(self, phase: str, done: int, total: int) -> None:
+        """Not a terminal (logs, CI): one line as each phase starts, no carriage returns."""
+        if self._phases_seen is None:
+            self._phases_seen = set()
+        if phase not in self._phases_seen:
+            self._phases_seen.add(phase)
+            self.stdout.write(f"{phase}...")
+
+    def _bar(self, phase: str, done: int, total: int) -> None:
+        self._progress_shown = True
+        self.stdout.write(f"\r{phase}: {done:,}/{total:,}\x1b[K", ending="")
+        self.stdout.flush()
+
+    def end_progress(self) -> None:
+        if self._progress_shown:
+            self.stdout.write("\r\x1b[K", ending="")
+            self._progress_shown = False
+
+    def section(self, title: str, lines: list[str]) -> None:
+        if lines:
+            self.stdout.write(f"{title} ({len(lines)}):")
+            for line in lines:
+                self.stdout.write(f"  {line}")

@@ -1,0 +1,56 @@
+"""manage.py import_claude_code PATH: bring Claude Code transcripts into chartr."""
+
+from __future__ import annotations
+
+from django.core.management.base import CommandError
+
+from claude_code.home_import import ClaudeHomeInvalid, HomeImportReport, import_home
+from claude_code.management.commands._progress import ProgressCommand, require_migrated
+from kernel.errors import ChartrError
+
+
+class Command(ProgressCommand):
+    help = (
+        "Import Claude Code transcripts: a Claude config home ($CLAUDE_CONFIG_DIR), its projects directory, "
+        "one project directory or one session file, in one transaction. Safe to run again: only lines "
+        "added to a file since the last run are imported."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("path", help="a Claude config home, projects directory, project directory or session file")
+        parser.add_argument("--dry-run", action="store_true", help="do the whole import, report, then roll back")
+
+    def handle(self, *args, path: str, dry_run: bool, **options):
+        require_migrated()
+        try:
+            report = import_home(source=path, dry_run=dry_run, progress=self.progress())
+        except ClaudeHomeInvalid as exc:
+            self.end_progress()
+            raise CommandError("\n".join([exc.message, *(f"  {problem}" for problem in exc.problems)])) from exc
+        except ChartrError as exc:
+            self.end_progress()
+            raise CommandError(exc.message) from exc
+        self.end_progress()
+        self._print_report(report)
+
+    def _print_report(self, report: HomeImportReport) -> None:
+        out = self.stdout
+        title = f"Import of {report.source}"
+        out.write(f"{title} (dry run: everything rolled back)" if report.dry_run else title)
+        out.write(
+            f"  transcripts: {report.transcripts}: {report.sessions_created} new, {report.sessions_topped_up} topped up, "
+            f"{report.sessions_unchanged} unchanged"
+        )
+        out.write(f"  lines imported: {report.lines_imported}; titles set: {report.titles_set}")
+        if not report.changed_anything:
+            out.write("Nothing to change.")
+        self.section("Warnings", report.warnings)
+        self.section("Not read", report.side_files)
+        if report.dry_run:
+            out.write("Dry run: the database is unchanged.")
+            return
+        if report.snapshot:
+            out.write(
+                f"Data snapshot before the import: {report.snapshot} (manage.py restore --from {report.snapshot} undoes it)"
+            )
+        out.write(self.style.SUCCESS(f"Recorded as Claude Code import run {report.import_run_id}."))

@@ -1,0 +1,234 @@
+"""Every write of a Claude Code transcript: the one path the API, the importer and the hooks share.
+
+The contract (stable: later changes add, never rename):
+
+- ``ensure_session(key, *, cwd=None, lifecycle=IDLE) -> ClaudeCodeSession``: the key's session
+  row and agent (``session.agent``), created when missing. The agent id is
+  ``claude_code.keys.agent_id_for(key)`` (deterministic), provider ``claude-code``. A subagent key
+  (``subpath`` set) makes the main key's session too when missing, and its agent is a child
+  (``parent``) of the main one, in the main one's workspace. A main session lands in the workspace
+  of ``cwd`` by ``registry.services.workspace_for_directory``; without a cwd, in its namespace's
+  holding workspace (``holding_directory``) until an append brings one. Safe to repeat and to race.
+- ``append_entries(key, entries) -> AppendOutcome``: ``entries`` (JSON objects, the transcript lines
+  as Claude Code wrote them) appended in order to the key's timeline, each one row whose item is
+  ``timeline.items.foreign_item("claude_code", entry, entry.get("type"))``. An entry whose string
+  ``uuid`` is already stored under this key, or repeats an earlier entry of the same call, is
+  ignored (``AppendOutcome.ignored`` lists their indexes); entries without ``uuid`` are always
+  appended. ``[]`` writes nothing and creates nothing. Moves the session's ``mtime_ms``.
+- ``delete_session(key) -> bool``: deletes the key's agent (its timeline and row with it); a main
+  key's subagents go too (``ON DELETE CASCADE``). False when there was nothing to delete.
+- ``write_summary(key, *, data, expected_version) -> Summary``: the summary sidecar of a main key,
+  stored verbatim, compare-and-swap on ``Summary.version`` (``VersionMismatch`` with the current
+  ``version`` in ``extra`` when another writer got there first; 0 is the version before the first
+  write). Its ``mtime_ms`` is the write's time, never below the session's ``mtime_ms``.
+
+The reads (``load_entries``, ``list_sessions``, ``list_subkeys``, ``get_summary``,
+``list_summaries``, ``find_session``) are in ``claude_code.selectors``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+from django.db.models import F, Value
+from django.db.models.functions import Coalesce, Greatest
+from django.utils import timezone
+
+from claude_code import selectors
+from claude_code.keys import PROVIDER, SessionKey
+from claude_code.models import ClaudeCodeSession
+from claude_code.selectors import Summary, find_session
+from kernel.errors import Conflict, NotFound, VersionMismatch
+from registry.directories import is_within, normalize_directory
+from registry.services import workspace_for_directory
+from snapshots.models import AgentSnapshot
+from snapshots.services import create_agent, delete_agent
+from timeline.errors import ItemConflict
+from timeline.items import MAX_ITEM_ID_LENGTH, MAX_ITEMS_PER_APPEND, foreign_item
+from timeline.services import NewTimelineItem, append_timeline_items
+
+NAMESPACE = "claude_code"
+#: Where a namespace's sessions live while none of their entries has said its cwd.
+HOLDING_ROOT = "/claude-code-sessions"
+#: Attempts of an append that lost a race for the same uuid with other content.
+APPEND_ATTEMPTS = 3
+
+__all__ = [
+    "AppendOutcome",
+    "append_entries",
+    "delete_session",
+    "ensure_session",
+    "holding_directory",
+    "now_ms",
+    "write_summary",
+]
+
+
+@dataclass(frozen=True)
+class AppendOutcome:
+    #: None only for an empty call on a key that was never written.
+    session: ClaudeCodeSession | None
+    appended: int
+    #: Indexes (in the call) of the entries ignored as repeated uuids.
+    ignored: tuple[int, ...]
+
+
+def now_ms() -> int:
+    """The storage clock of ``mtime_ms`` and ``summary_mtime_ms``: Unix epoch milliseconds."""
+    return int(timezone.now().timestamp() * 1000)
+
+
+def holding_directory(namespace: str) -> str:
+    return f"{HOLDING_ROOT}/{namespace}"
+
+
+def entries_cwd(entries: Sequence[dict]) -> str | None:
+    """The first usable ``cwd`` the entries carry (an absolute directory), else None."""
+    for entry in entries:
+        cwd = entry.get("cwd") if isinstance(entry, dict) else None
+        if isinstance(cwd, str) and cwd:
+            try:
+                return normalize_directory(cwd)
+            except ValidationError:
+                continue
+    return None
+
+
+def ensure_session(
+    key: SessionKey, *, cwd: str | None = None, lifecycle: str = AgentSnapshot.Lifecycle.IDLE
+) -> ClaudeCodeSession:
+    found = find_session(key)
+    if found is not None:
+        return found
+    parent = None if key.is_main else ensure_session(key.main(), cwd=cwd, lifecycle=lifecycle)
+    try:
+        with transaction.atomic():
+            return _create_session(key, parent=parent, cwd=cwd, lifecycle=lifecycle)
+    except (Conflict, IntegrityError):
+        found = find_session(key)  # another writer created it meanwhile
+        if found is None:
+            raise
+        return found
+
+
+def _create_session(
+    key: SessionKey, *, parent: ClaudeCodeSession | None, cwd: str | None, lifecycle: str
+) -> ClaudeCodeSession:
+    if parent is not None:
+        workspace = parent.agent.workspace
+    elif cwd is not None:
+        workspace = workspace_for_directory(cwd)
+    else:
+        workspace = workspace_for_directory(holding_directory(key.namespace))
+    agent = AgentSnapshot.objects.filter(pk=key.agent_id).first()
+    if agent is None:
+        agent = create_agent(
+            workspace=workspace,
+            provider=PROVIDER,
+            agent_id=key.agent_id,
+            cwd=cwd if cwd is not None and is_within(cwd, workspace.directory) else "",
+            lifecycle=lifecycle,
+            parent=None if parent is None else parent.agent,
+        )
+    session = ClaudeCodeSession(
+        namespace=key.namespace,
+        project_key=key.project_key,
+        session_id=key.session_id,
+        subpath=key.subpath,
+        agent=agent,
+    )
+    session.save(force_insert=True)
+    return session
+
+
+def _checked_entries(entries: object) -> list[dict]:
+    if not isinstance(entries, list | tuple):
+        raise ValidationError({"entries": ["Must be a list of JSON objects."]}, code="invalid")
+    errors: dict[str, list[str]] = {}
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            errors[f"entries[{index}]"] = ["Must be a JSON object."]
+            continue
+        uuid = entry.get("uuid")
+        if "uuid" in entry and not (isinstance(uuid, str) and 0 < len(uuid) <= MAX_ITEM_ID_LENGTH):
+            errors[f"entries[{index}].uuid"] = [f"Must be a string of 1 to {MAX_ITEM_ID_LENGTH} characters."]
+    if errors:
+        raise ValidationError(errors, code="invalid")
+    return list(entries)
+
+
+def append_entries(key: SessionKey, entries: Sequence[dict[str, Any]]) -> AppendOutcome:
+    entries = _checked_entries(entries)
+    if not entries:
+        return AppendOutcome(session=find_session(key), appended=0, ignored=())
+    for attempt in range(APPEND_ATTEMPTS):
+        try:
+            with transaction.atomic():
+                return _append_once(key, entries)
+        except ItemConflict:
+            # The same uuid with other content committed by a concurrent writer after this one
+            # looked: the next attempt sees it stored and ignores it.
+            if attempt == APPEND_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _append_once(key: SessionKey, entries: list[dict]) -> AppendOutcome:
+    session = ensure_session(key, cwd=entries_cwd(entries))
+    uuids = [entry["uuid"] for entry in entries if "uuid" in entry]
+    stored = selectors.stored_uuids(session.agent_id, uuids)
+    ignored: list[int] = []
+    items: list[NewTimelineItem] = []
+    for index, entry in enumerate(entries):
+        uuid = entry.get("uuid")
+        if uuid is not None:
+            if uuid in stored:
+                ignored.append(index)
+                continue
+            stored.add(uuid)
+        items.append(NewTimelineItem(item=foreign_item(NAMESPACE, entry, entry.get("type")), item_id=uuid))
+    for start in range(0, len(items), MAX_ITEMS_PER_APPEND):
+        append_timeline_items(agent_id=session.agent_id, items=items[start : start + MAX_ITEMS_PER_APPEND])
+    if items:
+        stamp = max(now_ms(), session.mtime_ms or 0)
+        ClaudeCodeSession.objects.filter(pk=session.pk).update(mtime_ms=stamp)
+        session.mtime_ms = stamp
+    return AppendOutcome(session=session, appended=len(items), ignored=tuple(ignored))
+
+
+def delete_session(key: SessionKey) -> bool:
+    with transaction.atomic():
+        session = find_session(key)
+        if session is None:
+            return False
+        delete_agent(agent=session.agent)
+    return True
+
+
+def write_summary(key: SessionKey, *, data: dict, expected_version: int) -> Summary:
+    if not key.is_main:
+        raise ValidationError({"subpath": ["A summary belongs to a main transcript (no subpath)."]}, code="invalid")
+    if not isinstance(data, dict):
+        raise ValidationError({"data": ["Must be a JSON object."]}, code="invalid")
+    with transaction.atomic():
+        session = find_session(key)
+        if session is None or session.mtime_ms is None:
+            raise NotFound(f"Session {key.session_id!r} of project {key.project_key!r} has no entries.")
+        stamp = now_ms()
+        changed = ClaudeCodeSession.objects.filter(pk=session.pk, summary_version=expected_version).update(
+            summary=data,
+            summary_version=F("summary_version") + 1,
+            summary_mtime_ms=Greatest(Value(stamp), Coalesce(F("mtime_ms"), Value(0))),
+        )
+        current = selectors.get_summary(key)
+    if not changed:
+        version = 0 if current is None else current.version
+        raise VersionMismatch(
+            f"The summary of session {key.session_id!r} is at version {version}, not {expected_version}.",
+            extra={"version": version},
+        )
+    return current

@@ -1,0 +1,104 @@
+"""What an import of a Codex home did, and what was wrong with it, said with the file and line."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from kernel.errors import ChartrError
+
+#: ``progress(phase, done, total)``, called as a long phase moves on.
+Progress = Callable[[str, int, int], None]
+
+
+def no_progress(phase: str, done: int, total: int) -> None:
+    """The ``Progress`` of a caller that shows none."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One bad file or line: ``path`` relative to the Codex home, ``line`` 1-based (0: the whole file)."""
+
+    path: str
+    line: int
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.reason}" if self.line else f"{self.path}: {self.reason}"
+
+
+class CodexImportInvalid(ChartrError):
+    """The Codex home holds bad input; nothing was imported."""
+
+    code = "invalid_codex_data"
+    status = 400
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = list(problems)
+        count = len(self.problems)
+        super().__init__(
+            f"{count} problem{'s' if count != 1 else ''} in the Codex home; nothing was imported.",
+            extra={"problems": [str(problem) for problem in self.problems]},
+        )
+
+
+class CodexDatabaseNotReady(ChartrError):
+    """The database is not migrated: the import and the export need every table."""
+
+    code = "not_migrated"
+    status = 503
+
+
+class CodexExportRefused(ChartrError):
+    """The export's output directory is not empty; nothing was written."""
+
+    code = "export_refused"
+    status = 409
+
+
+@dataclass
+class Counts:
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {"created": self.created, "updated": self.updated, "unchanged": self.unchanged}
+
+
+@dataclass
+class CodexImportReport:
+    source: str
+    dry_run: bool
+    #: threads (agents and their bookkeeping) and rows (one per rollout line)
+    threads: Counts = field(default_factory=Counts)
+    rows: Counts = field(default_factory=Counts)
+    #: thread id -> how many of its lines this run brought (threads it brought some of)
+    rows_by_thread: dict[str, str] = field(default_factory=dict)
+    #: threads archived by this run (their rollout is in archived_sessions/)
+    archived: list[str] = field(default_factory=list)
+    #: "entry: why" for every part of the home not read
+    unread: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    run_id: int | None = None
+
+    @property
+    def changed_anything(self) -> bool:
+        return bool(self.threads.created or self.threads.updated or self.rows.created or self.archived)
+
+    def counts_dict(self) -> dict[str, dict[str, int]]:
+        return {
+            "threads": self.threads.as_dict(),
+            "rows": self.rows.as_dict(),
+            "archived": {"archived": len(self.archived)},
+        }
+
+
+@dataclass
+class CodexExportReport:
+    out: str
+    threads: int = 0
+    files: int = 0
+    lines: int = 0
+    #: threads not written, and why
+    skipped: list[str] = field(default_factory=list)
