@@ -132,3 +132,12 @@ def test_a_postgres_database_that_does_not_exist_says_so(tmp_path, scratch_db):
         )
         assert f'database "{missing}" does not exist' in line
     assert every_file(tmp_path) == ["home"]
+
+
+def test_help_and_the_setup_commands_are_not_checked(tmp_path):
+    env = fresh_env(tmp_path)
+    helped = run(["create_api_token", "--help"], env)
+    assert helped.returncode == 0 and "usage: manage.py create_api_token" in helped.stdout, helped.stderr
+    checked = run(["check"], env)
+    assert checked.returncode == 0 and "System check identified no issues" in checked.stdout, checked.stderr
+    assert every_file(tmp_path) == ["home"]
