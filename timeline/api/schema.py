@@ -49,6 +49,9 @@ Events:
   `gap`, the rows after the resume point are no longer retained: the stream goes on from `min_seq`.
 - A `:` keep-alive comment at least every 15 s.
 
+The stream ends, with no further event, when its server drains (reconnect) or when its token is
+revoked (within about 1 to 2 s, on every instance; the reconnect gets 401).
+
 Served only under ASGI; under WSGI it answers 503 `asgi_required`.
 """
 
