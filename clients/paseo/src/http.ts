@@ -7,7 +7,7 @@
  * content store no new revision.
  *
  * Retried: no answer at all (fetch rejected: refused, reset, timed out), and 503 `busy`,
- * `maintenance` or `shutting_down` and 429 `throttled` after their `Retry-After`.
+ * `database_unavailable`, `maintenance` or `shutting_down` and 429 `throttled` after their `Retry-After`.
  */
 
 import { ChartrError, ChartrNetworkError, errorFromResponse } from "./errors.js";
@@ -39,7 +39,9 @@ export interface Answer {
   body: unknown;
 }
 
-const RETRIED_CODES = new Set(["busy", "maintenance", "shutting_down", "throttled"]);
+// database_unavailable may follow a commit whose answer was lost: every request this client sends
+// repeats safely (item ids, the same rows again, the same row update), so it is retried too.
+const RETRIED_CODES = new Set(["busy", "database_unavailable", "maintenance", "shutting_down", "throttled"]);
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

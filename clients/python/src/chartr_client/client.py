@@ -114,7 +114,7 @@ class Client:
             if response.is_success:
                 return call.parse(response)
             error = error_from_response(response)
-            delay = self.retry.after_error(error, attempt=attempt)
+            delay = self.retry.after_error(error, attempt=attempt, repeats_safely=call.repeats_safely)
             if delay is None:
                 raise error
             time.sleep(delay)

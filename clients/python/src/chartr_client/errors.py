@@ -191,6 +191,12 @@ class ShuttingDown(ServiceUnavailable):
     code_name = "shutting_down"
 
 
+class DatabaseUnavailable(ServiceUnavailable):
+    """The database refused or lost the connection (at its connection limit, restarting, a failover)."""
+
+    code_name = "database_unavailable"
+
+
 class AsgiRequired(ServiceUnavailable):
     code_name = "asgi_required"
 

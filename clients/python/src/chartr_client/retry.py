@@ -6,6 +6,8 @@ A request is retried only when sending it again cannot do anything twice:
   every request is retried, after ``Retry-After`` (capped at ``max_retry_after``) or the backoff,
   whichever is longer;
 - a **connection that could not be opened** sent nothing: every request is retried;
+- a **503** ``database_unavailable`` (the database refused or lost the connection, perhaps at the
+  commit) may have done it: retried like a broken connection, below, after ``Retry-After``;
 - a **connection that broke** after the request went out may have done it: only requests that
   repeat safely are retried (reads, appends, whose items all carry an ``item_id``, creates, which
   carry an ``Idempotency-Key``, archive, unarchive, heartbeat, provisional updates). A PATCH is not:
@@ -24,6 +26,8 @@ from chartr_client.errors import ApiError
 
 #: Refusals that wrote nothing and say to come back.
 RETRY_CODES = frozenset({"busy", "maintenance", "shutting_down", "throttled"})
+#: The database refused or lost the connection: a write may have committed before the answer was lost.
+MAYBE_DONE_CODES = frozenset({"database_unavailable"})
 #: Transport errors raised before anything was sent.
 NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 
@@ -47,10 +51,12 @@ class RetryPolicy:
             return self.backoff(attempt)
         return None
 
-    def after_error(self, error: ApiError, *, attempt: int) -> float | None:
-        if attempt >= self.max_attempts or error.code not in RETRY_CODES:
+    def after_error(self, error: ApiError, *, attempt: int, repeats_safely: bool = False) -> float | None:
+        if attempt >= self.max_attempts:
             return None
-        return self.wait(error, attempt)
+        if error.code in RETRY_CODES or (repeats_safely and error.code in MAYBE_DONE_CODES):
+            return self.wait(error, attempt)
+        return None
 
     def wait(self, error: ApiError, attempt: int) -> float:
         """The backoff, or the server's ``Retry-After`` when it asks for longer (capped)."""
