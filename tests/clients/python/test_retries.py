@@ -96,19 +96,20 @@ def test_503_is_retried_after_retry_after(live, client, workspace, proxy, code):
 
 
 def test_database_unavailable_is_retried_only_for_a_request_that_repeats_safely(live, client, workspace, proxy):
-    # The database refused or lost the connection, perhaps at the commit: an append whose items carry
-    # item_ids is sent again (stored once); one without them might be stored twice, so it is not.
-    client.create_agent(workspace.id, "claude", agent_id="db-gone")
+    # The database refused or lost the connection, perhaps at the commit: an append (its items carry
+    # item_ids) is sent again and stored once; a PATCH, whose first attempt may have moved the
+    # version its If-Match names, is not.
+    agent = client.create_agent(workspace.id, "claude", agent_id="db-gone")
     proxy.answer(APPEND, 503, "database_unavailable", retry_after=1)
     with live.client(base_url=proxy.base_url) as through:
         result = through.append("db-gone", [NewItem({"type": "user_message", "text": "x"}, "x")])
     assert proxy.seen(APPEND) == 2 and result.rows[0].seq == 1
-
-    proxy.answer(APPEND, 503, "database_unavailable", retry_after=0)
-    with live.client(base_url=proxy.base_url) as through, pytest.raises(errors.DatabaseUnavailable):
-        through.append("db-gone", [{"type": "user_message", "text": "y"}])
-    assert proxy.seen(APPEND) == 3
     assert rows(client, "db-gone") == [(1, "x")]
+
+    proxy.answer(b"PATCH /api/v1/agents/db-gone", 503, "database_unavailable", retry_after=0)
+    with live.client(base_url=proxy.base_url) as through, pytest.raises(errors.DatabaseUnavailable):
+        through.update_agent("db-gone", {"title": "t"}, if_version=agent.version)
+    assert proxy.seen(b"PATCH") == 1
 
 
 def test_503_retries_are_bounded_and_end_in_the_typed_error(live, client, workspace, proxy):
