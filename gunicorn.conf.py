@@ -27,7 +27,7 @@ import sys
 import environ
 
 from chartr.config import ConfigError, load, serves_asgi
-from chartr.logs import GunicornLogger
+from kernel.logs import GunicornLogger
 from chartr.paths import ENV_FILENAME, prepare_state, resolve_config_dir
 
 _env_file = resolve_config_dir() / ENV_FILENAME
@@ -62,7 +62,7 @@ keepalive = _env["CHARTR_KEEPALIVE"]
 worker_connections = _env["CHARTR_MAX_STREAMS"] + 1024
 loglevel = _env["CHARTR_LOG_LEVEL"]
 errorlog = "-"
-# Redacts tokens and secret query parameters from every line, the access log's included (chartr/logs.py).
+# Redacts tokens and secret query parameters from every line, the access log's included (kernel/logs.py).
 logger_class = GunicornLogger
 accesslog = "-" if _env["CHARTR_ACCESS_LOG"] else None
 forwarded_allow_ips = _env["CHARTR_FORWARDED_ALLOW_IPS"]

@@ -47,7 +47,7 @@ def readiness(connection: BaseDatabaseWrapper | None = None) -> str | None:
         # Shutting down: the balancer must stop sending before this process stops accepting.
         return "shutting_down"
     connection = connection or connections[DEFAULT_DB_ALIAS]
-    # Each backend (chartr/db_backends) knows what makes its storage unsafe; SQLite: a network filesystem.
+    # Each backend (kernel/db_backends) knows what makes its storage unsafe; SQLite: a network filesystem.
     storage_problem = getattr(connection, "storage_problem", None)
     problem = storage_problem() if storage_problem is not None else None
     if problem is not None:

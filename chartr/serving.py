@@ -11,7 +11,7 @@ then, before a byte is read: kernel/api/plain.py, kernel/api/parsers.py).
   client reaches it directly (an HTTP/1.1 request without ``Host``, RFC 9112
   §3.2; a body without ``Content-Length``, which WSGI cannot read), the
   JSON 500 for a failure before a response started, ``Connection: close``
-  once the process is draining, and the access log's line (chartr/logs.py).
+  once the process is draining, and the access log's line (kernel/logs.py).
 - ``StreamApplication`` serves the coroutine views (the live streams) as a
   plain ASGI application on Django's request, middleware and signals, but not
   on Django's ASGI handler: that handler gives every request a
@@ -41,7 +41,7 @@ from django.core.handlers.base import BaseHandler
 from django.http import HttpResponseBase
 from django.urls import set_script_prefix
 
-from chartr.logs import AccessLog
+from kernel.logs import AccessLog
 from kernel import draining
 from kernel.event_stream import EventStreamResponse
 

@@ -97,8 +97,8 @@ USE_I18N = USE_TZ = True
 # --- Database ---------------------------------------------------------------
 SQLITE_PATH = DATA_DIR / "chartr.sqlite3"
 DATABASES = {"default": _env["DATABASE_URL"] or environ.Env.db_url_config(f"sqlite:///{SQLITE_PATH}")}
-# Django's backends plus database-held ON DELETE CASCADE (see chartr/db_backends).
-_ENGINE = DATABASES["default"]["ENGINE"].replace("django.db.backends.", "chartr.db_backends.")
+# Django's backends plus database-held ON DELETE CASCADE (see kernel/db_backends).
+_ENGINE = DATABASES["default"]["ENGINE"].replace("django.db.backends.", "kernel.db_backends.")
 DATABASES["default"]["ENGINE"] = _ENGINE
 DATABASE_VENDOR = "sqlite" if _ENGINE.endswith("sqlite3") else "postgresql"
 if DATABASE_VENDOR == "sqlite":
@@ -226,13 +226,13 @@ SECURE_CSP = {
     "form-action": ["'self'"], "frame-ancestors": ["'none'"],
 }  # fmt: skip
 
-# --- Logging: every handler redacts secrets (chartr/logs.py); gunicorn's get the same filter ---
+# --- Logging: every handler redacts secrets (kernel/logs.py); gunicorn's get the same filter ---
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "filters": {
-        "redact_secrets": {"()": "chartr.logs.RedactSecrets"},
-        "without_traceback": {"()": "chartr.logs.WithoutTraceback"},
+        "redact_secrets": {"()": "kernel.logs.RedactSecrets"},
+        "without_traceback": {"()": "kernel.logs.WithoutTraceback"},
     },
     # Django's own, for runserver's request lines.
     "formatters": {

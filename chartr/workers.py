@@ -43,7 +43,7 @@ from uvicorn.server import Server
 from uvicorn_worker import UvicornWorker
 
 from chartr import config
-from chartr.logs import access_log
+from kernel.logs import access_log
 from kernel import draining
 
 
@@ -81,7 +81,7 @@ class Stop:
 
 class DrainingUvicornWorker(UvicornWorker):
     # uvicorn's Config, as uvicorn's deployment docs pass it to the worker. Each request's task
-    # starts in an empty context; the access log is chartr/logs.py's, which writes the same line
+    # starts in an empty context; the access log is kernel/logs.py's, which writes the same line
     # to the same handlers with tokens redacted.
     CONFIG_KWARGS = {
         **UvicornWorker.CONFIG_KWARGS,

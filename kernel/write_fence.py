@@ -1,6 +1,6 @@
 """Which transactions the write fence lets through without asking.
 
-While a data restore holds the write fence (chartr/db_backends/fence.py),
+While a data restore holds the write fence (kernel/db_backends/fence.py),
 every transaction a connection begins waits for it, then fails with
 UnderMaintenance. Two kinds of transaction must not wait: the restore's own
 (it holds the fence) and ones that store nothing (a NOTIFY that follows a

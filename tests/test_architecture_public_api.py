@@ -55,13 +55,13 @@ DOCUMENTED = frozenset(
 #: Known private names still touched, each with its reason; the lead removes an entry as its module changes.
 KNOWN_PRIVATE = {
     # Django 5.2 has no public way to render a database-held ON DELETE CASCADE (6.0's db_on_delete will be).
-    ("chartr/db_backends/__init__.py", "super()._create_fk_sql"),
+    ("kernel/db_backends/__init__.py", "super()._create_fk_sql"),
     # SQLite's transaction hooks: Django's backend contract (the methods its public commit(),
     # rollback(), close() and atomic() call); the writer turns and the fence wrap them.
-    ("chartr/db_backends/sqlite3/base.py", "super()._start_transaction_under_autocommit"),
-    ("chartr/db_backends/sqlite3/base.py", "super()._commit"),
-    ("chartr/db_backends/sqlite3/base.py", "super()._rollback"),
-    ("chartr/db_backends/sqlite3/base.py", "super()._close"),
+    ("kernel/db_backends/sqlite3/base.py", "super()._start_transaction_under_autocommit"),
+    ("kernel/db_backends/sqlite3/base.py", "super()._commit"),
+    ("kernel/db_backends/sqlite3/base.py", "super()._rollback"),
+    ("kernel/db_backends/sqlite3/base.py", "super()._close"),
     # drf-spectacular's AutoSchema hook for a serializer field (its documented way to extend the schema).
     ("kernel/api/schema.py", "super()._map_serializer_field"),
     # A migration dropping and rebuilding the indexes introspection finds, as applied databases ran it.
@@ -77,10 +77,10 @@ KNOWN_PRIVATE = {
 }
 #: Known overrides of a library's private method, each with its reason (the ``super()`` calls above).
 KNOWN_OVERRIDES = {
-    ("chartr/db_backends/sqlite3/base.py", "DatabaseWrapper._start_transaction_under_autocommit"),
-    ("chartr/db_backends/sqlite3/base.py", "DatabaseWrapper._commit"),
-    ("chartr/db_backends/sqlite3/base.py", "DatabaseWrapper._rollback"),
-    ("chartr/db_backends/sqlite3/base.py", "DatabaseWrapper._close"),
+    ("kernel/db_backends/sqlite3/base.py", "DatabaseWrapper._start_transaction_under_autocommit"),
+    ("kernel/db_backends/sqlite3/base.py", "DatabaseWrapper._commit"),
+    ("kernel/db_backends/sqlite3/base.py", "DatabaseWrapper._rollback"),
+    ("kernel/db_backends/sqlite3/base.py", "DatabaseWrapper._close"),
     ("kernel/api/schema.py", "AutoSchema._map_serializer_field"),
     ("kernel/admin/forms.py", "ServiceForm._post_clean"),
 }

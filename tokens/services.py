@@ -115,7 +115,7 @@ def _replay(stored: IdempotentCreate, fingerprint: str) -> Answer:
     return Answer(status=stored.status, body=stored.body, headers=stored.headers)
 
 
-#: What every stream ticket starts with (chartr/logs.py redacts them, as it redacts tokens).
+#: What every stream ticket starts with (kernel/logs.py redacts them, as it redacts tokens).
 STREAM_TICKET_PREFIX = "chartr_st_"
 
 

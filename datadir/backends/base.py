@@ -67,7 +67,7 @@ class DatabaseBackend(ABC):
 
         Writers wait (up to CHARTR_MAINTENANCE_WAIT, then 503 ``maintenance``);
         the block starts once the writes already under way have committed.
-        The fence itself is the connection's (chartr/db_backends/fence.py):
+        The fence itself is the connection's (kernel/db_backends/fence.py):
         every transaction passes it, whoever opens it."""
         with ExitStack() as stack:
             try:

@@ -158,7 +158,7 @@ BUSY_RETRY_AFTER_SECONDS = 1
 def is_lock_wait_timeout(exc: Exception) -> bool:
     """Whether the database gave up waiting for another writer's lock.
 
-    Each of chartr's database backends (chartr/db_backends) knows its own
+    Each of chartr's database backends (kernel/db_backends) knows its own
     signs of it; a backend without the method never reports one.
     """
     check = getattr(connection, "is_lock_wait_timeout", None)
@@ -172,7 +172,7 @@ UNAVAILABLE_MESSAGE = "The database refused or lost the connection (its connecti
 
 def is_database_unavailable(exc: Exception) -> bool:
     """Whether the database itself refused or lost the connection (its connection limit, a
-    restart, a failover) rather than a statement: each backend (chartr/db_backends) knows its signs."""
+    restart, a failover) rather than a statement: each backend (kernel/db_backends) knows its signs."""
     if not isinstance(exc, (OperationalError, InterfaceError)):
         return False
     check = getattr(connection, "is_unavailable", None)

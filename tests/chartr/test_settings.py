@@ -40,7 +40,7 @@ def test_defaults_follow_home(tmp_path):
     assert s["data"] == str(tmp_path / ".local/share/chartr")
     assert s["config"] == str(tmp_path / ".config/chartr")
     assert s["db"] == str(tmp_path / ".local/share/chartr/chartr.sqlite3")
-    assert s["engine"] == "chartr.db_backends.sqlite3"
+    assert s["engine"] == "kernel.db_backends.sqlite3"
     assert s["debug"] is False
     assert s["hosts"] == ["localhost", "127.0.0.1", "[::1]"]
 
@@ -98,7 +98,7 @@ def test_env_file_is_read_but_real_environment_wins(tmp_path):
 
 def test_database_url_overrides_sqlite(tmp_path):
     s = load_settings({"DATABASE_URL": "postgres://u@db.invalid:5432/x"}, tmp_path)
-    assert s["engine"] == "chartr.db_backends.postgresql" and s["db"] == "x"
+    assert s["engine"] == "kernel.db_backends.postgresql" and s["db"] == "x"
 
 
 @pytest.mark.django_db

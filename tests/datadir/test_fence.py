@@ -1,4 +1,4 @@
-"""The write fence a restore holds (DatabaseBackend.writes_held_back, chartr/db_backends/fence.py):
+"""The write fence a restore holds (DatabaseBackend.writes_held_back, kernel/db_backends/fence.py):
 every transaction of another connection waits behind it, or gets UnderMaintenance (503 `maintenance`)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a real server writes to its log when clients misbehave (chartr/logs.py).
+"""What a real server writes to its log when clients misbehave (kernel/logs.py).
 
 - A token in a query string is refused, and no log line carries it: not the
   access log's request line, not Django's "Not Found" lines, not chartr's.

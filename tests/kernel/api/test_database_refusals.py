@@ -1,5 +1,5 @@
 """Which database errors are the database refusing or losing the connection (503
-``database_unavailable`` with ``Retry-After``), as each backend (chartr/db_backends) tells them
+``database_unavailable`` with ``Retry-After``), as each backend (kernel/db_backends) tells them
 from a statement's own fault (a logged 500). Through a real server:
 tests/process/test_database_refusals.py."""
 

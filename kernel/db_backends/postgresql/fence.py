@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 import psycopg
 
-from chartr.db_backends.fence import DRAIN_SECONDS, FenceNotClosed, WriteFence
+from kernel.db_backends.fence import DRAIN_SECONDS, FenceNotClosed, WriteFence
 from kernel.write_fence import outside_write_fence
 
 #: A fixed 32-bit key, derived from a name so other tools are unlikely to reuse it.

@@ -1,4 +1,4 @@
-"""chartr/logs.py: what the filters take out of a log record, and where they are installed.
+"""kernel/logs.py: what the filters take out of a log record, and where they are installed.
 
 The real server's log is checked end to end in tests/process/test_server_logs.py.
 """
@@ -14,7 +14,7 @@ import pytest
 from django.conf import settings
 from gunicorn.config import Config
 
-from chartr.logs import AccessLog, GunicornLogger, RedactSecrets, WithoutTraceback, redact
+from kernel.logs import AccessLog, GunicornLogger, RedactSecrets, WithoutTraceback, redact
 
 TOKEN = "chartr_" + "A1b2-C3d4_" * 5
 TICKET = "chartr_st_" + "Z9y8-X7w6_" * 5

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from chartr.db_backends.fence import DRAIN_SECONDS, FenceNotClosed, WriteFence
+from kernel.db_backends.fence import DRAIN_SECONDS, FenceNotClosed, WriteFence
 from kernel.write_fence import outside_write_fence
 
 LOCK_DIRNAME = ".locks"

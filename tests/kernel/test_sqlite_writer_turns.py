@@ -1,4 +1,4 @@
-"""Writers of one process take turns on SQLite before BEGIN IMMEDIATE (chartr/db_backends/sqlite3/writer_turns.py).
+"""Writers of one process take turns on SQLite before BEGIN IMMEDIATE (kernel/db_backends/sqlite3/writer_turns.py).
 
 The turn is a first-in first-out lock per database; the backend gives it back
 however a transaction ends. One test per way a transaction can end checks that
@@ -17,8 +17,8 @@ import pytest
 from django.db import IntegrityError, OperationalError, connection, connections, transaction
 from django.utils import timezone
 
-from chartr.db_backends.sqlite3 import writer_turns as writer_turns_module
-from chartr.db_backends.sqlite3.writer_turns import WriterTurns
+from kernel.db_backends.sqlite3 import writer_turns as writer_turns_module
+from kernel.db_backends.sqlite3.writer_turns import WriterTurns
 from kernel.errors import UnderMaintenance
 from registry.models import Project
 from tests.support.processes import wait_for

@@ -3,11 +3,11 @@ from functools import cached_property
 
 from django.db.backends.sqlite3 import base, schema
 
-from chartr.db_backends import CascadingForeignKeysMixin
-from chartr.db_backends.fence import FencedTransactionsMixin
-from chartr.db_backends.sqlite3.fence import SQLiteWriteFence
-from chartr.db_backends.sqlite3.filesystems import network_filesystem_of
-from chartr.db_backends.sqlite3.writer_turns import WriterTurns, writer_turns_for
+from kernel.db_backends import CascadingForeignKeysMixin
+from kernel.db_backends.fence import FencedTransactionsMixin
+from kernel.db_backends.sqlite3.fence import SQLiteWriteFence
+from kernel.db_backends.sqlite3.filesystems import network_filesystem_of
+from kernel.db_backends.sqlite3.writer_turns import WriterTurns, writer_turns_for
 
 #: sqlite3's own default busy timeout, when OPTIONS name none.
 DEFAULT_BUSY_TIMEOUT = 5.0

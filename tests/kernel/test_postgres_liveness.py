@@ -1,4 +1,4 @@
-"""chartr/db_backends/postgresql/liveness.py: the per-request health check without a round trip
+"""kernel/db_backends/postgresql/liveness.py: the per-request health check without a round trip
 while the kept connection is quiet, and still a fresh connection after the server ended one."""
 
 from __future__ import annotations

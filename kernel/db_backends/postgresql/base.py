@@ -1,10 +1,10 @@
 from django.db import InterfaceError, OperationalError
 from django.db.backends.postgresql import base, schema
 
-from chartr.db_backends import CascadingForeignKeysMixin
-from chartr.db_backends.fence import FencedTransactionsMixin
-from chartr.db_backends.postgresql.fence import PostgreSQLWriteFence
-from chartr.db_backends.postgresql.liveness import quiet_and_idle
+from kernel.db_backends import CascadingForeignKeysMixin
+from kernel.db_backends.fence import FencedTransactionsMixin
+from kernel.db_backends.postgresql.fence import PostgreSQLWriteFence
+from kernel.db_backends.postgresql.liveness import quiet_and_idle
 
 #: lock_not_available: a lock_timeout (or NOWAIT) ran out while another transaction held the lock.
 LOCK_NOT_AVAILABLE = "55P03"

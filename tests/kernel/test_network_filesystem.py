@@ -8,8 +8,8 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.db.utils import load_backend
 
-from chartr.db_backends.sqlite3 import filesystems
-from chartr.db_backends.sqlite3.filesystems import filesystem_type, network_filesystem_of
+from kernel.db_backends.sqlite3 import filesystems
+from kernel.db_backends.sqlite3.filesystems import filesystem_type, network_filesystem_of
 
 MOUNTINFO = """\
 22 27 0:21 / /proc rw,relatime - proc proc rw
@@ -54,7 +54,7 @@ def test_only_a_file_on_a_network_filesystem_is_flagged(mounts):
 
 
 def test_the_sqlite_backend_reports_a_database_on_nfs(mounts):
-    wrapper_class = load_backend("chartr.db_backends.sqlite3").DatabaseWrapper
+    wrapper_class = load_backend("kernel.db_backends.sqlite3").DatabaseWrapper
     on_nfs = wrapper_class({**connection.settings_dict, "NAME": "/srv/chartr/chartr.sqlite3"}, alias="probe-nfs")
     local = wrapper_class({**connection.settings_dict, "NAME": "/var/lib/chartr.sqlite3"}, alias="probe-local")
     assert on_nfs.storage_problem() == "sqlite_on_network_filesystem"
