@@ -20,6 +20,7 @@ from django.http import QueryDict
 from django.urls import URLPattern
 from django.utils.formats import date_format
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 from django.utils.timesince import timesince
 from django.utils.timezone import localtime
 
@@ -359,7 +360,7 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
 
     @admin.display(description="stale", ordering="is_stale")
     def stale(self, obj):
-        return format_html('<span class="stale-label">stale</span>') if obj.is_stale else None
+        return mark_safe('<span class="stale-label">stale</span>') if obj.is_stale else None  # noqa: S308 - a constant
 
     last_activity_at = _head_field("last_activity_at", "last activity")
     last_user_message_at = _head_field("last_user_message_at", "last user message")

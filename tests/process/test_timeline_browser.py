@@ -55,8 +55,9 @@ for n in range(1, 61):
 append_timeline_items(agent_id=agent.agent_id, items=[NewTimelineItem(item=item) for item in items])
 tools = create_agent(workspace=workspace, provider="claude", agent_id=sys.argv[-1] + "-tools")
 shell = {"type": "shell", "command": "pytest -q tests/", "cwd": "/srv/browser/timeline/w"}
-output = "\\n".join([f"tests/test_{n}.py ....  [{n * 5}%]" for n in range(1, 16)]
-                   + ["<script>window.__owned = true</script>", "the okapi report: 15 passed"])
+output = "\\n".join([f"tests/test_{n}.py ....  [{n * 4}%]" for n in range(1, 11)]
+                   + ["<script>window.__owned = true</script>", "the okapi report: 15 passed"]
+                   + [f"tests/test_{n}.py ....  [{n * 4}%]" for n in range(11, 26)])
 calls = [
     {"type": "user_message", "text": "run the tests"},
     {"type": "tool_call", "callId": "t1", "name": "Bash", "status": "running", "detail": shell},
@@ -148,9 +149,11 @@ def test_a_tool_call_reads_as_text_and_a_search_hit_opens_it(browser_page, serve
     output = call.locator(".tl-block-text").filter(has_text="output").locator("pre").first
     expect(output).to_be_visible()
     lines = output.inner_text().split("\n")
-    assert lines[:2] == ["tests/test_1.py ....  [5%]", "tests/test_2.py ....  [10%]"], lines
+    assert lines[:2] == ["tests/test_1.py ....  [4%]", "tests/test_2.py ....  [8%]"], lines
     assert len(lines) == 8, "folded after a few lines"
-    expect(call.locator(".tl-fold summary").first).to_have_text("9 more lines")
+    # the middle folds; the end (where a run's summary is) shows below the fold
+    expect(call.locator(".tl-fold summary").first).to_have_text("11 more lines in the middle")
+    expect(call.locator("pre.tl-tail").first).to_contain_text("tests/test_25.py ....  [100%]")
     call.locator(".tl-fold summary").first.click()
     expect(call.locator(".tl-fold pre").first).to_contain_text("<script>window.__owned = true</script>")
     assert page.evaluate("window.__owned") is None, "a tool's output is shown, never run"

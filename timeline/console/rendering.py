@@ -226,6 +226,8 @@ def _strings(value: Any) -> list[str]:
 def snippet(value: Any, pattern: re.Pattern | None, *, around: int = 80) -> SafeString:
     """The text around the first match of ``pattern`` in ``value``'s strings, on one line, the words marked
     ("… the refund <mark>rounding</mark> is off by …"); the start of the text when nothing matches."""
+    if isinstance(value, dict):
+        value = {key: part for key, part in value.items() if key != "type"}  # the item's type is no text of it
     text = " ".join(" ".join(_strings(value)).split())
     match = pattern.search(text) if pattern is not None else None
     if match is None:
