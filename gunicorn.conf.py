@@ -27,8 +27,8 @@ import sys
 import environ
 
 from chartr.config import ConfigError, load, serves_asgi
-from kernel.logs import GunicornLogger
 from chartr.paths import ENV_FILENAME, prepare_state, resolve_config_dir
+from kernel.logs import GunicornLogger
 
 _env_file = resolve_config_dir() / ENV_FILENAME
 if _env_file.is_file():

@@ -38,8 +38,8 @@ wsgi_application = get_wsgi_application()  # also runs django.setup()
 from django.conf import settings  # noqa: E402  (after setup)
 from django.urls import Resolver404, resolve  # noqa: E402
 
-from kernel.logs import access_log  # noqa: E402
 from chartr.serving import Front, Scope, StreamApplication  # noqa: E402
+from kernel.logs import access_log  # noqa: E402
 from timeline.live.hub import get_hub  # noqa: E402
 from timeline.live.slots import release_request_slot  # noqa: E402
 

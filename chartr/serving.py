@@ -41,9 +41,9 @@ from django.core.handlers.base import BaseHandler
 from django.http import HttpResponseBase
 from django.urls import set_script_prefix
 
-from kernel.logs import AccessLog
 from kernel import draining
 from kernel.event_stream import EventStreamResponse
+from kernel.logs import AccessLog
 
 logger = logging.getLogger("chartr.serving")
 

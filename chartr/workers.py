@@ -43,8 +43,8 @@ from uvicorn.server import Server
 from uvicorn_worker import UvicornWorker
 
 from chartr import config
-from kernel.logs import access_log
 from kernel import draining
+from kernel.logs import access_log
 
 
 def drain_seconds() -> float:

@@ -32,6 +32,9 @@ DERIVED = {"directory_hash"}
 class Kind:
     type: str
     model: type[models.Model]
+    #: Nullable columns added since version 1 of the format that no content hash covers: a file
+    #: written before them may leave their keys out, and they read as null (a token's ``expires_at``).
+    added: frozenset[str] = frozenset()
 
     @property
     def fields(self) -> list[models.Field]:
@@ -41,7 +44,7 @@ class Kind:
 PROJECT = Kind("project", Project)
 WORKSPACE = Kind("workspace", Workspace)
 AGENT = Kind("agent", AgentSnapshot)
-API_TOKEN = Kind("api_token", ApiToken)
+API_TOKEN = Kind("api_token", ApiToken, added=frozenset({"expires_at"}))
 IMPORT_RUN = Kind("import_run", ImportRun)
 #: The timeline head: its agent is named ``agent_id``.
 TIMELINE = Kind("timeline", TimelineHead)
@@ -110,8 +113,8 @@ def _from_json(field: models.Field, name: str, value: Any) -> Any:
     return value
 
 
-def check_keys(record: dict, expected: set[str]) -> None:
-    missing, unknown = sorted(expected - set(record)), sorted(set(record) - expected)
+def check_keys(record: dict, expected: set[str], *, optional: frozenset[str] = frozenset()) -> None:
+    missing, unknown = sorted(expected - optional - set(record)), sorted(set(record) - expected)
     if missing:
         raise RecordInvalid("missing key(s): " + ", ".join(missing))
     if unknown:
@@ -120,12 +123,14 @@ def check_keys(record: dict, expected: set[str]) -> None:
 
 def object_of(kind: Kind, record: dict, *, exclude: frozenset[str] = frozenset()) -> models.Model:
     """The unsaved model instance a record of ``kind`` holds (``exclude``: keys the caller reads itself)."""
-    check_keys(record, record_keys(kind))
+    check_keys(
+        record, record_keys(kind), optional=frozenset(_key(kind, kind.model._meta.get_field(n)) for n in kind.added)
+    )
     values = {}
     for field in kind.fields:
         if field.name in exclude:
             continue
-        values[field.attname] = _from_json(field, _key(kind, field), record[_key(kind, field)])
+        values[field.attname] = _from_json(field, _key(kind, field), record.get(_key(kind, field)))
     obj = kind.model(**values)
     skip = [f.name for f in kind.fields if f.is_relation or f.name in exclude]
     try:

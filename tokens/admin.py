@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.template.response import TemplateResponse
+from django.utils import timezone
 
 from kernel.admin import (
     Confirmation,
@@ -22,13 +23,15 @@ class TokenStatusFilter(admin.SimpleListFilter):
     parameter_name = "status"
 
     def lookups(self, request, model_admin):
-        return [("active", "Active"), ("revoked", "Revoked")]
+        return [("active", "Active"), ("revoked", "Revoked"), ("expired", "Expired")]
 
     def queryset(self, request, queryset):
         if self.value() == "active":
-            return queryset.filter(revoked_at__isnull=True)
+            return queryset.authenticating()
         if self.value() == "revoked":
             return queryset.filter(revoked_at__isnull=False)
+        if self.value() == "expired":
+            return queryset.filter(expires_at__lte=timezone.now())
         return queryset
 
 
@@ -54,7 +57,7 @@ class ApiTokenAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
 
     add_form = ApiTokenAddForm
     add_fieldsets = [(None, {"fields": ["name", "read_only"]})]
-    fields = ["name", "prefix", "read_only", "created_at", "created_by", "last_used_at", "revoked_at"]
+    fields = ["name", "prefix", "read_only", "created_at", "created_by", "last_used_at", "expires_at", "revoked_at"]
     readonly_fields = fields
     list_display = [
         "name",
@@ -64,6 +67,7 @@ class ApiTokenAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         "created_at",
         "created_by",
         "last_used_at",
+        "expires_at",
         "revoked_at",
     ]
     list_select_related = ["created_by"]
@@ -75,7 +79,7 @@ class ApiTokenAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
 
     @admin.display(description="active", boolean=True, ordering="revoked_at")
     def is_active(self, obj):
-        return obj.revoked_at is None
+        return obj.is_active
 
     # A token's page is a view page; Revoke is its only write.
     def has_change_permission(self, request, obj=None):

@@ -5,7 +5,7 @@ CPU in a profile). An active token found once is reused for
 ``CHARTR_TOKEN_CACHE_SECONDS``; so a token revoked through another process is
 still honoured here for at most that long. Revoking, editing or deleting a
 token in this process forgets the cache at once (``tokens.apps``). Unknown and
-revoked tokens are never cached: a token created elsewhere works at once, and
+revoked tokens are never cached, and a cached token is dropped at its expiry: a token created elsewhere works at once, and
 a flood of bad tokens cannot fill memory.
 """
 
@@ -35,10 +35,10 @@ class TokenCache:
         lifetime = settings.CHARTR_TOKEN_CACHE_SECONDS
         now = self.clock()
         entry = self._entries.get(token_hash)
-        if entry is not None and entry[0] > now and not fresh:
+        if entry is not None and entry[0] > now and not fresh and not entry[1].is_expired:
             return entry[1]
         # Sliced, not .first(): the hash is unique, and .first() would add an ORDER BY.
-        found = list(ApiToken.objects.filter(token_hash=token_hash, revoked_at__isnull=True).order_by()[:1])
+        found = list(ApiToken.objects.authenticating().filter(token_hash=token_hash).order_by()[:1])
         token = found[0] if found else None
         with self._lock:
             if token is None or lifetime <= 0:

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from kernel.constraints import characters_check
+
+
+class ApiTokenQuerySet(models.QuerySet):
+    def authenticating(self, now=None) -> ApiTokenQuerySet:
+        """The tokens that authenticate at ``now``: not revoked, not expired."""
+        now = now or timezone.now()
+        return self.filter(revoked_at__isnull=True).filter(
+            models.Q(expires_at__isnull=True) | models.Q(expires_at__gt=now)
+        )
 
 
 class ApiToken(models.Model):
@@ -22,6 +32,10 @@ class ApiToken(models.Model):
     )
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # When it stops authenticating by itself (null: never); its open streams end then, as on a revoke.
+    expires_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenQuerySet.as_manager()
 
     class Meta:
         # The table keeps the name it had when tokens lived in the chartr app.
@@ -37,7 +51,11 @@ class ApiToken(models.Model):
 
     @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and not self.is_expired
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at is not None and self.expires_at <= timezone.now()
 
 
 class IdempotentCreate(models.Model):

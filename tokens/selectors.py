@@ -13,7 +13,7 @@ def api_tokens(*, include_revoked: bool = True) -> list[ApiToken]:
     """Every token, newest first, without its creator (one query)."""
     tokens = ApiToken.objects.order_by("-created_at", "-pk")
     if not include_revoked:
-        tokens = tokens.filter(revoked_at__isnull=True)
+        tokens = tokens.authenticating()
     return list(tokens)
 
 
@@ -28,7 +28,7 @@ def api_tokens_matching(reference: str) -> list[ApiToken]:
 
 
 def ended_token_ids(token_ids: list[int]) -> set[int]:
-    """Those of ``token_ids`` that no longer authenticate (revoked or deleted): the live stream
-    ends their streams (timeline/live/hub.py). One query."""
-    active = ApiToken.objects.filter(pk__in=token_ids, revoked_at__isnull=True).values_list("pk", flat=True)
+    """Those of ``token_ids`` that no longer authenticate (revoked, expired or deleted): the live
+    stream ends their streams (timeline/live/hub.py). One query."""
+    active = ApiToken.objects.authenticating().filter(pk__in=token_ids).values_list("pk", flat=True)
     return set(token_ids) - set(active)

@@ -25,13 +25,25 @@ def hash_token(raw: str) -> str:
     return hashlib.sha256(raw.encode("utf-8")).hexdigest()
 
 
-def create_api_token(*, name: str, read_only: bool = False, created_by=None) -> tuple[ApiToken, str]:
-    """Create a token and return it with its raw value, which is never stored or shown again."""
+def create_api_token(
+    *, name: str, read_only: bool = False, created_by=None, expires_at: dt.datetime | None = None
+) -> tuple[ApiToken, str]:
+    """Create a token and return it with its raw value, which is never stored or shown again.
+    ``expires_at``: when it stops authenticating by itself (None: never)."""
 
     if "\x00" in name:
         raise ValidationError({"name": ["A token name must not contain NUL characters."]}, code="invalid")
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationError({"expires_at": ["A new token must expire in the future."]}, code="invalid")
     raw = "chartr_" + secrets.token_urlsafe(32)
-    token = ApiToken(name=name, prefix=raw[:14], token_hash=hash_token(raw), read_only=read_only, created_by=created_by)
+    token = ApiToken(
+        name=name,
+        prefix=raw[:14],
+        token_hash=hash_token(raw),
+        read_only=read_only,
+        created_by=created_by,
+        expires_at=expires_at,
+    )
     validate_fields(token)
     with transaction.atomic():
         token.save(force_insert=True)
@@ -148,13 +160,13 @@ def check_stream_ticket(*, raw: str, agent_id: str) -> StreamTicket:
     """The ticket, if it may open ``agent_id``'s stream now; not spent yet (the stream spends it
     once its rate is checked and its slot taken, so a refusal leaves it usable).
 
-    Unknown, expired, spent, or its token revoked: ``StreamTicketInvalid``; another agent's:
+    Unknown, expired, spent, or its token revoked or expired: ``StreamTicketInvalid``; another agent's:
     ``StreamTicketOtherAgent``."""
     found = list(StreamTicket.objects.select_related("token").filter(ticket_hash=hash_token(raw)).order_by()[:1])
     ticket = found[0] if found else None
     if (
         ticket is None
-        or ticket.token.revoked_at is not None
+        or not ticket.token.is_active
         or ticket.used_at is not None
         or ticket.expires_at <= timezone.now()
     ):

@@ -177,3 +177,13 @@ def test_an_earlier_version_of_a_seq_that_holds_no_row_names_its_line(tmp_path, 
 def test_an_earlier_version_with_a_bad_revision_names_its_line(tmp_path, exported):
     lines, lineno = _before_the_end_of(exported, "carried", _revision(seq=5, revision=0))
     _import_fails(tmp_path, lines, rf":{lineno}: row_revision: revision must be a positive integer")
+
+
+def test_a_token_written_before_expiries_existed_imports_without_one(tmp_path, exported):
+    index = _line_of(exported, "api_token")
+    path = tmp_path / "older.jsonl"
+    path.write_text("".join(_edit(exported, index, expires_at=_DROP)))
+
+    call_command("import_instance", str(path))
+
+    assert ApiToken.objects.filter(expires_at__isnull=True).count() == ApiToken.objects.count() > 0

@@ -96,3 +96,40 @@ def test_revoking_a_token_ends_its_streams_and_its_tickets_streams_on_every_inst
         finally:
             for reader in (*doomed, kept):
                 reader.close()
+
+
+EXPIRING_TOKEN = """
+import datetime as dt, json, sys
+from django.utils import timezone
+from tokens.services import create_api_token
+lifetime = json.loads(sys.argv[1])["lifetime"]
+token = create_api_token(name="expiring", expires_at=timezone.now() + dt.timedelta(seconds=lifetime))[1]
+print("RESULT " + json.dumps({"token": token}))
+"""
+
+
+def test_a_token_that_expires_ends_its_streams_and_its_tickets_streams_on_every_instance(instances):
+    first, second = instances
+    first.setup(["agent-x"])
+    lifetime = 6.0
+    token = first.run_python(EXPIRING_TOKEN, {"lifetime": lifetime})["token"]
+    created = time.monotonic()
+    start_together(first, second)
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client() as client:
+        ticket = client.post(second.url("/api/v1/agents/agent-x/timeline/stream-tickets"), headers=auth).json()
+        doomed = [
+            open_stream(client, first, "agent-x", token=token),
+            open_stream(client, second, "agent-x", ticket=ticket["ticket"]),
+        ]
+        try:
+            assert time.monotonic() - created < lifetime, "the streams opened too late to test the expiry"
+            for reader in doomed:
+                assert ended_within(reader, lifetime + BOUND_SECONDS - (time.monotonic() - created))
+            assert time.monotonic() - created >= lifetime - 1, "a stream ended before its token expired"
+            for server in (first, second):
+                answer = client.get(server.url("/api/v1/agents/agent-x/timeline"), headers=auth)
+                assert answer.status_code == 401
+        finally:
+            for reader in doomed:
+                reader.close()

@@ -34,7 +34,7 @@ def test_list_shows_every_token_and_never_a_secret():
     revoke_api_token(token=gone)
     out, err = run("list_api_tokens")
     lines = out.splitlines()
-    assert lines[0].split() == ["ID", "PREFIX", "NAME", "SCOPE", "CREATED", "LAST", "USED", "REVOKED"]
+    assert lines[0].split() == ["ID", "PREFIX", "NAME", "SCOPE", "CREATED", "LAST", "USED", "EXPIRES", "REVOKED"]
     assert len(lines) == 3 and err == ""
     rows = {line.split()[0]: line for line in lines[1:]}
     used_line, gone_line = rows[str(used.pk)], rows[str(gone.pk)]

@@ -7,18 +7,18 @@ from django.core.management.base import BaseCommand
 from tokens.models import ApiToken
 from tokens.selectors import api_tokens
 
-COLUMNS = ["ID", "PREFIX", "NAME", "SCOPE", "CREATED", "LAST USED", "REVOKED"]
+COLUMNS = ["ID", "PREFIX", "NAME", "SCOPE", "CREATED", "LAST USED", "EXPIRES", "REVOKED"]
 
 
 class Command(BaseCommand):
     help = (
         "List the API tokens, newest first: id, prefix, name, read-only or read-write, when created, "
-        "last used and revoked. Only hashes are stored, so no token can be shown; "
+        "last used, expiring and revoked. Only hashes are stored, so no token can be shown; "
         "revoke one with revoke_api_token ID|PREFIX."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--active", action="store_true", help="Leave out revoked tokens.")
+        parser.add_argument("--active", action="store_true", help="Leave out revoked and expired tokens.")
 
     def handle(self, *args, active: bool, **options):
         rows = [COLUMNS] + [self._row(token) for token in api_tokens(include_revoked=not active)]
@@ -43,5 +43,6 @@ class Command(BaseCommand):
             scope,
             when(token.created_at),
             when(token.last_used_at),
+            when(token.expires_at),
             when(token.revoked_at),
         ]
