@@ -206,25 +206,48 @@ def _append_once(key: SessionKey, entries: list[dict]) -> AppendOutcome:
     session = ensure_session(key, cwd=cwd)
     if cwd is not None and key.is_main and not session.agent.cwd:
         _place(session, cwd)
-    uuids = [entry["uuid"] for entry in entries if "uuid" in entry]
-    stored = selectors.stored_uuids(session.agent_id, uuids)
-    ignored: list[int] = []
-    items: list[NewTimelineItem] = []
-    for index, entry in enumerate(entries):
-        uuid = entry.get("uuid")
-        if uuid is not None:
-            if uuid in stored:
-                ignored.append(index)
-                continue
-            stored.add(uuid)
-        items.append(NewTimelineItem(item=foreign_item(NAMESPACE, entry, entry.get("type")), item_id=uuid))
-    for start in range(0, len(items), MAX_ITEMS_PER_APPEND):
-        append_timeline_items(agent_id=session.agent_id, items=items[start : start + MAX_ITEMS_PER_APPEND])
-    if items:
+    try:
+        with transaction.atomic():
+            appended, ignored = _append_new(session.agent_id, entries, stored=set())
+    except ItemConflict:
+        # A uuid already stored with other content: look the call's uuids up and leave them out.
+        uuids = [entry["uuid"] for entry in entries if "uuid" in entry]
+        appended, ignored = _append_new(
+            session.agent_id, entries, stored=selectors.stored_uuids(session.agent_id, uuids)
+        )
+    if appended:
         stamp = max(now_ms(), session.mtime_ms or 0)
         ClaudeCodeSession.objects.filter(pk=session.pk).update(mtime_ms=stamp)
         session.mtime_ms = stamp
-    return AppendOutcome(session=session, appended=len(items), ignored=tuple(ignored))
+    return AppendOutcome(session=session, appended=appended, ignored=tuple(ignored))
+
+
+def _append_new(agent_id: str, entries: list[dict], *, stored: set[str]) -> tuple[int, list[int]]:
+    """Append the entries whose uuid is neither in ``stored`` nor earlier in the call; (appended, ignored).
+
+    The timeline's idempotent append finds the uuids already committed with the same content itself
+    (its one lookup, under the agent's lock): those come back as replays, with a seq at or below the
+    head it found, and count as ignored. One committed with other content raises ``ItemConflict``."""
+    ignored: list[int] = []
+    items: list[NewTimelineItem] = []
+    positions: list[int] = []
+    seen = set(stored)
+    for index, entry in enumerate(entries):
+        uuid = entry.get("uuid")
+        if uuid is not None:
+            if uuid in seen:
+                ignored.append(index)
+                continue
+            seen.add(uuid)
+        items.append(NewTimelineItem(item=foreign_item(NAMESPACE, entry, entry.get("type")), item_id=uuid))
+        positions.append(index)
+    appended = 0
+    for start in range(0, len(items), MAX_ITEMS_PER_APPEND):
+        result = append_timeline_items(agent_id=agent_id, items=items[start : start + MAX_ITEMS_PER_APPEND])
+        head_before = result.head_seq - result.created
+        ignored += [positions[start + i] for i, row in enumerate(result.rows) if row.seq <= head_before]
+        appended += result.created
+    return appended, sorted(ignored)
 
 
 def _place(session: ClaudeCodeSession, cwd: str) -> None:
