@@ -114,11 +114,16 @@ class _Load:
         #: the keys of the projects and workspaces read so far (what later records may refer to)
         self.project_ids: set[int] = set()
         self.workspace_ids: set[int] = set()
+        #: the agents read so far, and the lines naming a parent not read yet (it may come later
+        #: among the agents, which the export writes by id: a foreign key the database checks at commit)
+        self.agent_ids: set[str] = set()
+        self.parents_ahead: list[tuple[fmt.Line, str]] = []
 
     def run(self) -> dict[str, tuple[int, int, str]]:
         self._batches(PROJECT.type, self._projects)
         self._batches(WORKSPACE.type, self._workspaces)
         self._batches("agent", self._agents)
+        self._check_parents()
         while (line := self.reader.peek()) is not None and line.type == "timeline":
             self._timeline(self.reader.next())
         self._batches(API_TOKEN.type, self._tokens)
@@ -142,6 +147,18 @@ class _Load:
         agents = objects(self.reader, AGENT, lines)
         self._refers(lines, [agent.workspace_id for agent in agents], self.workspace_ids, "workspace")
         import_agents(new=agents, changed=[], fields=["version"])
+        self.agent_ids.update(agent.pk for agent in agents)
+        self.parents_ahead.extend(
+            (line, agent.parent_id)
+            for line, agent in zip(lines, agents, strict=True)
+            if agent.parent_id is not None and agent.parent_id not in self.agent_ids
+        )
+
+    def _check_parents(self) -> None:
+        """Each agent's ``parent`` is an agent of the file (before or after it)."""
+        for line, parent_id in self.parents_ahead:
+            if parent_id not in self.agent_ids:
+                raise self.reader.error(line, f"agent: parent {parent_id!r} is not an agent of the file")
 
     def _refers(self, lines: list[fmt.Line], keys: list, known: set, what: str) -> None:
         """Each record's ``what`` is one the file brought before it."""

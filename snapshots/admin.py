@@ -17,7 +17,7 @@ from django.contrib import admin
 from django.contrib.admin.utils import unquote
 from django.http import QueryDict
 from django.urls import URLPattern
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from kernel.admin import ArchivableAdmin, ArchivedListFilter, ServiceForm
 from registry.cascade import ARCHIVE_TAKES_ALONG
@@ -239,6 +239,7 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
                 ]
             },
         ),
+        ("Agents around it", {"fields": ["parent_link", "children_list"]}),
         ("Attention", {"fields": ["requires_attention", "attention_reason", "attention_at"]}),
         (
             "Activity",
@@ -266,6 +267,8 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
         "last_seen_at",
         "archived_at",
         "lifecycle_before_archive",
+        "parent_link",
+        "children_list",
         *DAEMON_OWNED_FIELDS,
         # The timeline's head: set by its services, never edited here.
         *HEAD_FIELDS,
@@ -321,6 +324,27 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
             copy_button(obj.agent_id),
         )
 
+    @admin.display(description="works under")
+    def parent_link(self, obj):
+        """The agent this one works under (a Claude Code subagent's session), linked."""
+        if obj.parent_id is None:
+            return "-"
+        return format_html('<a href="{}"><code>{}</code></a>', self.change_url(obj.parent), obj.parent_id)
+
+    @admin.display(description="agents under it")
+    def children_list(self, obj):
+        """Its children, linked (deleting this agent deletes them)."""
+        children, total = selectors.agent_children(agent=obj)
+        if not total:
+            return "-"
+        items = format_html_join(
+            "",
+            '<li><a href="{}"><code>{}</code></a> {} ({})</li>',
+            ((self.change_url(c), c.agent_id, c.title, c.lifecycle) for c in children),
+        )
+        more = f" and {total - len(children)} more" if total > len(children) else ""
+        return format_html("<ul>{}</ul>{}", items, more)
+
     @admin.display(description="workspace", ordering="workspace__display_name")
     def workspace_name(self, obj):
         return f"{obj.workspace.display_name} ({obj.workspace.project.display_name})"
@@ -351,7 +375,9 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
     committed_bytes = _head_field("committed_bytes", "timeline bytes")
 
     def deletion_counts(self, objs):
-        return deletion_cascade(agents=objs).by_label()
+        # The agents under them go too (the parent's foreign key cascades in the database).
+        under = selectors.agent_descendants([obj.pk for obj in objs])
+        return deletion_cascade(agents=[*objs, *AgentSnapshot.objects.filter(pk__in=under).only("pk")]).by_label()
 
     def get_urls(self):
         pages = (pattern for page in _agent_pages.values() for pattern in page.urls(self))

@@ -147,3 +147,28 @@ def attention_counts() -> dict[str, Any]:
         "attention": Count("pk", filter=attention_condition()),
         **{f"attention_{reason}": Count("pk", filter=attention_condition(reason)) for reason in reasons},
     }
+
+
+#: Children the agent page lists (the page says how many more there are).
+CHILDREN_SHOWN = 50
+
+
+def agent_descendants(agent_ids: list[str]) -> list[str]:
+    """The ids of every agent under these (children, their children, ...): what deleting them takes along.
+
+    One query per level of the tree (a Claude Code session has one: its subagents)."""
+    found: list[str] = []
+    seen = set(agent_ids)
+    frontier = list(agent_ids)
+    while frontier:
+        children = AgentSnapshot.objects.filter(parent__in=frontier).values_list("pk", flat=True)
+        frontier = [pk for pk in children if pk not in seen]
+        seen.update(frontier)
+        found.extend(frontier)
+    return found
+
+
+def agent_children(*, agent: AgentSnapshot) -> tuple[list[AgentSnapshot], int]:
+    """The first ``CHILDREN_SHOWN`` agents under ``agent`` (by creation), and how many there are: two queries."""
+    children = AgentSnapshot.objects.filter(parent=agent).order_by("created_at", "agent_id")
+    return list(children.only("agent_id", "title", "lifecycle")[:CHILDREN_SHOWN]), children.count()

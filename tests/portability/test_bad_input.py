@@ -90,6 +90,13 @@ def test_a_reference_to_a_record_not_in_the_file_names_its_line(tmp_path, export
     _import_fails(tmp_path, _edit(exported, index, workspace=999), rf":{index + 1}: agent: workspace 999 is not in")
 
 
+def test_a_parent_not_in_the_file_names_its_line(tmp_path, exported):
+    index = _line_of(exported, "agent", 1)
+    _import_fails(
+        tmp_path, _edit(exported, index, parent="gone"), rf":{index + 1}: agent: parent 'gone' is not an agent"
+    )
+
+
 def test_rows_out_of_order_name_their_line(tmp_path, exported):
     index = _line_of(exported, "row", 3)
     seq = json.loads(exported[index - 1])["seq"]

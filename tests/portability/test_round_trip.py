@@ -164,3 +164,25 @@ def test_an_updated_row_moves_with_its_earlier_versions_and_its_update_numbers(t
         agent_id="carried", seq=row.seq, content=RowContent(item={"type": "user_message", "text": "v4"})
     )
     assert (update.row.revision, update.update_seq) == (4, 3)
+
+
+def test_a_subagent_comes_back_under_its_parent_whatever_their_order_in_the_file(tmp_path):
+    from registry.services import create_project, create_workspace
+    from snapshots.services import create_agent
+
+    project = create_project(directory="/srv/code/app", kind=Project.Kind.GIT)
+    workspace = create_workspace(project=project, directory="/srv/code/app", kind="checkout")
+    session = create_agent(workspace=workspace, agent_id="z-session", provider="claude-code", lifecycle="idle")
+    # The export writes agents by id: this child comes before its parent.
+    create_agent(workspace=workspace, agent_id="a-subagent", provider="claude-code", lifecycle="idle", parent=session)
+    out = tmp_path / "instance.jsonl"
+    call_command("export_instance", str(out))
+    agents = [json.loads(line) for line in out.read_text().splitlines() if '"type":"agent"' in line.replace(" ", "")]
+    assert [(a["agent_id"], a["parent"]) for a in agents] == [("a-subagent", "z-session"), ("z-session", None)]
+    _empty_the_database()
+
+    call_command("import_instance", str(out))
+
+    assert AgentSnapshot.objects.get(pk="a-subagent").parent_id == "z-session"
+    AgentSnapshot.objects.filter(pk="z-session").delete()
+    assert not AgentSnapshot.objects.exists()  # the database's cascade took the subagent along
