@@ -159,3 +159,26 @@ def test_a_mirrored_session_exports_like_an_imported_one(tmp_path):
     output = run("import_claude_code", tmp_path / "home" / "projects")
     assert "1 unchanged" in output and "lines imported: 0; titles set: 1" in output
     assert ClaudeCodeSession.objects.filter(namespace=DEFAULT_NAMESPACE).count() == 1
+
+
+def test_claude41stores_real_shaped_home_round_trips_and_reruns_clean(tmp_path, monkeypatch):
+    """tests/support/claude_code_home.py's home (parallel tool calls, two subagents): imported,
+    exported deep-equal, and the SDK's own disk reader reads the export as it reads the original."""
+    pytest.importorskip("claude_agent_sdk", reason="the dev extra's claude-agent-sdk writes this home's project key")
+    from claude_agent_sdk import get_session_messages
+
+    from tests.support.claude_code_home import write_claude_home
+
+    home = write_claude_home(tmp_path / "claude", tmp_path / "work")
+    run("import_claude_code", home.config_dir)
+    before = dump()
+    assert "Nothing to change." in run("import_claude_code", home.config_dir / "projects")
+    assert dump() == before
+    run("export_claude_code", "--out", tmp_path / "out")
+    assert files(tmp_path / "out") == files(home.config_dir)
+    assert len(files(tmp_path / "out")) == len(home.sessions) + sum(map(len, home.subagents.values()))
+    for session_id in home.sessions:
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home.config_dir))
+        original = get_session_messages(session_id, directory=str(home.cwd))
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "out"))
+        assert get_session_messages(session_id, directory=str(home.cwd)) == original
