@@ -159,6 +159,12 @@ VARIABLES: tuple[Variable, ...] = _groups(
         Variable("CHARTR_DATABASE_URL", DatabaseURL(), None, "on the host: becomes `DATABASE_URL` in the chartr container; `postgres://chartr:chartr@postgres:5432/chartr` with `--profile postgres`", "compose", "`sqlite:////data/chartr.sqlite3`"),
         Variable("CHARTR_POSTGRES_PASSWORD", Text(allowed="a password of 1 to 99 printable characters, no spaces", pattern=r"\S{1,99}", valid="s3cret", invalid=("two words",)), "chartr", "on the host: password of the `--profile postgres` database", "compose"),
     ]),
+    ("The Claude Code hook (`chartr-claude-hook`, where Claude Code runs: [claude-code.md](claude-code.md#hooks))", [
+        Variable("CHARTR_URL", Text(allowed="an http(s) URL", pattern=r"https?://\S+", valid="http://127.0.0.1:8000", invalid=("127.0.0.1:8000",)), "", "the chartr the hook sends Claude Code's events to; unset: the hook sends nothing and says so", "`chartr-claude-hook`"),
+        Variable("CHARTR_TOKEN", Text(allowed="an API token", pattern=r"\S+", valid="chartr-token", invalid=("two words",)), "", "the API token the hook sends them with (one that may write)", "`chartr-claude-hook`"),
+        Variable("CHARTR_CLAUDE_NAMESPACE", Text(allowed="1 to 64 of `A-Z a-z 0-9 . _ : -`", pattern=r"[A-Za-z0-9._:-]{1,64}", valid="default", invalid=("a b",)), "default", "the namespace of the sessions the hook marks (`default` is where `import_claude_code` writes)", "`chartr-claude-hook`"),
+        Variable("CHARTR_HOOK_TIMEOUT", Seconds(0.1, 30), 2.0, "how long the hook waits for chartr before giving up (Claude Code goes on either way); a wrong value is named on stderr and 2 is used", "`chartr-claude-hook`"),
+    ]),
     ("Tests only", [
         Variable("CHARTR_REQUIRE_SERVICES", Boolean(), False, "on: tests that need PostgreSQL, Redis or chromium fail instead of skipping (`.ci/run` sets it; so does `CI=true`)", "tests (`tests/conftest.py`)"),
         Variable("CHARTR_TEST_KEEP_DIRS", Boolean(), False, "on: the test run keeps the data and config dirs from the environment instead of throwaway ones", "tests (`tests/support/pytest_env.py`)"),

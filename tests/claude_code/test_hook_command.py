@@ -86,6 +86,9 @@ def test_chartr_down_slow_or_unset_is_a_message_and_exit_0():
         0,
         "chartr-claude-hook: CHARTR_URL and CHARTR_TOKEN must be set; the event was not sent\n",
     )
+    environ = {"CHARTR_URL": f"http://127.0.0.1:{port}", "CHARTR_TOKEN": "t", "CHARTR_HOOK_TIMEOUT": "5m"}
+    code, said = forward(hook("Stop"), environ)
+    assert code == 0 and "CHARTR_HOOK_TIMEOUT='5m' is not seconds from 0.1 to 30.0; using 2.0" in said
     code, said = forward("not json", {"CHARTR_URL": "http://x", "CHARTR_TOKEN": "t"})
     assert code == 0 and "the hook input is not JSON" in said
 

@@ -24,12 +24,30 @@ import httpx
 from chartr_client.client import api_base, client_headers
 
 DEFAULT_TIMEOUT = 2.0
+MIN_TIMEOUT, MAX_TIMEOUT = 0.1, 30.0
 HOOKS_PATH = "/claude-code/hooks"
 
 
 def _say(stderr: IO[str], message: str) -> int:
     stderr.write(f"chartr-claude-hook: {message}\n")
     return 0
+
+
+def _timeout(raw: str, stderr: IO[str]) -> float:
+    """``CHARTR_HOOK_TIMEOUT``: seconds from 0.1 to 30; a wrong value is named and the default used."""
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not MIN_TIMEOUT <= value <= MAX_TIMEOUT:
+        _say(
+            stderr,
+            f"CHARTR_HOOK_TIMEOUT={raw!r} is not seconds from {MIN_TIMEOUT} to {MAX_TIMEOUT}; using {DEFAULT_TIMEOUT}",
+        )
+        return DEFAULT_TIMEOUT
+    return value
 
 
 def run(
@@ -47,10 +65,7 @@ def run(
         event = json.load(stdin)
     except ValueError as exc:
         return _say(stderr, f"the hook input is not JSON ({exc}); the event was not sent")
-    try:
-        timeout = float(environ.get("CHARTR_HOOK_TIMEOUT", DEFAULT_TIMEOUT))
-    except ValueError:
-        timeout = DEFAULT_TIMEOUT
+    timeout = _timeout(environ.get("CHARTR_HOOK_TIMEOUT", ""), stderr)
     namespace = environ.get("CHARTR_CLAUDE_NAMESPACE", "default")
     try:
         with httpx.Client(
