@@ -182,3 +182,17 @@ def test_claude41stores_real_shaped_home_round_trips_and_reruns_clean(tmp_path, 
         original = get_session_messages(session_id, directory=str(home.cwd))
         monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "out"))
         assert get_session_messages(session_id, directory=str(home.cwd)) == original
+
+
+def test_a_database_not_migrated_says_how_to_migrate(tmp_path):
+    projects = claude_home.write_home(tmp_path / "home")
+    call_command("migrate", "claude_code", "0001", verbosity=0)
+    try:
+        with pytest.raises(
+            CommandError, match=r"not migrated \(\d+ migration\(s\) not applied\); run manage.py migrate"
+        ):
+            run("import_claude_code", projects)
+        with pytest.raises(CommandError, match="run manage.py migrate first"):
+            run("export_claude_code", "--out", tmp_path / "out")
+    finally:
+        call_command("migrate", verbosity=0)
