@@ -80,10 +80,12 @@ def test_export_writes_every_line_deep_equal_and_the_sidecar(tmp_path):
 def test_a_rerun_changes_nothing_and_a_growing_file_is_topped_up(tmp_path):
     projects = claude_home.write_home(tmp_path / "home")
     session_file = projects / claude_home.PROJECT_KEY / f"{claude_home.SESSION_ID}.jsonl"
-    run("import_claude_code", projects)
+    assert "Data snapshot before the import" in run("import_claude_code", projects)
     before = dump()
-    assert "Nothing to change." in run("import_claude_code", projects)
+    rerun = run("import_claude_code", projects)
+    assert "Nothing to change." in rerun and "Data snapshot" not in rerun  # no snapshot rotated away
     assert dump() == before
+    assert ClaudeCodeImportRun.objects.count() == 2
     more = [
         claude_home.user("u-9", "a-4", "And the prices?", n=20),
         {"type": "summary", "summary": "Teapot shop overview", "leafUuid": "a-4"},  # no uuid: once only
