@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import msgspec
 
 from claude_code.hooks import record_hook_event
-from claude_code.keys import DEFAULT_NAMESPACE, check_namespace
+from claude_code.keys import DEFAULT_NAMESPACE, MAX_KEY_LENGTH, check_namespace
 from kernel.api.plain import Answer, Operation, json_view
 from tokens.access import authorize
 
@@ -21,9 +21,16 @@ class HookQuery(msgspec.Struct, forbid_unknown_fields=True):
 class HookEvent(msgspec.Struct):
     """Claude Code's hook input; the fields chartr reads (others are ignored, Claude Code adds some over time)."""
 
-    hook_event_name: str
-    session_id: str
-    transcript_path: str
+    hook_event_name: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    session_id: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_KEY_LENGTH, pattern=r"^[^\x00]+$")]
+    transcript_path: Annotated[
+        str,
+        msgspec.Meta(
+            max_length=4096,
+            pattern=r"[^/\\\x00][/\\]+[^/\\\x00]",
+            description="`<project directory>/<session id>.jsonl`: the project key is the directory's name.",
+        ),
+    ]
     cwd: str | None = None
     message: str | None = None
     tool_name: str | None = None
