@@ -198,3 +198,18 @@ def test_a_database_not_migrated_says_how_to_migrate(tmp_path):
             run("export_claude_code", "--out", tmp_path / "out")
     finally:
         call_command("migrate", verbosity=0)
+
+
+class _Terminal(StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_a_progress_bar_and_logs_get_one_line_per_phase(tmp_path):
+    projects = claude_home.write_home(tmp_path / "home")
+    terminal = _Terminal()
+    call_command("import_claude_code", str(projects), "--dry-run", stdout=terminal)
+    assert "\rimporting sessions: 2/3\x1b[K" in terminal.getvalue()
+    assert "\r\x1b[KImport of" in terminal.getvalue()  # the bar is cleared before the report
+    logged = run("import_claude_code", projects, "--dry-run")
+    assert "\r" not in logged and logged.startswith("reading transcripts...\nimporting sessions...\n")
