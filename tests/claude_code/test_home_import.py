@@ -213,3 +213,14 @@ def test_a_terminal_gets_a_progress_bar_and_logs_get_one_line_per_phase(tmp_path
     assert "\r\x1b[KImport of" in terminal.getvalue()  # the bar is cleared before the report
     logged = run("import_claude_code", projects, "--dry-run")
     assert "\r" not in logged and logged.startswith("reading transcripts...\nimporting sessions...\n")
+
+
+def test_import_runs_are_listed_read_only_in_the_admin(tmp_path, admin_client):
+    projects = claude_home.write_home(tmp_path / "home")
+    run("import_claude_code", projects)
+    page = admin_client.get("/admin/claude_code/claudecodeimportrun/").content.decode()
+    assert str(projects.resolve()) in page and "sessions created 3" in page
+    run_id = ClaudeCodeImportRun.objects.get().pk
+    change = admin_client.get(f"/admin/claude_code/claudecodeimportrun/{run_id}/change/").content.decode()
+    assert "tool-results/: large tool outputs" in change and 'name="_save"' not in change
+    assert admin_client.get("/admin/claude_code/claudecodeimportrun/add/").status_code == 403
