@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
@@ -22,6 +23,12 @@ MAX_KEY_LENGTH = 255
 #: Agents of Claude Code sessions carry this provider.
 PROVIDER = "claude-code"
 AGENT_ID_PREFIX = "claude-code-"
+NAMESPACE_PATTERN = rf"^[{NAMESPACE_CHARACTERS}]+$"
+#: One segment of a subpath: anything but '/', '\\', "." and "..".
+_SEGMENT = r"(?:[^./\\][^/\\]*|\.[^./\\][^/\\]*|\.\.[^/\\]+)"
+#: A subpath: empty (the main transcript) or relative segments joined by '/' (the API publishes it).
+SUBPATH_PATTERN = rf"^(?:{_SEGMENT}(?:/{_SEGMENT})*)?$"
+_SUBPATH = re.compile(SUBPATH_PATTERN)
 
 
 def check_key_part(value: object, field: str, *, allow_empty: bool = False) -> str:
@@ -39,8 +46,7 @@ def check_key_part(value: object, field: str, *, allow_empty: bool = False) -> s
 
 def check_namespace(value: object) -> str:
     value = check_key_part(value, "namespace")
-    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-")
-    if len(value) > MAX_NAMESPACE_LENGTH or not set(value) <= allowed:
+    if len(value) > MAX_NAMESPACE_LENGTH or not re.fullmatch(NAMESPACE_PATTERN, value):
         raise ValidationError(
             {"namespace": [f"1 to {MAX_NAMESPACE_LENGTH} characters of letters, digits, '.', '_', ':' and '-'."]},
             code="invalid",
@@ -51,10 +57,7 @@ def check_namespace(value: object) -> str:
 def check_subpath(value: object) -> str:
     """``""`` (the main transcript) or a relative path such as ``subagents/agent-<id>``."""
     value = check_key_part(value, "subpath", allow_empty=True)
-    if not value:
-        return value
-    segments = value.split("/")
-    if "\\" in value or any(segment in ("", ".", "..") for segment in segments):
+    if not _SUBPATH.fullmatch(value):
         raise ValidationError(
             {"subpath": ["Must be a relative path: no leading or doubled '/', no '.' or '..' segment, no '\\'."]},
             code="invalid",

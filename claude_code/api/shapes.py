@@ -6,7 +6,14 @@ from typing import Annotated, Any
 
 import msgspec
 
-from claude_code.keys import DEFAULT_NAMESPACE
+from claude_code.keys import (
+    DEFAULT_NAMESPACE,
+    MAX_KEY_LENGTH,
+    MAX_NAMESPACE_LENGTH,
+    NAMESPACE_PATTERN,
+    SUBPATH_PATTERN,
+)
+from timeline.items import MAX_ITEM_ID_LENGTH
 
 #: Entries per append call (the SDK flushes at about 500; the body limit bounds it too).
 MAX_ENTRIES_PER_CALL = 1000
@@ -15,14 +22,36 @@ MAX_LOAD_LIMIT = 5000
 
 Namespace = Annotated[
     str,
-    msgspec.Meta(description="The tenant the session belongs to; `default` is where `import_claude_code` writes."),
+    msgspec.Meta(
+        min_length=1,
+        max_length=MAX_NAMESPACE_LENGTH,
+        pattern=NAMESPACE_PATTERN,
+        description="The tenant the session belongs to; `default` is where `import_claude_code` writes.",
+    ),
 ]
-ProjectKey = Annotated[str, msgspec.Meta(description="The SDK's `project_key` (by default the sanitised cwd).")]
+ProjectKey = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1, max_length=MAX_KEY_LENGTH, description="The SDK's `project_key` (by default the sanitised cwd)."
+    ),
+]
+SessionId = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_KEY_LENGTH)]
 Subpath = Annotated[
-    str, msgspec.Meta(description="Empty for the main transcript, else a relative path such as `subagents/agent-<id>`.")
+    str,
+    msgspec.Meta(
+        max_length=MAX_KEY_LENGTH,
+        pattern=SUBPATH_PATTERN,
+        description="Empty for the main transcript, else a relative path such as `subagents/agent-<id>`.",
+    ),
 ]
-#: A transcript line, kept whole: any JSON object.
-Entry = Annotated[dict[str, Any], msgspec.Meta(description="One transcript line as Claude Code wrote it.")]
+#: A transcript line, kept whole: any JSON object (its ``uuid``, when present, a string).
+Entry = Annotated[
+    dict[str, Any],
+    msgspec.Meta(
+        description="One transcript line as Claude Code wrote it. Its `uuid` is the idempotency key.",
+        extra_json_schema={"properties": {"uuid": {"type": "string", "minLength": 1, "maxLength": MAX_ITEM_ID_LENGTH}}},
+    ),
+]
 #: An entry as answered: the stored JSON text passed through.
 StoredEntry = Annotated[msgspec.Raw, msgspec.Meta(extra_json_schema={"type": "object"})]
 
@@ -34,13 +63,13 @@ class ProjectQuery(msgspec.Struct, forbid_unknown_fields=True):
 
 class SessionQuery(msgspec.Struct, forbid_unknown_fields=True):
     project_key: ProjectKey
-    session_id: str
+    session_id: SessionId
     namespace: Namespace = DEFAULT_NAMESPACE
 
 
 class KeyQuery(msgspec.Struct, forbid_unknown_fields=True):
     project_key: ProjectKey
-    session_id: str
+    session_id: SessionId
     subpath: Subpath = ""
     namespace: Namespace = DEFAULT_NAMESPACE
 

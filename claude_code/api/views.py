@@ -148,6 +148,7 @@ session_entries = json_view(
         description="404 `not_found` when nothing was ever appended to the key (the SDK's `None`).",
         query=LoadQuery,
         responses={200: EntriesPage},
+        error_statuses=(404,),
         tags=TAGS,
     ),
     Operation(
@@ -215,6 +216,7 @@ summary = json_view(
         summary="A session's summary sidecar with its version (404 `not_found` before the first write)",
         query=SessionQuery,
         responses={200: SessionSummary},
+        error_statuses=(404,),
         tags=TAGS,
     ),
     Operation(
@@ -229,6 +231,7 @@ summary = json_view(
         query=SessionQuery,
         body=SummaryWrite,
         responses={200: SessionSummary},
+        error_statuses=(404, 412),
         tags=TAGS,
     ),
     authorize=authorize,

@@ -62,6 +62,9 @@ class Operation:
     one_of: tuple[tuple[str, tuple[type, ...]], ...] = ()
     #: Whether the handler is given ``caller``: what ``authorize`` returned (for the API, the token).
     with_caller: bool = False
+    #: Error statuses the operation answers besides those ``kernel.api.schema.error_statuses`` derives
+    #: from what it takes (a 404 for a key given in the query, a 412 of a compare-and-swap).
+    error_statuses: tuple[int, ...] = ()
 
 
 def json_view(*operations: Operation, authorize: Callable):

@@ -89,7 +89,7 @@ def _operation(operation: Operation, path_parameters: list[dict]) -> dict:
         }
         for status, shape in operation.responses.items()
     }
-    for status in error_statuses(operation.method, document):
+    for status in error_statuses(operation.method, document, operation.error_statuses):
         responses[str(status)] = error_response(status, {"$ref": COMPONENTS + "Error"})
     document["responses"] = dict(sorted(responses.items()))
     return document

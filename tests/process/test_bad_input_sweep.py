@@ -271,17 +271,22 @@ def encoded(value: str) -> str:
 
 
 def with_query(url: str, pairs: list[tuple[str, str]]) -> str:
-    return url + "?" + "&".join(f"{encoded(name)}={encoded(value)}" for name, value in pairs)
+    return url + ("&" if "?" in url else "?") + "&".join(f"{encoded(name)}={encoded(value)}" for name, value in pairs)
 
 
-def fill_path(template: str, operation: dict, examples: Examples, bad: dict | None = None) -> str:
+def fill_path(template: str, operation: dict, examples: Examples, bad: dict | None = None, *, skip: str = "") -> str:
+    """The path with its parameters filled in, and the required query parameters but ``skip``
+    (the Claude Code sessions' keys: ``sweep`` for each, the session ``revive`` keeps)."""
     url = template
+    required = []
     for parameter in operation.get("parameters", []):
+        name = parameter["name"]
         if parameter["in"] == "path":
-            name = parameter["name"]
             value = (bad or {}).get(name, examples.path_value(name, template))
             url = url.replace("{" + name + "}", encoded(value))
-    return url
+        elif parameter["in"] == "query" and parameter.get("required") and name != skip:
+            required.append((name, str(examples.value(parameter["schema"], name))))
+    return with_query(url, required) if required else url
 
 
 # --- the sweep ---------------------------------------------------------------
@@ -369,6 +374,16 @@ def revive(client: httpx.Client, agent: dict, examples: Examples) -> None:
         f"/api/v1/agents/{AGENT}/timeline", json={"items": [{"item": {"type": "user_message", "text": "revived"}}]}
     ).raise_for_status()
     examples.row_seq = appended.json()["rows"][0]["seq"]
+    # The Claude Code session every well-formed request names (project_key and session_id "sweep"):
+    # written anew, with its summary at version 1 (what a well-formed summary write expects).
+    key = {"project_key": "sweep", "session_id": "sweep"}
+    client.delete("/api/v1/claude-code/session", params=key).raise_for_status()
+    client.post(
+        "/api/v1/claude-code/session/entries", params=key, json={"entries": [{"type": "user"}]}
+    ).raise_for_status()
+    client.put(
+        "/api/v1/claude-code/session/summary", params=key, json={"data": {}, "expected_version": 0}
+    ).raise_for_status()
 
 
 def sweep_well_formed(sweep, method, template, operation, examples) -> None:
@@ -393,7 +408,7 @@ def sweep_raw_and_headers(sweep, method, template, operation, examples) -> None:
     kwargs = {} if content is None else {"content": content}
     plain = {"Content-Type": "application/json"} if content is not None else {}
     for query in RAW_QUERIES:
-        sweep.send(f"raw query {query}", method, f"{url}?{query}", headers=plain, **kwargs)
+        sweep.send(f"raw query {query}", method, url + ("&" if "?" in url else "?") + query, headers=plain, **kwargs)
     for name in [p["name"] for p in operation.get("parameters", []) if p["in"] == "path"]:
         for segment in RAW_SEGMENTS:
             raw_url = template
@@ -426,9 +441,10 @@ def sweep_query_and_headers(sweep, method, template, operation, examples) -> Non
     for parameter in operation.get("parameters", []):
         name = parameter["name"]
         if parameter["in"] == "query":
+            others = fill_path(template, operation, examples, skip=name)
             for value in BAD_TEXT_VALUES:
-                sweep.send(f"query {name}={value[:20]!r}", method, with_query(url, [(name, value)]), **kwargs)
-            sweep.send(f"query {name} twice", method, with_query(url, [(name, "1"), (name, "2")]), **kwargs)
+                sweep.send(f"query {name}={value[:20]!r}", method, with_query(others, [(name, value)]), **kwargs)
+            sweep.send(f"query {name} twice", method, with_query(others, [(name, "1"), (name, "2")]), **kwargs)
         elif parameter["in"] == "header":
             for value in BAD_HEADER_VALUES:
                 headers = {**kwargs.get("headers", {}), name: value}

@@ -8,6 +8,7 @@ from django.core.management import call_command
 from drf_spectacular.validation import validate_schema
 from rest_framework.test import APIClient
 
+from kernel.api.plain_schema import plain_endpoints
 from kernel.api.schema import error_codes
 from tests.support.api import assert_error
 from timeline.api.schema import stream_path
@@ -74,6 +75,7 @@ def test_every_operation_documents_its_errors_with_the_envelope(schema):
     body = schema["components"]["schemas"]["ErrorBody"]
     assert set(body["properties"]) == {"code", "message", "fields"}
     assert sorted(body["required"]) == ["code", "message"]
+    plain = {(path, op.method.lower()): op for path, _, ops in plain_endpoints() for op in ops}
     for path, method, operation in operations(schema):
         if path == stream_path():
             continue  # written by hand (timeline/api/schema.py), checked in tests/timeline/api/test_api.py
@@ -86,7 +88,10 @@ def test_every_operation_documents_its_errors_with_the_envelope(schema):
             expected.add(404)
         if (path, method) in {("/api/v1/projects", "post"), ("/api/v1/workspaces", "post"), ("/api/v1/agents", "post")}:
             expected.add(422)  # Idempotency-Key
-        if "/timeline" not in path and path != "/api/v1/search":  # the plain views (kernel/api/plain.py): no If-Match
+        plain_operation = plain.get((path, method))
+        if plain_operation is not None:  # the plain views (kernel/api/plain.py): no If-Match, their own extras
+            expected |= set(plain_operation.error_statuses)
+        elif "/timeline" not in path and path != "/api/v1/search":
             expected.add(412)  # If-Match: evaluated (PATCH an agent) or refused, never ignored
         assert {int(s) for s in responses if s.startswith(("4", "5"))} == expected, (path, method)
         for status in expected:
