@@ -6,23 +6,22 @@ from typing import Annotated, Any
 
 import msgspec
 
+from claude_code.api.shapes import Namespace, SessionId
 from claude_code.hooks import record_hook_event
-from claude_code.keys import DEFAULT_NAMESPACE, MAX_KEY_LENGTH, check_namespace
+from claude_code.keys import DEFAULT_NAMESPACE, check_namespace
 from kernel.api.plain import Answer, Operation, json_view
 from tokens.access import authorize
 
 
 class HookQuery(msgspec.Struct, forbid_unknown_fields=True):
-    namespace: Annotated[
-        str, msgspec.Meta(description="The sessions' tenant (`default` unless the store names one).")
-    ] = DEFAULT_NAMESPACE
+    namespace: Namespace = DEFAULT_NAMESPACE
 
 
 class HookEvent(msgspec.Struct):
     """Claude Code's hook input; the fields chartr reads (others are ignored, Claude Code adds some over time)."""
 
     hook_event_name: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
-    session_id: Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_KEY_LENGTH, pattern=r"^[^\x00]+$")]
+    session_id: SessionId
     transcript_path: Annotated[
         str,
         msgspec.Meta(
