@@ -17,8 +17,8 @@ class HookQuery(msgspec.Struct, forbid_unknown_fields=True):
     namespace: Namespace = DEFAULT_NAMESPACE
 
 
-class HookEvent(msgspec.Struct):
-    """Claude Code's hook input; the fields chartr reads (others are ignored, Claude Code adds some over time)."""
+class HookEvent(msgspec.Struct, forbid_unknown_fields=True):
+    """The fields of Claude Code's hook input chartr reads (``chartr-claude-hook`` sends only these)."""
 
     hook_event_name: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
     session_id: SessionId

@@ -26,11 +26,20 @@ from chartr_client.client import api_base, client_headers
 DEFAULT_TIMEOUT = 2.0
 MIN_TIMEOUT, MAX_TIMEOUT = 0.1, 30.0
 HOOKS_PATH = "/claude-code/hooks"
+#: The fields of the hook input chartr reads; Claude Code sends more, and adds some over time.
+SENT_FIELDS = ("hook_event_name", "session_id", "transcript_path", "cwd", "message", "tool_name", "tool_input")
 
 
 def _say(stderr: IO[str], message: str) -> int:
     stderr.write(f"chartr-claude-hook: {message}\n")
     return 0
+
+
+def hook_body(event: object) -> object:
+    """The fields chartr reads (anything but a JSON object goes as it is, for chartr to refuse)."""
+    if not isinstance(event, dict):
+        return event
+    return {name: event[name] for name in SENT_FIELDS if name in event}
 
 
 def _timeout(raw: str, stderr: IO[str]) -> float:
@@ -71,7 +80,7 @@ def run(
         with httpx.Client(
             base_url=api_base(url), headers=client_headers(token), timeout=timeout, transport=transport
         ) as http:
-            answer = http.post(HOOKS_PATH, params={"namespace": namespace}, json=event)
+            answer = http.post(HOOKS_PATH, params={"namespace": namespace}, json=hook_body(event))
     except httpx.HTTPError as exc:
         return _say(stderr, f"chartr at {url} did not answer ({exc.__class__.__name__}: {exc}); Claude Code goes on")
     if answer.status_code >= 400:
