@@ -50,6 +50,8 @@ class ClaudeHomeInvalid(ChartrError):
 
     code = "invalid_claude_code_home"
     status = 400
+    #: Only the import command raises it: no API operation answers it.
+    in_api = False
 
     def __init__(self, problems: list[Problem] | None = None, *, message: str | None = None):
         self.problems = list(problems or [])
