@@ -8,13 +8,16 @@ The contract (stable: later changes add, never rename):
   (``subpath`` set) makes the main key's session too when missing, and its agent is a child
   (``parent``) of the main one, in the main one's workspace. A main session lands in the workspace
   of ``cwd`` by ``registry.services.workspace_for_directory``; without a cwd, in its namespace's
-  holding workspace (``holding_directory``) until an append brings one. Safe to repeat and to race.
+  holding workspace (``holding_directory``) until an append brings one: then it moves to that cwd's
+  workspace, its subagents with it (``snapshots.services.move_agent``). Safe to repeat and to race.
 - ``append_entries(key, entries) -> AppendOutcome``: ``entries`` (JSON objects, the transcript lines
   as Claude Code wrote them) appended in order to the key's timeline, each one row whose item is
   ``timeline.items.foreign_item("claude_code", entry, entry.get("type"))``. An entry whose string
   ``uuid`` is already stored under this key, or repeats an earlier entry of the same call, is
   ignored (``AppendOutcome.ignored`` lists their indexes); entries without ``uuid`` are always
-  appended. ``[]`` writes nothing and creates nothing. Moves the session's ``mtime_ms``.
+  appended. ``[]`` writes nothing and creates nothing. Moves the session's ``mtime_ms``. With
+  ``summary=`` and ``summary_version=`` (a fold of every entry of the call), the summary is written
+  in the same transaction when nothing was ignored and the version holds (``summary_written``).
 - ``delete_session(key) -> bool``: deletes the key's agent (its timeline and row with it); a main
   key's subagents go too (``ON DELETE CASCADE``). False when there was nothing to delete.
 - ``write_summary(key, *, data, expected_version) -> Summary``: the summary sidecar of a main key,
@@ -28,6 +31,7 @@ The reads (``load_entries``, ``list_sessions``, ``list_subkeys``, ``get_summary`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -46,7 +50,7 @@ from kernel.errors import Conflict, NotFound, VersionMismatch
 from registry.directories import is_within, normalize_directory
 from registry.services import workspace_for_directory
 from snapshots.models import AgentSnapshot
-from snapshots.services import create_agent, delete_agent
+from snapshots.services import create_agent, delete_agent, move_agent
 from timeline.errors import ItemConflict
 from timeline.items import MAX_ITEM_ID_LENGTH, MAX_ITEMS_PER_APPEND, foreign_item
 from timeline.services import NewTimelineItem, append_timeline_items
@@ -75,6 +79,8 @@ class AppendOutcome:
     appended: int
     #: Indexes (in the call) of the entries ignored as repeated uuids.
     ignored: tuple[int, ...]
+    #: Whether the summary sent along was written (``append_entries(..., summary=...)``).
+    summary_written: bool = False
 
 
 def now_ms() -> int:
@@ -161,14 +167,32 @@ def _checked_entries(entries: object) -> list[dict]:
     return list(entries)
 
 
-def append_entries(key: SessionKey, entries: Sequence[dict[str, Any]]) -> AppendOutcome:
+def append_entries(
+    key: SessionKey,
+    entries: Sequence[dict[str, Any]],
+    *,
+    summary: dict | None = None,
+    summary_version: int | None = None,
+) -> AppendOutcome:
+    """``summary``/``summary_version``: the writer's fold of every entry of the call into the summary
+    at that version, written in the same transaction only when nothing was ignored and the version
+    still holds (``AppendOutcome.summary_written``); otherwise the entries alone are appended and the
+    writer folds what was stored into the current summary (``write_summary``)."""
     entries = _checked_entries(entries)
+    if summary is not None and (not key.is_main or not isinstance(summary, dict) or summary_version is None):
+        raise ValidationError(
+            {"summary": ["Send a JSON object with its summary_version, for a main key."]}, code="invalid"
+        )
     if not entries:
         return AppendOutcome(session=find_session(key), appended=0, ignored=())
     for attempt in range(APPEND_ATTEMPTS):
         try:
             with transaction.atomic():
-                return _append_once(key, entries)
+                outcome = _append_once(key, entries)
+                if summary is not None and not outcome.ignored:
+                    written = _swap_summary(outcome.session, summary, summary_version)
+                    outcome = dataclasses.replace(outcome, summary_written=written)
+                return outcome
         except ItemConflict:
             # The same uuid with other content committed by a concurrent writer after this one
             # looked: the next attempt sees it stored and ignores it.
@@ -178,26 +202,58 @@ def append_entries(key: SessionKey, entries: Sequence[dict[str, Any]]) -> Append
 
 
 def _append_once(key: SessionKey, entries: list[dict]) -> AppendOutcome:
-    session = ensure_session(key, cwd=entries_cwd(entries))
-    uuids = [entry["uuid"] for entry in entries if "uuid" in entry]
-    stored = selectors.stored_uuids(session.agent_id, uuids)
-    ignored: list[int] = []
-    items: list[NewTimelineItem] = []
-    for index, entry in enumerate(entries):
-        uuid = entry.get("uuid")
-        if uuid is not None:
-            if uuid in stored:
-                ignored.append(index)
-                continue
-            stored.add(uuid)
-        items.append(NewTimelineItem(item=foreign_item(NAMESPACE, entry, entry.get("type")), item_id=uuid))
-    for start in range(0, len(items), MAX_ITEMS_PER_APPEND):
-        append_timeline_items(agent_id=session.agent_id, items=items[start : start + MAX_ITEMS_PER_APPEND])
-    if items:
+    cwd = entries_cwd(entries)
+    session = ensure_session(key, cwd=cwd)
+    if cwd is not None and key.is_main and not session.agent.cwd:
+        _place(session, cwd)
+    try:
+        with transaction.atomic():
+            appended, ignored = _append_new(session.agent_id, entries, stored=set())
+    except ItemConflict:
+        # A uuid already stored with other content: look the call's uuids up and leave them out.
+        uuids = [entry["uuid"] for entry in entries if "uuid" in entry]
+        appended, ignored = _append_new(
+            session.agent_id, entries, stored=selectors.stored_uuids(session.agent_id, uuids)
+        )
+    if appended:
         stamp = max(now_ms(), session.mtime_ms or 0)
         ClaudeCodeSession.objects.filter(pk=session.pk).update(mtime_ms=stamp)
         session.mtime_ms = stamp
-    return AppendOutcome(session=session, appended=len(items), ignored=tuple(ignored))
+    return AppendOutcome(session=session, appended=appended, ignored=tuple(ignored))
+
+
+def _append_new(agent_id: str, entries: list[dict], *, stored: set[str]) -> tuple[int, list[int]]:
+    """Append the entries whose uuid is neither in ``stored`` nor earlier in the call; (appended, ignored).
+
+    The timeline's idempotent append finds the uuids already committed with the same content itself
+    (its one lookup, under the agent's lock): those come back as replays, with a seq at or below the
+    head it found, and count as ignored. One committed with other content raises ``ItemConflict``."""
+    ignored: list[int] = []
+    items: list[NewTimelineItem] = []
+    positions: list[int] = []
+    seen = set(stored)
+    for index, entry in enumerate(entries):
+        uuid = entry.get("uuid")
+        if uuid is not None:
+            if uuid in seen:
+                ignored.append(index)
+                continue
+            seen.add(uuid)
+        items.append(NewTimelineItem(item=foreign_item(NAMESPACE, entry, entry.get("type")), item_id=uuid))
+        positions.append(index)
+    appended = 0
+    for start in range(0, len(items), MAX_ITEMS_PER_APPEND):
+        result = append_timeline_items(agent_id=agent_id, items=items[start : start + MAX_ITEMS_PER_APPEND])
+        head_before = result.head_seq - result.created
+        ignored += [positions[start + i] for i, row in enumerate(result.rows) if row.seq <= head_before]
+        appended += result.created
+    return appended, sorted(ignored)
+
+
+def _place(session: ClaudeCodeSession, cwd: str) -> None:
+    """A session placed before its cwd was known (in the holding workspace) moves to the workspace
+    of the first cwd that arrives, its subagents with it."""
+    session.agent = move_agent(agent=session.agent, workspace=workspace_for_directory(cwd), cwd=cwd)
 
 
 def delete_session(key: SessionKey) -> bool:
@@ -209,6 +265,16 @@ def delete_session(key: SessionKey) -> bool:
     return True
 
 
+def _swap_summary(session: ClaudeCodeSession, data: dict, expected_version: int) -> bool:
+    """The compare-and-swap: ``data`` written over version ``expected_version``, or nothing."""
+    changed = ClaudeCodeSession.objects.filter(pk=session.pk, summary_version=expected_version).update(
+        summary=data,
+        summary_version=F("summary_version") + 1,
+        summary_mtime_ms=Greatest(Value(now_ms()), Coalesce(F("mtime_ms"), Value(0))),
+    )
+    return bool(changed)
+
+
 def write_summary(key: SessionKey, *, data: dict, expected_version: int) -> Summary:
     if not key.is_main:
         raise ValidationError({"subpath": ["A summary belongs to a main transcript (no subpath)."]}, code="invalid")
@@ -218,12 +284,7 @@ def write_summary(key: SessionKey, *, data: dict, expected_version: int) -> Summ
         session = find_session(key)
         if session is None or session.mtime_ms is None:
             raise NotFound(f"Session {key.session_id!r} of project {key.project_key!r} has no entries.")
-        stamp = now_ms()
-        changed = ClaudeCodeSession.objects.filter(pk=session.pk, summary_version=expected_version).update(
-            summary=data,
-            summary_version=F("summary_version") + 1,
-            summary_mtime_ms=Greatest(Value(stamp), Coalesce(F("mtime_ms"), Value(0))),
-        )
+        changed = _swap_summary(session, data, expected_version)
         current = selectors.get_summary(key)
     if not changed:
         version = 0 if current is None else current.version

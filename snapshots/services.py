@@ -340,6 +340,35 @@ def unarchive_agent(*, agent: AgentSnapshot) -> UnarchiveResult:
     return UnarchiveResult(agents=restored, reopened_agents=reopened, changed=True)
 
 
+def move_agent(*, agent: AgentSnapshot, workspace: Workspace, cwd: str = "") -> AgentSnapshot:
+    """Put ``agent`` and the agents under it (its children, in its workspace) into ``workspace``,
+    with ``cwd`` as the agent's own (at or below the workspace's directory; the children's cwds
+    outside it are cleared). For an agent placed before its directory was known (a Claude Code
+    session whose first lines carried no cwd). Moving it where it is changes nothing."""
+    with transaction.atomic():
+        agent = lock_for_update(AgentSnapshot, agent.pk)
+        workspace = lock_for_update(Workspace, workspace.pk)
+        cwd = _normalized_cwd(cwd)
+        if agent.workspace_id == workspace.pk and agent.cwd == cwd:
+            return agent
+        agent.cwd = cwd
+        _check_workspace_takes(workspace, agent)
+        if agent.is_archived:
+            raise ArchivedConflict(f"Agent {agent.agent_id} is archived; unarchive it before moving it.")
+        children = AgentSnapshot.objects.filter(parent=agent, workspace_id=agent.workspace_id).exclude(
+            workspace_id=workspace.pk
+        )
+        moved = list(children.values_list("pk", flat=True))
+        outside = [c.pk for c in children.only("pk", "cwd") if c.cwd and not is_within(c.cwd, workspace.directory)]
+        AgentSnapshot.objects.filter(pk__in=outside).update(cwd="")
+        children.update(workspace=workspace, version=F("version") + 1, updated_at=timezone.now())
+        agent.workspace = workspace
+        agent.version += 1
+        agent.save()
+        notify_agents_changed([agent.agent_id, *moved], "updated")
+    return agent
+
+
 def delete_agent(*, agent: AgentSnapshot) -> None:
     with transaction.atomic():
         AgentSnapshot.objects.filter(pk=agent.pk).delete()

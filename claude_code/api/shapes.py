@@ -83,6 +83,17 @@ class LoadQuery(KeyQuery, forbid_unknown_fields=True):
 
 class AppendEntries(msgspec.Struct, forbid_unknown_fields=True):
     entries: Annotated[list[Entry], msgspec.Meta(max_length=MAX_ENTRIES_PER_CALL)]
+    summary: (
+        Annotated[
+            dict[str, Any],
+            msgspec.Meta(
+                description="A main key's summary `data` folded from `summary_version` with every entry of the "
+                "call: written with them when none is ignored and the version holds (`summary_written`)."
+            ),
+        ]
+        | None
+    ) = None
+    summary_version: Annotated[int, msgspec.Meta(ge=0)] | None = None
 
 
 class SummaryWrite(msgspec.Struct, forbid_unknown_fields=True):
@@ -110,6 +121,8 @@ class Appended(msgspec.Struct):
     #: For a main transcript: its summary as stored (null before the first write), to fold into.
     summary: SessionSummary | None
     summary_version: int
+    #: Whether the summary sent along was written.
+    summary_written: bool = False
 
 
 class EntriesPage(msgspec.Struct):

@@ -64,7 +64,7 @@ def _summary_document(summary: selectors.Summary | None) -> SessionSummary | Non
 
 def append(*, query: KeyQuery, body: AppendEntries) -> Answer:
     key = _key(query)
-    outcome = services.append_entries(key, body.entries)
+    outcome = services.append_entries(key, body.entries, summary=body.summary, summary_version=body.summary_version)
     summary = selectors.get_summary(key) if key.is_main and outcome.session is not None else None
     return Answer(
         Appended(
@@ -73,6 +73,7 @@ def append(*, query: KeyQuery, body: AppendEntries) -> Answer:
             mtime=None if outcome.session is None else outcome.session.mtime_ms,
             summary=_summary_document(summary),
             summary_version=0 if summary is None else summary.version,
+            summary_written=outcome.summary_written,
         )
     )
 

@@ -87,6 +87,7 @@ BENCHES = {
     ),
     "test_peers_bench_smoke_prints_a_cost_per_peer_or_skips_it": ("bench/peers.py", False),
     "test_api_overhead_bench_smoke_prints_server_and_service_cpu": ("bench/api_overhead.py", False),
+    "test_claude_store_bench_smoke_prints_append_and_load_next_to_raw": ("bench/claude_store_bench.py", True),
 }
 
 
@@ -207,3 +208,20 @@ def test_api_overhead_bench_smoke_prints_server_and_service_cpu(bench_runs):
             rf"cost x{FIGURE} \(spread x{FIGURE}-x{FIGURE}\)$"
         )
         assert re.search(line, output, re.M), f"no figure for {case!r}:\n{output}"
+
+
+@pytest.mark.process
+def test_claude_store_bench_smoke_prints_append_and_load_next_to_raw(bench_runs):
+    run = bench_runs["test_claude_store_bench_smoke_prints_append_and_load_next_to_raw"]
+    completed = run.result()
+    output = completed.stdout
+    assert completed.returncode == 0, f"bench failed:\n{output}\n{completed.stderr}"
+    for case in ("mirror append (store)", "timeline api append (same)"):
+        assert re.search(rf"^{re.escape(case)} +{RATE_LINE}", output, re.M), f"no figure for {case!r}:\n{output}"
+    assert re.search(rf"^mirror load 300 entries +{LATENCY_LINE}$", output, re.M), output
+    results = json.loads(run.results_path.read_text())
+    assert [r["case"] for r in results["results"]] == [
+        "mirror append (store)",
+        "timeline api append (same)",
+        "mirror load 300 entries",
+    ]

@@ -108,3 +108,12 @@ def test_tokens_are_required_and_read_only_ones_cannot_write(anon, read_only_api
     assert_error(anon.get(url("sessions", project_key="p")), 401, "not_authenticated")
     assert_error(post_entries(read_only_api, KEY, [{"type": "x"}]), 403, "permission_denied")
     assert read_only_api.get(url("sessions", project_key="p")).json() == {"sessions": []}
+
+
+def test_transcript_lines_are_found_by_the_fleet_search(api):
+    line = {"type": "assistant", "uuid": "a1", "message": {"content": [{"type": "text", "text": "the capybara naps"}]}}
+    post_entries(api, KEY, [line, {"type": "user", "uuid": "u1", "message": {"content": "unrelated"}}])
+    post_entries(api, SUB, [{"type": "user", "uuid": "s1", "message": {"content": "a capybara again"}}])
+    found = api.get("/api/v1/search", {"q": "capybara"}).json()["results"]
+    key, sub = SessionKey(KEY["project_key"], KEY["session_id"]), SessionKey(**SUB)
+    assert sorted((r["agent_id"], r["match_count"]) for r in found) == sorted([(key.agent_id, 1), (sub.agent_id, 1)])

@@ -144,3 +144,30 @@ def test_bad_entries_store_nothing():
     with pytest.raises(ValidationError):
         services.append_entries(KEY, [entry("a"), {"type": "x", "text": "nul \x00"}])
     assert not ClaudeCodeSession.objects.exists() and not TimelineRow.objects.exists()
+
+
+def test_a_session_without_cwd_moves_with_its_subagents_when_one_arrives():
+    services.append_entries(KEY, [{"type": "summary", "summary": "t", "leafUuid": "x"}])
+    services.append_entries(SUB, [entry("s")])
+    holding = AgentSnapshot.objects.get(pk=KEY.agent_id).workspace_id
+    assert AgentSnapshot.objects.get(pk=SUB.agent_id).workspace_id == holding
+    services.append_entries(KEY, [entry("u", cwd="/srv/app/src")])
+    session, sub = (AgentSnapshot.objects.select_related("workspace").get(pk=k.agent_id) for k in (KEY, SUB))
+    assert session.workspace.directory == "/srv/app/src" and session.cwd == "/srv/app/src"
+    assert sub.workspace_id == session.workspace_id
+    version = session.version
+    services.append_entries(KEY, [entry("v", cwd="/elsewhere")])  # placed once: a later cwd moves nothing
+    assert AgentSnapshot.objects.get(pk=KEY.agent_id).version == version
+
+
+def test_a_summary_sent_with_the_entries_is_written_only_over_its_version_and_with_nothing_ignored():
+    services.append_entries(KEY, [entry("a")])
+    services.write_summary(KEY, data={"n": 1}, expected_version=0)
+    along = services.append_entries(KEY, [entry("b")], summary={"n": 2}, summary_version=1)
+    assert along.summary_written and selectors.get_summary(KEY).data == {"n": 2}
+    stale = services.append_entries(KEY, [entry("c")], summary={"n": 3}, summary_version=1)
+    assert stale.appended == 1 and not stale.summary_written and selectors.get_summary(KEY).version == 2
+    repeated = services.append_entries(KEY, [entry("c"), entry("d")], summary={"n": 4}, summary_version=2)
+    assert repeated.ignored == (0,) and not repeated.summary_written and selectors.get_summary(KEY).data == {"n": 2}
+    with pytest.raises(ValidationError):
+        services.append_entries(SUB, [entry("e")], summary={}, summary_version=0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
+import httpx
 import pytest
 from chartr_client import AsyncClient
 from chartr_client.claude import ChartrSessionStore
@@ -100,3 +101,36 @@ def test_a_store_needs_a_server(missing):
     parts.pop(missing)
     with pytest.raises(TypeError):
         ChartrSessionStore(**parts)
+
+
+class CountingTransport(httpx.AsyncHTTPTransport):
+    """The real transport, counting the requests by method."""
+
+    def __init__(self):
+        super().__init__()
+        self.sent: list[str] = []
+
+    async def handle_async_request(self, request):
+        self.sent.append(request.method)
+        return await super().handle_async_request(request)
+
+
+def test_once_a_summary_is_written_each_append_is_one_request(live):
+    transport = CountingTransport()
+
+    async def scenario():
+        async with AsyncClient(live.base_url, live.token, retry=PATIENT, transport=transport) as client:
+            store = ChartrSessionStore(client=client, namespace="one-request")
+            await store.append(KEY, [{"type": "user", "uuid": "u1", "gitBranch": "main"}])
+            first = list(transport.sent)
+            for n in range(3):
+                await store.append(KEY, [{"type": "custom-title", "customTitle": f"title {n}"}])
+            after = transport.sent[len(first) :]
+            other = ChartrSessionStore(client=client, namespace="one-request")  # knows no summary yet
+            await other.append(KEY, [{"type": "user", "uuid": "u2", "gitBranch": "dev"}])
+            return first, after, await other.list_session_summaries(KEY["project_key"])
+
+    first, after, (summary,) = run(scenario())
+    assert first == ["POST", "PUT"] and after == ["POST", "POST", "POST"]
+    # The other writer's fold went on from the first one's: nothing of either was lost.
+    assert summary["data"]["custom_title"] == "title 2" and summary["data"]["git_branch"] == "dev"

@@ -14,7 +14,9 @@ SDK's protocol (``claude_agent_sdk.types.SessionStore``): ``append``, ``load``,
   single line larger than the server's ``CHARTR_MAX_ITEM_BYTES`` is refused (413).
 - For a main transcript, ``append`` folds the entries the server stored into the session's summary
   sidecar (the SDK's ``fold_session_summary``) and writes it back with compare-and-swap: a writer
-  that lost the race reads the winner's summary, folds again and retries.
+  that lost the race reads the winner's summary, folds again and retries. Once the store has
+  written a session's summary it sends the next fold along with the entries, and the server
+  writes both in one transaction when that version still holds: one request per append.
 - ``list_sessions``, ``list_subkeys``, ``list_session_summaries`` and ``delete`` are one request
   each; ``load`` reads the entries a page (5,000) at a time.
 """
@@ -74,6 +76,8 @@ class ChartrSessionStore:
         self.client = client
         self.namespace = namespace
         self.max_body_bytes = max_body_bytes
+        #: (project_key, session_id) -> the summary this store last wrote (SDK shape plus version).
+        self._summaries: dict[tuple[str, str], dict[str, Any]] = {}
 
     async def aclose(self) -> None:
         if self._owns_client:
@@ -91,9 +95,13 @@ class ChartrSessionStore:
         if not entries:
             return
         params = self._key(key)
+        main = not key.get("subpath")
+        batches = list(self._batches(entries))
         stored: list[dict[str, Any]] = []
         answer: dict[str, Any] = {}
-        for batch, body in self._batches(entries):
+        for batch, body in batches:
+            if main and len(batches) == 1:
+                body = self._with_summary(key, batch, body)
             answer = await self.client.send(
                 calls.Call(
                     "POST",
@@ -108,8 +116,32 @@ class ChartrSessionStore:
             )
             ignored = set(answer["ignored"])
             stored.extend(entry for index, entry in enumerate(batch) if index not in ignored)
-        if stored and not key.get("subpath"):
+        if not (main and stored):
+            return
+        if answer.get("summary_written"):
+            self._remember(key, answer["summary"])
+        else:
             await self._fold_summary(key, params, stored, answer)
+
+    def _with_summary(self, key: Mapping[str, Any], batch: list[dict[str, Any]], body: bytes) -> bytes:
+        """``body`` with the fold of ``batch`` into the summary this store wrote last for the key, so
+        the server writes both in one transaction (it does only when the version still holds and no
+        entry is ignored); ``body`` itself when there is none or the summary would not fit."""
+        known = self._summaries.get((key["project_key"], key["session_id"]))
+        if known is None:
+            return body
+        folded = fold_session_summary(known, _sdk_key(key), batch)
+        tail = b',"summary":' + _encode(folded["data"]) + b',"summary_version":' + str(known["version"]).encode()
+        if len(body) + len(tail) > self.max_body_bytes:
+            return body
+        return body[:-1] + tail + b"}"
+
+    def _remember(self, key: Mapping[str, Any], summary: Mapping[str, Any] | None) -> None:
+        if summary is not None:
+            self._summaries[(key["project_key"], key["session_id"])] = {
+                **_summary_entry(summary),
+                "version": summary["version"],
+            }
 
     async def load(self, key: Mapping[str, Any]) -> list[dict[str, Any]] | None:
         params = self._key(key)
@@ -194,11 +226,10 @@ class ChartrSessionStore:
         """Fold ``stored`` into the summary the append answered with; on a lost race, into the winner's."""
         current = answer.get("summary")
         version = answer.get("summary_version", 0)
-        sdk_key = {"project_key": key["project_key"], "session_id": key["session_id"]}
         for _attempt in range(SUMMARY_ATTEMPTS):
-            folded = fold_session_summary(None if current is None else _summary_entry(current), sdk_key, stored)
+            folded = fold_session_summary(None if current is None else _summary_entry(current), _sdk_key(key), stored)
             try:
-                await self.client.send(
+                written = await self.client.send(
                     calls.Call(
                         "PUT",
                         f"{BASE}/session/summary",
@@ -208,10 +239,12 @@ class ChartrSessionStore:
                         headers=JSON_HEADERS,
                     )
                 )
+                self._remember(key, written)
                 return
             except VersionMismatch:
                 current = await self._summary(params)
                 version = 0 if current is None else current["version"]
+        self._summaries.pop((key["project_key"], key["session_id"]), None)
         raise RuntimeError(f"The summary of session {key['session_id']!r} kept changing; gave up folding.")
 
     async def _summary(self, params: dict[str, str]) -> dict[str, Any] | None:
@@ -221,6 +254,10 @@ class ChartrSessionStore:
             )
         except NotFound:
             return None
+
+
+def _sdk_key(key: Mapping[str, Any]) -> dict[str, str]:
+    return {"project_key": key["project_key"], "session_id": key["session_id"]}
 
 
 def _summary_entry(summary: Mapping[str, Any]) -> dict[str, Any]:
