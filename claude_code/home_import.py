@@ -50,6 +50,8 @@ class ClaudeHomeInvalid(ChartrError):
 
     code = "invalid_claude_code_home"
     status = 400
+    #: Only the import command raises it: no API operation answers it.
+    in_api = False
 
     def __init__(self, problems: list[Problem] | None = None, *, message: str | None = None):
         self.problems = list(problems or [])
@@ -108,8 +110,8 @@ def import_home(*, source: Path | str, dry_run: bool = False, progress: Progress
     if problems:
         raise ClaudeHomeInvalid(problems)
     side_files = [str(side) for side in home.side_files]
-    if not dry_run and not connection.in_atomic_block:
-        # Rehearse first: a run that changes nothing commits its record alone and takes no snapshot.
+    if not dry_run and not connection.in_atomic_block and ClaudeCodeImportRun.objects.exists():
+        # A rerun: rehearse it first, so one that changes nothing commits its record alone and takes no snapshot.
         report = HomeImportReport(source=str(source), dry_run=False, side_files=side_files)
         if _import_once(reads, report, progress=progress, only_if_unchanged=True):
             return report

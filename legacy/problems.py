@@ -30,6 +30,8 @@ class LegacyImportInvalid(ChartrError):
 
     code = "invalid_legacy_data"
     status = 400
+    #: Only the import command raises it: no API operation answers it.
+    in_api = False
 
     def __init__(self, problems: list[Problem], *, message: str | None = None, skippable: bool = True):
         self.problems = list(problems)

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import msgspec
 
+from claude_code.api.shapes import Namespace, SessionId
 from claude_code.hooks import record_hook_event
 from claude_code.keys import DEFAULT_NAMESPACE, check_namespace
 from kernel.api.plain import Answer, Operation, json_view
@@ -13,17 +14,22 @@ from tokens.access import authorize
 
 
 class HookQuery(msgspec.Struct, forbid_unknown_fields=True):
-    namespace: Annotated[
-        str, msgspec.Meta(description="The sessions' tenant (`default` unless the store names one).")
-    ] = DEFAULT_NAMESPACE
+    namespace: Namespace = DEFAULT_NAMESPACE
 
 
-class HookEvent(msgspec.Struct):
-    """Claude Code's hook input; the fields chartr reads (others are ignored, Claude Code adds some over time)."""
+class HookEvent(msgspec.Struct, forbid_unknown_fields=True):
+    """The fields of Claude Code's hook input chartr reads (``chartr-claude-hook`` sends only these)."""
 
-    hook_event_name: str
-    session_id: str
-    transcript_path: str
+    hook_event_name: Annotated[str, msgspec.Meta(min_length=1, max_length=64)]
+    session_id: SessionId
+    transcript_path: Annotated[
+        str,
+        msgspec.Meta(
+            max_length=4096,
+            pattern=r"[^/\\\x00][/\\]+[^/\\\x00]",
+            description="`<project directory>/<session id>.jsonl`: the project key is the directory's name.",
+        ),
+    ]
     cwd: str | None = None
     message: str | None = None
     tool_name: str | None = None

@@ -80,10 +80,12 @@ def test_export_writes_every_line_deep_equal_and_the_sidecar(tmp_path):
 def test_a_rerun_changes_nothing_and_a_growing_file_is_topped_up(tmp_path):
     projects = claude_home.write_home(tmp_path / "home")
     session_file = projects / claude_home.PROJECT_KEY / f"{claude_home.SESSION_ID}.jsonl"
-    run("import_claude_code", projects)
+    assert "Data snapshot before the import" in run("import_claude_code", projects)
     before = dump()
-    assert "Nothing to change." in run("import_claude_code", projects)
+    rerun = run("import_claude_code", projects)
+    assert "Nothing to change." in rerun and "Data snapshot" not in rerun  # no snapshot rotated away
     assert dump() == before
+    assert ClaudeCodeImportRun.objects.count() == 2
     more = [
         claude_home.user("u-9", "a-4", "And the prices?", n=20),
         {"type": "summary", "summary": "Teapot shop overview", "leafUuid": "a-4"},  # no uuid: once only
@@ -159,3 +161,66 @@ def test_a_mirrored_session_exports_like_an_imported_one(tmp_path):
     output = run("import_claude_code", tmp_path / "home" / "projects")
     assert "1 unchanged" in output and "lines imported: 0; titles set: 1" in output
     assert ClaudeCodeSession.objects.filter(namespace=DEFAULT_NAMESPACE).count() == 1
+
+
+def test_claude41stores_real_shaped_home_round_trips_and_reruns_clean(tmp_path, monkeypatch):
+    """tests/support/claude_code_home.py's home (parallel tool calls, two subagents): imported,
+    exported deep-equal, and the SDK's own disk reader reads the export as it reads the original."""
+    pytest.importorskip("claude_agent_sdk", reason="the dev extra's claude-agent-sdk writes this home's project key")
+    from claude_agent_sdk import get_session_messages
+
+    from tests.support.claude_code_home import write_claude_home
+
+    home = write_claude_home(tmp_path / "claude", tmp_path / "work")
+    run("import_claude_code", home.config_dir)
+    before = dump()
+    assert "Nothing to change." in run("import_claude_code", home.config_dir / "projects")
+    assert dump() == before
+    run("export_claude_code", "--out", tmp_path / "out")
+    assert files(tmp_path / "out") == files(home.config_dir)
+    assert len(files(tmp_path / "out")) == len(home.sessions) + sum(map(len, home.subagents.values()))
+    for session_id in home.sessions:
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home.config_dir))
+        original = get_session_messages(session_id, directory=str(home.cwd))
+        monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "out"))
+        assert get_session_messages(session_id, directory=str(home.cwd)) == original
+
+
+def test_a_database_not_migrated_says_how_to_migrate(tmp_path):
+    projects = claude_home.write_home(tmp_path / "home")
+    call_command("migrate", "claude_code", "0001", verbosity=0)
+    try:
+        with pytest.raises(
+            CommandError, match=r"not migrated \(\d+ migration\(s\) not applied\); run manage.py migrate"
+        ):
+            run("import_claude_code", projects)
+        with pytest.raises(CommandError, match="run manage.py migrate first"):
+            run("export_claude_code", "--out", tmp_path / "out")
+    finally:
+        call_command("migrate", verbosity=0)
+
+
+class _Terminal(StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_a_progress_bar_and_logs_get_one_line_per_phase(tmp_path):
+    projects = claude_home.write_home(tmp_path / "home")
+    terminal = _Terminal()
+    call_command("import_claude_code", str(projects), "--dry-run", stdout=terminal)
+    assert "\rimporting sessions: 2/3\x1b[K" in terminal.getvalue()
+    assert "\r\x1b[KImport of" in terminal.getvalue()  # the bar is cleared before the report
+    logged = run("import_claude_code", projects, "--dry-run")
+    assert "\r" not in logged and logged.startswith("reading transcripts...\nimporting sessions...\n")
+
+
+def test_import_runs_are_listed_read_only_in_the_admin(tmp_path, admin_client):
+    projects = claude_home.write_home(tmp_path / "home")
+    run("import_claude_code", projects)
+    page = admin_client.get("/admin/claude_code/claudecodeimportrun/").content.decode()
+    assert str(projects.resolve()) in page and "sessions created 3" in page
+    run_id = ClaudeCodeImportRun.objects.get().pk
+    change = admin_client.get(f"/admin/claude_code/claudecodeimportrun/{run_id}/change/").content.decode()
+    assert "tool-results/: large tool outputs" in change and 'name="_save"' not in change
+    assert admin_client.get("/admin/claude_code/claudecodeimportrun/add/").status_code == 403

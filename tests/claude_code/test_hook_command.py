@@ -10,7 +10,7 @@ import sys
 
 import httpx
 import pytest
-from chartr_client.claude_hook import run
+from chartr_client.claude_hook import hook_body, run
 
 from chartr.wsgi import application
 from claude_code.keys import SessionKey
@@ -54,15 +54,17 @@ def test_the_endpoint_answers_bad_input_in_the_envelope(api):
         format="json",
     )
     assert_error(answer, 400, "invalid", fields=["transcript_path"])
-    answer = api.post("/api/v1/claude-code/hooks?namespace=no%20spaces", hook("Stop"), format="json")
+    answer = api.post("/api/v1/claude-code/hooks?namespace=no%20spaces", hook_body(hook("Stop")), format="json")
     assert answer.status_code == 400
-    ok = api.post("/api/v1/claude-code/hooks", hook("UserPromptSubmit", prompt="go"), format="json")
+    # Claude Code's other fields stay on the machine: the command sends only what chartr reads.
+    assert_error(api.post("/api/v1/claude-code/hooks", hook("Stop"), format="json"), 400, "invalid")
+    ok = api.post("/api/v1/claude-code/hooks", hook_body(hook("UserPromptSubmit", prompt="go")), format="json")
     assert ok.status_code == 200 and ok.json() == {
         "event": "UserPromptSubmit",
         "agent_id": KEY.agent_id,
         "changed": True,
     }
-    again = api.post("/api/v1/claude-code/hooks", hook("UserPromptSubmit", prompt="go"), format="json")
+    again = api.post("/api/v1/claude-code/hooks", hook_body(hook("UserPromptSubmit")), format="json")
     assert again.json()["changed"] is False
 
 
@@ -86,6 +88,9 @@ def test_chartr_down_slow_or_unset_is_a_message_and_exit_0():
         0,
         "chartr-claude-hook: CHARTR_URL and CHARTR_TOKEN must be set; the event was not sent\n",
     )
+    environ = {"CHARTR_URL": f"http://127.0.0.1:{port}", "CHARTR_TOKEN": "t", "CHARTR_HOOK_TIMEOUT": "5m"}
+    code, said = forward(hook("Stop"), environ)
+    assert code == 0 and "CHARTR_HOOK_TIMEOUT='5m' is not seconds from 0.1 to 30.0; using 2.0" in said
     code, said = forward("not json", {"CHARTR_URL": "http://x", "CHARTR_TOKEN": "t"})
     assert code == 0 and "the hook input is not JSON" in said
 

@@ -178,6 +178,8 @@ class Examples:
             # an earlier request left, and a time its format asks for.
             "seq": 10**9 + n,
             "committed_at": "2026-01-01T00:00:00+00:00",
+            # A Claude Code hook names its session's transcript (the project key is its directory's name).
+            "transcript_path": "/home/sweep/.claude/projects/sweep/sweep.jsonl",
         }
 
     def value(self, node: dict, name: str = ""):

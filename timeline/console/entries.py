@@ -59,6 +59,8 @@ TOOL_VALUE_ORDER = (
     "log",
     "exitCode",
 )
+#: A foreign row's record is shown whole once its disclosure is opened (it is cut at MAX_RENDERED_CHARS).
+RECORD_FOLD_AFTER_LINES = 100_000
 #: The values a folded tool call previews on its summary line, the first present.
 TOOL_PREVIEW_KEYS = ("command", "filePath", "url", "query", "label", "input", "text")
 
@@ -324,6 +326,9 @@ def build_entries(
         else:
             _row_entry(entry, _item(first), hit_pattern)
         records = {row.seq: row.record for row in group if isinstance(row, ForeignRowView)}
-        entry.records = [(seq, json_block("record", record, pattern=hit_pattern)) for seq, record in records.items()]
+        entry.records = [
+            (seq, json_block("record", record, pattern=hit_pattern, fold_after=RECORD_FOLD_AFTER_LINES))
+            for seq, record in records.items()
+        ]
         entries.append(entry)
     return entries

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
-
-from chartr.health import unapplied_migrations
+from django.db.migrations.executor import MigrationExecutor
 
 
 def require_migrated() -> None:
-    pending = unapplied_migrations(connection)
+    """Every migration applied, as ``runserver`` checks it (and ``portability`` before an import)."""
+    executor = MigrationExecutor(connection)
+    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
     if pending:
         raise CommandError(
-            f"The database is not migrated ({pending} migration(s) not applied); run manage.py migrate first."
+            f"The database is not migrated ({len(pending)} migration(s) not applied); run manage.py migrate first."
         )
 
 

@@ -24,12 +24,39 @@ import httpx
 from chartr_client.client import api_base, client_headers
 
 DEFAULT_TIMEOUT = 2.0
+MIN_TIMEOUT, MAX_TIMEOUT = 0.1, 30.0
 HOOKS_PATH = "/claude-code/hooks"
+#: The fields of the hook input chartr reads; Claude Code sends more, and adds some over time.
+SENT_FIELDS = ("hook_event_name", "session_id", "transcript_path", "cwd", "message", "tool_name", "tool_input")
 
 
 def _say(stderr: IO[str], message: str) -> int:
     stderr.write(f"chartr-claude-hook: {message}\n")
     return 0
+
+
+def hook_body(event: object) -> object:
+    """The fields chartr reads (anything but a JSON object goes as it is, for chartr to refuse)."""
+    if not isinstance(event, dict):
+        return event
+    return {name: event[name] for name in SENT_FIELDS if name in event}
+
+
+def _timeout(raw: str, stderr: IO[str]) -> float:
+    """``CHARTR_HOOK_TIMEOUT``: seconds from 0.1 to 30; a wrong value is named and the default used."""
+    if not raw:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not MIN_TIMEOUT <= value <= MAX_TIMEOUT:
+        _say(
+            stderr,
+            f"CHARTR_HOOK_TIMEOUT={raw!r} is not seconds from {MIN_TIMEOUT} to {MAX_TIMEOUT}; using {DEFAULT_TIMEOUT}",
+        )
+        return DEFAULT_TIMEOUT
+    return value
 
 
 def run(
@@ -47,16 +74,13 @@ def run(
         event = json.load(stdin)
     except ValueError as exc:
         return _say(stderr, f"the hook input is not JSON ({exc}); the event was not sent")
-    try:
-        timeout = float(environ.get("CHARTR_HOOK_TIMEOUT", DEFAULT_TIMEOUT))
-    except ValueError:
-        timeout = DEFAULT_TIMEOUT
+    timeout = _timeout(environ.get("CHARTR_HOOK_TIMEOUT", ""), stderr)
     namespace = environ.get("CHARTR_CLAUDE_NAMESPACE", "default")
     try:
         with httpx.Client(
             base_url=api_base(url), headers=client_headers(token), timeout=timeout, transport=transport
         ) as http:
-            answer = http.post(HOOKS_PATH, params={"namespace": namespace}, json=event)
+            answer = http.post(HOOKS_PATH, params={"namespace": namespace}, json=hook_body(event))
     except httpx.HTTPError as exc:
         return _say(stderr, f"chartr at {url} did not answer ({exc.__class__.__name__}: {exc}); Claude Code goes on")
     if answer.status_code >= 400:
