@@ -130,6 +130,11 @@ APP_PACKAGES = (
     "datadir",
     "retention",
     "dashboard",
+    "portability",
+    "claude_code",
+    "codex",
+    # The Python client's Claude Code hook reads its own CHARTR_* variables where Claude Code runs.
+    "clients/python/src",
 )
 # Reads in Python: chartr.config's values (_env[NAME] in settings and gunicorn.conf.py, config.value(NAME),
 # settings.NAME: every CHARTR_* variable is a setting of its name),
