@@ -24,6 +24,11 @@ UNSTATABLE_REFUSALS = {
     "cwd": "An agent's cwd must be its workspace's directory or a directory below it.",
     # Whether a reason is needed depends on the agent's stored state as well as the body.
     "attention_reason": "An attention reason is required when requires_attention is true.",
+    # A time range: JSON Schema compares no two fields (the fleet search's until after its since).
+    "until": "Must be later than since.",
+    # A Claude Code session's summary comes with the version it was folded from, and only for a main
+    # key (no subpath): one field depending on another's value, which no schema here states.
+    "summary": "Send a JSON object with its summary_version, for a main key.",
     # The stream takes a bearer token or a ticket (two security alternatives): OpenAPI cannot say "not both".
     "ticket": "Send a ticket or an Authorization header, not both.",
 }

@@ -64,6 +64,7 @@ append_timeline_items(agent_id=agents[0], items=[
 snap = take_snapshot(reason="manual", note="before the archive")
 archive_workspace(workspace=workspaces[5])
 append_timeline_items(agent_id=agents[0], items=[NewTimelineItem(item={"type": "assistant_message", "text": "the refund rounding is fixed"})])
+settings.CONFIG_DIR.mkdir(parents=True, exist_ok=True)  # settings write nothing; migrate or a start would
 (settings.CONFIG_DIR / "initial-admin-password").write_text(__import__("sys").argv[1] + "\\n")
 print("SETUP " + json.dumps({"agents": agents, "snapshot": snap.name, "archived": "wt-1 (app-2)",
                           "stale": len(stale)}))

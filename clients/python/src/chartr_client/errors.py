@@ -227,6 +227,12 @@ class RequestTimeout(ApiError):
     status, code_name = 408, "request_timeout"
 
 
+class LengthRequired(ApiError):
+    """A body sent without Content-Length (chunked) straight to chartr; through the proxy it has one."""
+
+    status, code_name = 411, "length_required"
+
+
 class UriTooLong(ApiError):
     status, code_name = 414, "uri_too_long"
 
