@@ -10,10 +10,15 @@ the event loop. Under WSGI the classes behave exactly like their parents
 
 from __future__ import annotations
 
+import functools
 import re
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
+from django.contrib.auth.middleware import AuthenticationMiddleware
+from django.contrib.messages.middleware import MessageMiddleware
+from django.contrib.sessions.middleware import SessionMiddleware
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.deprecation import MiddlewareMixin
 from whitenoise.middleware import WhiteNoiseMiddleware
@@ -179,3 +184,56 @@ class OperatorTimeZoneMiddleware(BothModesMiddleware):
         request.operator_zone = operator_zone(request)
         with timezone.override(request.operator_zone):
             return await self.get_response(request)
+
+
+# --- what only a browser's request needs ---------------------------------------
+
+
+@functools.cache
+def session_api_paths() -> frozenset[str]:
+    """The API's addresses whose views also accept an admin session (the OpenAPI document and its page)."""
+    return frozenset({reverse("api-schema"), reverse("api-docs")})
+
+
+def is_cookieless_api_call(request) -> bool:
+    """An API call without a cookie, to a view that reads no session: the session, the lazy user and
+    the messages have nothing to load, check or save for it."""
+    path = request.path_info
+    return (
+        path.startswith("/api/") and "HTTP_COOKIE" not in request.META and path.rstrip("/") not in session_api_paths()
+    )
+
+
+class BrowserOnlyMiddleware(BothModesMiddleware):
+    """``wrapped``, Django's own middleware, for every request but a cookieless API call, which goes
+    straight on (``is_cookieless_api_call``). Passing a bearer-token call through the session, the
+    lazy user and the messages was about a twentieth of a 1-item append's server CPU
+    (docs/benchmarks.md); a request with a cookie, and the schema and docs pages, meet them as before."""
+
+    wrapped: type
+
+    def __init__(self, get_response):
+        super().__init__(get_response)
+        self.inner = self.wrapped(get_response)
+
+    def _call(self, request):
+        if is_cookieless_api_call(request):
+            return self.get_response(request)
+        return self.inner(request)
+
+    async def _acall(self, request):
+        if is_cookieless_api_call(request):
+            return await self.get_response(request)
+        return await self.inner(request)
+
+
+class BrowserSessionMiddleware(BrowserOnlyMiddleware):
+    wrapped = SessionMiddleware
+
+
+class BrowserAuthenticationMiddleware(BrowserOnlyMiddleware):
+    wrapped = AuthenticationMiddleware
+
+
+class BrowserMessageMiddleware(BrowserOnlyMiddleware):
+    wrapped = MessageMiddleware
