@@ -200,7 +200,7 @@ def is_cookieless_api_call(request) -> bool:
     the messages have nothing to load, check or save for it."""
     path = request.path_info
     return (
-        path.startswith("/api/") and "HTTP_COOKIE" not in request.META and path.rstrip("/") not in session_api_paths()
+        path.startswith("/api/") and not request.META.get("HTTP_COOKIE") and path.rstrip("/") not in session_api_paths()
     )
 
 
