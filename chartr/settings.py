@@ -50,10 +50,10 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "chartr.middleware.ContentSecurityPolicyMiddleware",
     "chartr.middleware.StaticFilesMiddleware",
-    # Django's session, user and messages, skipped by a cookieless API call (chartr/middleware.py).
-    "chartr.middleware.BrowserSessionMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
+    # Django's user and messages, skipped by a cookieless API call (chartr/middleware.py).
     "chartr.middleware.BrowserAuthenticationMiddleware",
     "chartr.middleware.BrowserMessageMiddleware",
     "chartr.middleware.OperatorTimeZoneMiddleware",
@@ -61,10 +61,6 @@ MIDDLEWARE = [
     "chartr.middleware.TryAgainLaterMiddleware",
     "axes.middleware.AxesMiddleware",
 ]
-
-# The admin's checks look for Django's session, auth and messages middleware by class; chartr runs
-# each inside its Browser* wrapper above, for every request the admin serves.
-SILENCED_SYSTEM_CHECKS = ["admin.E408", "admin.E409", "admin.E410"]
 
 ROOT_URLCONF = "chartr.urls"
 WSGI_APPLICATION = "chartr.wsgi.application"
