@@ -25,6 +25,7 @@ headers as it does the API's (tests/process/test_cross_origin.py).
 
 from __future__ import annotations
 
+import functools
 import os
 
 from a2wsgi import WSGIMiddleware
@@ -59,8 +60,20 @@ def has_coroutine_view(scope: Scope) -> bool:
     root_path = scope.get("root_path", "")
     if root_path and path.startswith(root_path):
         path = path[len(root_path) :]
+    return resolves_to_coroutine(settings.ROOT_URLCONF, path)
+
+
+#: Paths whose answer is kept (agents' timelines: a fleet's busiest addresses).
+ROUTED_PATHS = 4096
+
+
+@functools.lru_cache(maxsize=ROUTED_PATHS)
+def resolves_to_coroutine(urlconf: str, path: str) -> bool:
+    """Resolving is a function of the URL configuration and the path alone; the answer (a bool, nothing
+    a request could change) is kept per path. Resolving ``/api/v1/agents/{id}/timeline`` builds a
+    ``ResolverMatch`` at each level of the nested patterns, and Django's handler resolves it again."""
     try:
-        return iscoroutinefunction(resolve(path).func)
+        return iscoroutinefunction(resolve(path, urlconf).func)
     except Resolver404:
         return False
 

@@ -10,10 +10,14 @@ the event loop. Under WSGI the classes behave exactly like their parents
 
 from __future__ import annotations
 
+import functools
 import re
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.conf import settings
+from django.contrib.auth.middleware import AuthenticationMiddleware
+from django.contrib.messages.middleware import MessageMiddleware
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.deprecation import MiddlewareMixin
 from whitenoise.middleware import WhiteNoiseMiddleware
@@ -179,3 +183,44 @@ class OperatorTimeZoneMiddleware(BothModesMiddleware):
         request.operator_zone = operator_zone(request)
         with timezone.override(request.operator_zone):
             return await self.get_response(request)
+
+
+# --- what only a browser's request needs ---------------------------------------
+
+
+@functools.cache
+def session_api_paths() -> frozenset[str]:
+    """The API's addresses whose views also accept an admin session (the OpenAPI document and its page)."""
+    return frozenset({reverse("api-schema"), reverse("api-docs")})
+
+
+def is_cookieless_api_call(request) -> bool:
+    """An API call without a cookie, to a view that reads no session: the lazy user and the messages
+    have nothing to load, check or save for it."""
+    path = request.path_info
+    return (
+        path.startswith("/api/") and not request.META.get("HTTP_COOKIE") and path.rstrip("/") not in session_api_paths()
+    )
+
+
+class BrowserOnlyMixin:
+    """Django's own middleware (the class after this one), for every request but a cookieless API
+    call, which goes straight on (``is_cookieless_api_call``). ``__call__`` is the middleware's
+    documented entry point; in async mode both branches hand back the awaitable the caller awaits.
+    Passing a bearer-token call through the lazy user and the messages cost a 1-item append several
+    percent of its server CPU (docs/benchmarks.md); a request with a cookie, and the schema and docs
+    pages, meet them as before. Being subclasses, they still satisfy the admin's checks. Django's
+    ``SessionMiddleware`` stays as it is: the deploy checks of the session cookie look for it by name."""
+
+    def __call__(self, request):
+        if is_cookieless_api_call(request):
+            return self.get_response(request)
+        return super().__call__(request)
+
+
+class BrowserAuthenticationMiddleware(BrowserOnlyMixin, AuthenticationMiddleware):
+    pass
+
+
+class BrowserMessageMiddleware(BrowserOnlyMixin, MessageMiddleware):
+    pass

@@ -54,8 +54,9 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
-    "django.contrib.auth.middleware.AuthenticationMiddleware",
-    "django.contrib.messages.middleware.MessageMiddleware",
+    # Django's user and messages, skipped by a cookieless API call (chartr/middleware.py).
+    "chartr.middleware.BrowserAuthenticationMiddleware",
+    "chartr.middleware.BrowserMessageMiddleware",
     "chartr.middleware.OperatorTimeZoneMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "chartr.middleware.TryAgainLaterMiddleware",

@@ -88,6 +88,12 @@ BENCHES = {
     "test_peers_bench_smoke_prints_a_cost_per_peer_or_skips_it": ("bench/peers.py", False),
     "test_api_overhead_bench_smoke_prints_server_and_service_cpu": ("bench/api_overhead.py", False),
     "test_claude_store_bench_smoke_prints_append_and_load_next_to_raw": ("bench/claude_store_bench.py", True),
+    # The checkout against itself: both sides run, whatever the figures.
+    "test_compare_trees_bench_smoke_prints_both_trees_and_their_change": (
+        "bench/compare_trees.py",
+        False,
+        ("--base", str(REPO_ROOT)),
+    ),
 }
 
 
@@ -225,3 +231,19 @@ def test_claude_store_bench_smoke_prints_append_and_load_next_to_raw(bench_runs)
         "timeline api append (same)",
         "mirror load 300 entries",
     ]
+
+
+@pytest.mark.process
+def test_compare_trees_bench_smoke_prints_both_trees_and_their_change(bench_runs):
+    completed = bench_runs["test_compare_trees_bench_smoke_prints_both_trees_and_their_change"].result()
+    output = completed.stdout
+    assert completed.returncode == 0, f"bench failed:\n{output}\n{completed.stderr}"
+    for case in ("append 1 item", "read newest 100"):
+        for side in ("base", "head"):
+            line = (
+                rf"^{case} +{side} +server CPU +{FIGURE} ms +wall +{FIGURE} ms +"
+                rf"cost x{FIGURE} of raw \(spread x{FIGURE}-x{FIGURE}\)$"
+            )
+            assert re.search(line, output, re.M), f"no {side} figure for {case!r}:\n{output}"
+        change = rf"^{case} +head/base: server CPU [+-]\d+%, wall [+-]\d+%, cost [+-]\d+%$"
+        assert re.search(change, output, re.M), f"no change for {case!r}:\n{output}"

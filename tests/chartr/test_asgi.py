@@ -9,7 +9,7 @@ import threading
 import pytest
 from django.core.signals import request_finished, request_started
 
-from chartr.asgi import application
+from chartr.asgi import application, has_coroutine_view
 
 
 def http_scope(path: str, headers: list[tuple[bytes, bytes]] | None = None) -> dict:
@@ -113,3 +113,19 @@ def test_a_stream_request_whose_query_is_not_utf8_gets_400_in_the_envelope():
     status, body = call(scope)
     assert status == 400
     assert json.loads(body)["error"]["code"] == "invalid"
+
+
+def test_the_router_keeps_each_paths_answer_under_its_url_configuration(settings):
+    from chartr.asgi import resolves_to_coroutine
+
+    resolves_to_coroutine.cache_clear()
+    stream, timeline = "/api/v1/agents/a1/timeline/stream", "/api/v1/agents/a1/timeline"
+    for _ in range(2):  # the second time from the cache, the same answers
+        assert resolves_to_coroutine(settings.ROOT_URLCONF, stream) is True
+        assert resolves_to_coroutine(settings.ROOT_URLCONF, timeline) is False
+        assert resolves_to_coroutine(settings.ROOT_URLCONF, "/api/v1/nowhere") is False
+    assert resolves_to_coroutine.cache_info().hits == 3
+    # Another URL configuration is asked on its own, not answered from the first one's entries.
+    settings.ROOT_URLCONF = "tests.chartr.stream_only_urls"
+    assert has_coroutine_view(http_scope(timeline)) is True
+    assert has_coroutine_view(http_scope(stream)) is False
