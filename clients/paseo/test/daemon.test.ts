@@ -89,6 +89,32 @@ describe("the daemon's write pattern", () => {
   });
 });
 
+describe("Paseo's own store cases on the interface alone", () => {
+  // agent-timeline-store.test.ts (f3de5689), InMemoryAgentTimelineStore: "returns a bounded reset
+  // window when an after cursor is behind retained history". Its store is seeded with
+  // `initialize`; here the same rows 5..7 arrive through bulkInsert, which the interface has.
+  it("returns a bounded reset window when an after cursor is behind retained history", async () => {
+    const agentId = await newAgent();
+    const timelines = store();
+    await timelines.bulkInsert(agentId, [row(5, "five"), row(6, "six"), row(7, "seven")]);
+    const { epoch } = await timelines.fetchCommitted(agentId, { limit: 1 });
+
+    const result = await timelines.fetchCommitted(agentId, { direction: "after", cursor: { epoch, seq: 1 }, limit: 1 });
+
+    expect(result).toEqual({
+      epoch,
+      direction: "after",
+      reset: true,
+      staleCursor: false,
+      gap: true,
+      window: { minSeq: 5, maxSeq: 7, nextSeq: 8 },
+      hasOlder: true,
+      hasNewer: false,
+      rows: [row(7, "seven")],
+    });
+  });
+});
+
 describe("hasCommittedUserMessage", () => {
   // Paseo's InMemoryAgentTimelineStore.hasCommittedUserMessage (agent-timeline-store.ts, f3de5689):
   // a user_message whose messageId matches once both are trimmed, and whose text is the same.
