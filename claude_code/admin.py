@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from claude_code.models import ClaudeCodeImportRun, ClaudeCodeSession
+from kernel.admin import CommandRunAdmin
 
 
 @admin.register(ClaudeCodeSession)
@@ -51,29 +52,7 @@ class ClaudeCodeSessionAdmin(admin.ModelAdmin):
 
 
 @admin.register(ClaudeCodeImportRun)
-class ClaudeCodeImportRunAdmin(admin.ModelAdmin):
+class ClaudeCodeImportRunAdmin(CommandRunAdmin):
     """The record of each ``import_claude_code`` run: written by the command, read here."""
 
-    list_display = ["source_path", "started_at", "finished_at", "summary", "warning_count"]
     fields = ["source_path", "started_at", "finished_at", "counts", "warnings"]
-    readonly_fields = fields
-    search_fields = ["source_path"]
-    date_hierarchy = "started_at"
-
-    @admin.display(description="counts")
-    def summary(self, obj):
-        counts = obj.counts if isinstance(obj.counts, dict) else {}
-        return ", ".join(f"{name.replace('_', ' ')} {value}" for name, value in counts.items()) or "-"
-
-    @admin.display(description="warnings")
-    def warning_count(self, obj):
-        return len(obj.warnings) if isinstance(obj.warnings, list) else 0
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -6,17 +6,20 @@ written to the admin history (LogEntry) with the acting user.
 
 - ``forms``: ``ServiceForm`` and ``ServiceModelAdmin``, the write-through-a-service form and admin;
 - ``confirm``: confirmation pages, a preview half and a perform half;
-- ``archive``: ``ArchivableAdmin`` and the live/archived list filter.
+- ``archive``: ``ArchivableAdmin`` and the live/archived list filter;
+- ``runs``: ``CommandRunAdmin``, a command's run records, read-only.
 """
 
 from kernel.admin.archive import ArchivableAdmin, ArchivedListFilter
 from kernel.admin.confirm import CONFIRM_FIELD, Confirmation, ConfirmationItem, ConfirmingAdminMixin, plural
 from kernel.admin.forms import ServiceForm, ServiceModelAdmin
+from kernel.admin.runs import CommandRunAdmin
 
 __all__ = [
     "CONFIRM_FIELD",
     "ArchivableAdmin",
     "ArchivedListFilter",
+    "CommandRunAdmin",
     "Confirmation",
     "ConfirmationItem",
     "ConfirmingAdminMixin",

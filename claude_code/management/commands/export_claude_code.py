@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from claude_code.home_export import export_home
 from claude_code.keys import DEFAULT_NAMESPACE
-from claude_code.management.commands._progress import ProgressCommand, require_migrated
+from kernel.commands import ProgressCommand, require_migrated
 
 
 class Command(ProgressCommand):

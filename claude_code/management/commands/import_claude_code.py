@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.core.management.base import CommandError
 
 from claude_code.home_import import ClaudeHomeInvalid, HomeImportReport, import_home
-from claude_code.management.commands._progress import ProgressCommand, require_migrated
+from kernel.commands import ProgressCommand, require_migrated
 from kernel.errors import ChartrError
 
 

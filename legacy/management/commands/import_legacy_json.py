@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from kernel.commands import ProgressCommand
 from kernel.errors import ChartrError
 from legacy.problems import LegacyImportInvalid
 from legacy.report import KINDS, ImportReport
@@ -12,7 +13,7 @@ from legacy.services import import_legacy
 LABELS = {"projects": "projects", "workspaces": "workspaces", "agents": "agents", "timeline_rows": "timeline rows"}
 
 
-class Command(BaseCommand):
+class Command(ProgressCommand):
     help = (
         "Import a legacy (Paseo) home directory (projects/projects.json, projects/workspaces.json, agents/, "
         "agent-timelines/, timelines.db, timelines/) in one transaction. Safe to run again: records already "
@@ -27,41 +28,20 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="do the whole import, report, then roll back")
 
     def handle(self, *args, path: str, skip_invalid: bool, dry_run: bool, **options):
-        progress = self._progress if self.stdout.isatty() else self._phase_line
+        progress = self.progress()
         try:
             report = import_legacy(source=path, skip_invalid=skip_invalid, dry_run=dry_run, progress=progress)
         except LegacyImportInvalid as exc:
-            self._end_progress()
+            self.end_progress()
             lines = [exc.message, *(f"  {problem}" for problem in exc.problems)]
             if exc.skippable and not skip_invalid:
                 lines.append("Fix these, or run with --skip-invalid to import the rest.")
             raise CommandError("\n".join(lines)) from exc
         except ChartrError as exc:
-            self._end_progress()
+            self.end_progress()
             raise CommandError(exc.message) from exc
-        self._end_progress()
+        self.end_progress()
         self._print_report(report)
-
-    _progress_shown = False
-    _phases_seen: set[str] | None = None
-
-    def _phase_line(self, phase: str, done: int, total: int) -> None:
-        """Not a terminal (logs, CI): one line as each phase starts, no carriage returns."""
-        if self._phases_seen is None:
-            self._phases_seen = set()
-        if phase not in self._phases_seen:
-            self._phases_seen.add(phase)
-            self.stdout.write(f"{phase}...")
-
-    def _progress(self, phase: str, done: int, total: int) -> None:
-        self._progress_shown = True
-        self.stdout.write(f"\r{phase}: {done:,}/{total:,}\x1b[K", ending="")
-        self.stdout.flush()
-
-    def _end_progress(self) -> None:
-        if self._progress_shown:
-            self.stdout.write("\r\x1b[K", ending="")
-            self._progress_shown = False
 
     def _print_report(self, report: ImportReport) -> None:
         out = self.stdout
@@ -82,17 +62,17 @@ class Command(BaseCommand):
             out.write(f"Skipped {len(report.skipped)} invalid file(s) or record(s):")
             for line in report.skipped:
                 out.write(f"  {line}")
-        self._section("History files skipped", report.skipped_files)
-        self._section("Timeline rows by agent", [f"{agent}: {line}" for agent, line in report.rows_by_agent.items()])
-        self._section("Holes in imported histories (rows keep their own seqs)", report.holes)
-        self._section("Items stored as legacy_item", report.normalised_items)
-        self._section(
+        self.section("History files skipped", report.skipped_files)
+        self.section("Timeline rows by agent", [f"{agent}: {line}" for agent, line in report.rows_by_agent.items()])
+        self.section("Holes in imported histories (rows keep their own seqs)", report.holes)
+        self.section("Items stored as legacy_item", report.normalised_items)
+        self.section(
             "Keys kept in extra (records or rows with each)",
             [f"{kind}: {key} {count}" for kind, keys in report.extra_keys.items() for key, count in keys.items()],
         )
-        self._section("Live agents archived with their archived workspace", report.archived_with_workspace)
-        self._section("Entries of the home not read", report.unread)
-        self._section("Warnings", report.warnings)
+        self.section("Live agents archived with their archived workspace", report.archived_with_workspace)
+        self.section("Entries of the home not read", report.unread)
+        self.section("Warnings", report.warnings)
         if report.dry_run:
             out.write("Dry run: the database is unchanged and no backup was made.")
             return
@@ -105,9 +85,3 @@ class Command(BaseCommand):
         else:
             out.write("Nothing changed, so no backup was made.")
         out.write(self.style.SUCCESS(f"Recorded as import run {report.import_run_id}."))
-
-    def _section(self, title: str, lines: list[str]) -> None:
-        if lines:
-            self.stdout.write(f"{title} ({len(lines)}):")
-            for line in lines:
-                self.stdout.write(f"  {line}")

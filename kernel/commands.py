@@ -1,4 +1,5 @@
-"""What the Claude Code commands share: progress on a terminal, phase lines elsewhere, and the
+"""What the importers' and exporters' commands share (legacy, portability's neighbours, claude_code,
+codex): progress as a bar on a terminal and one line per phase elsewhere, report sections, and the
 refusal to run on a database that is not migrated."""
 
 from __future__ import annotations
@@ -19,6 +20,9 @@ def require_migrated() -> None:
 
 
 class ProgressCommand(BaseCommand):
+    """A command whose service reports ``progress(phase, done, total)``: pass it ``self.progress()``,
+    and call ``end_progress()`` before printing anything else."""
+
     _progress_shown = False
     _phases_seen: set[str] | None = None
 
