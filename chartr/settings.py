@@ -166,11 +166,11 @@ SPECTACULAR_SETTINGS = {
     "SERVE_PERMISSIONS": ["tokens.permissions.HasApiTokenOrStaffSession"],
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        # The plain views (kernel/api/plain.py), documented from their msgspec shapes.
+        # The plain views (kernel/api/plain.py), documented from their msgspec shapes, and the live
+        # stream, from the declaration beside its view (timeline/live/openapi.py).
         "kernel.api.plain_schema.document_plain_views",
         "kernel.api.schema.forbid_unknown_request_fields",
         "timeline.api.schema.document_item_types",
-        "timeline.api.schema.document_timeline_stream",
         # Last: every string of a request, whoever documented it, refuses NUL (kernel/api/schema_text.py).
         "kernel.api.schema_text.state_that_nul_is_refused",
     ],

@@ -67,6 +67,40 @@ class Operation:
     error_statuses: tuple[int, ...] = ()
 
 
+@dataclass(frozen=True)
+class DescribedOperation:
+    """One method of a view ``json_view`` cannot serve (the live stream: a coroutine answering
+    text/event-stream), with its OpenAPI written beside the view: the responses, security and
+    components by hand, the query parameters from the ``Struct`` the view reads its query with
+    (``read_query``). ``documents`` attaches it to the view; ``kernel.api.plain_schema`` places it
+    at the path ``urls.py`` gives that view, with the path parameters."""
+
+    method: str
+    operation_id: str
+    summary: str
+    #: status → the OpenAPI response object.
+    responses: dict[str, dict]
+    description: str = ""
+    tags: tuple[str, ...] = ()
+    query: type[msgspec.Struct] | None = None
+    #: Header parameters (OpenAPI parameter objects), after the query's.
+    headers: tuple[dict, ...] = ()
+    security: tuple[dict, ...] = ({"bearerAuth": []},)
+    #: Schemas and security schemes the operation refers to, by name.
+    schemas: dict[str, dict] = field(default_factory=dict)
+    security_schemes: dict[str, dict] = field(default_factory=dict)
+
+
+def documents(*operations: DescribedOperation):
+    """Attach ``operations`` to a view not built by ``json_view``, for the OpenAPI document."""
+
+    def decorate(view):
+        view.chartr_operations = operations
+        return view
+
+    return decorate
+
+
 def json_view(*operations: Operation, authorize: Callable):
     """The view serving ``operations`` (one per method) at one URL; ``authorize(request)`` checks the
     caller (the app's: the kernel names no app), raising a refusal."""

@@ -4,6 +4,8 @@ drf-spectacular documents DRF's views; this post-processing hook adds each plain
 operations at the path ``urls.py`` gives it, with components from
 ``msgspec.json.schema_components`` (request shapes get drf-spectacular's ``Request``
 suffix) and the same error responses every DRF operation gets (kernel/api/schema.py).
+A view ``json_view`` cannot serve states its operation beside itself (``DescribedOperation``,
+the live stream); this hook only places it, with its path parameters and query parameters.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import re
 import msgspec
 from django.urls import URLResolver, get_resolver
 
-from kernel.api.plain import Operation
+from kernel.api.plain import DescribedOperation, Operation
 from kernel.api.schema import error_response, error_statuses
 
 COMPONENTS = "#/components/schemas/"
@@ -48,7 +50,7 @@ def _components(shapes, suffix: str) -> dict[str, dict]:
     return {name + suffix: component for name, component in components.items()}
 
 
-def _query_parameters(shape) -> list[dict]:
+def query_parameters(shape) -> list[dict]:
     (ref,), components = msgspec.json.schema_components([shape], ref_template=COMPONENTS + "{name}")
     component = components[ref["$ref"].rsplit("/", 1)[1]]
     required = set(component.get("required", ()))
@@ -74,7 +76,7 @@ def _operation(operation: Operation, path_parameters: list[dict]) -> dict:
     document: dict = {"operationId": operation.operation_id, "summary": operation.summary}
     if operation.description:
         document["description"] = operation.description
-    document["parameters"] = [*path_parameters, *(_query_parameters(operation.query) if operation.query else [])]
+    document["parameters"] = [*path_parameters, *(query_parameters(operation.query) if operation.query else [])]
     document["tags"] = list(operation.tags)
     if operation.body is not None:
         document["requestBody"] = {
@@ -95,13 +97,31 @@ def _operation(operation: Operation, path_parameters: list[dict]) -> dict:
     return document
 
 
+def _described_operation(operation: DescribedOperation, path_parameters: list[dict]) -> dict:
+    query = query_parameters(operation.query) if operation.query else []
+    document: dict = {"operationId": operation.operation_id, "summary": operation.summary}
+    if operation.description:
+        document["description"] = operation.description
+    document["parameters"] = [*path_parameters, *query, *operation.headers]
+    document["tags"] = list(operation.tags)
+    document["security"] = list(operation.security)
+    document["responses"] = dict(sorted(operation.responses.items()))
+    return document
+
+
 def document_plain_views(result, generator, request, public):
     """drf-spectacular post-processing hook: the plain views' operations and their shapes' components."""
-    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    components = result.setdefault("components", {})
+    schemas = components.setdefault("schemas", {})
     paths = result.setdefault("paths", {})
     for path, path_parameters, operations in plain_endpoints():
         item = paths.setdefault(path, {})
         for operation in operations:
+            if isinstance(operation, DescribedOperation):
+                item[operation.method.lower()] = _described_operation(operation, path_parameters)
+                schemas.update(operation.schemas)
+                components.setdefault("securitySchemes", {}).update(operation.security_schemes)
+                continue
             item[operation.method.lower()] = _operation(operation, path_parameters)
             if operation.body is not None:
                 schemas.update(_components([operation.body], "Request"))

@@ -4,8 +4,9 @@ same stream for the admin's timeline page (``admin_timeline_stream``, session-au
 The stream is a plain async Django view, not a DRF view: DRF's APIView is
 synchronous and would tie a worker thread to every open stream. It applies the
 same token checks (tokens/access.py) and answers errors with the same envelope
-(kernel/api/errors.py). Provisional updates are a plain view on the API's lean
-path (kernel/api/plain.py).
+(kernel/api/errors.py). Its query and ``Last-Event-ID`` are read with the declaration its
+OpenAPI is made from (timeline/live/openapi.py). Provisional updates are a plain view on the
+API's lean path (kernel/api/plain.py).
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from django.views.decorators.csrf import csrf_exempt
 
 from kernel import draining
 from kernel.api.errors import MethodNotAllowed, error_json_response
-from kernel.api.plain import Answer, Operation, json_view
+from kernel.api.plain import Answer, Operation, documents, json_view, read_query
 from kernel.errors import NotFound
 from kernel.event_stream import EventStreamResponse
 from timeline.api.shapes import MAX_SEQ, ProvisionalAccepted, ProvisionalItem
 from timeline.errors import StreamCapacity
 from timeline.live.hub import get_hub
+from timeline.live.openapi import LAST_EVENT_ID, LAST_EVENT_ID_PATTERN, STREAM_OPERATION, StreamQuery
 from timeline.live.provisional import publish_provisional
 from timeline.live.slots import REQUEST_ATTRIBUTE, Slot, stream_slots
 from timeline.live.stream import TimelineStream
@@ -33,9 +35,6 @@ from timeline.selectors import get_agent_for_timeline
 from tokens.access import StreamCaller, authorize, check_stream_caller
 from tokens.services import spend_stream_ticket
 
-#: What a Last-Event-ID must look like: a seq, or ``seq:update_seq`` as ``updates=1`` streams
-#: send them; timeline/api/schema.py publishes it.
-LAST_EVENT_ID_PATTERN = "^[0-9]+(:[0-9]+)?$"
 LAST_EVENT_ID_RE = re.compile(LAST_EVENT_ID_PATTERN)
 
 
@@ -57,9 +56,7 @@ def _last_event_id(raw: str) -> tuple[int, int | None]:
     """An id this stream sent: a seq (ASCII digits), or ``seq:update_seq`` (LAST_EVENT_ID_PATTERN).
     One beyond any seq is a cursor ahead of the head, answered with ``reset`` like any other."""
     if LAST_EVENT_ID_RE.fullmatch(raw) is None:
-        raise ValidationError(
-            {"Last-Event-ID": ["Must be a seq, or seq:update_seq: ASCII digits only."]}, code="invalid"
-        )
+        raise ValidationError({LAST_EVENT_ID: ["Must be a seq, or seq:update_seq: ASCII digits only."]}, code="invalid")
     seq, _, update = raw.partition(":")
     return _bounded(seq), _bounded(update) if update else None
 
@@ -78,12 +75,6 @@ def _authorize_stream(request: HttpRequest, agent_id: str) -> StreamCaller:
     caller = check_stream_caller(request, agent_id)
     get_agent_for_timeline(agent_id=agent_id)
     return caller
-
-
-def _updates_param(raw: str) -> bool:
-    if raw not in ("", "0", "1"):
-        raise ValidationError({"updates": ["Use 1 (send row updates) or 0."]}, code="invalid")
-    return raw == "1"
 
 
 def _take_slot(request: HttpRequest, owner) -> Slot:
@@ -115,6 +106,7 @@ def _open_stream(
     return response
 
 
+@documents(STREAM_OPERATION)
 @csrf_exempt  # bearer tokens, no cookies: a wrong method gets the API's 405, not a CSRF page
 async def timeline_stream(request: HttpRequest, agent_id: str):
     """GET /api/v1/agents/{agent_id}/timeline/stream: Server-Sent Events (see docs/timeline.md)."""
@@ -143,15 +135,12 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
     try:
         hub = get_hub()
         caller = await hub.db.run(_authorize_stream, request, agent_id)
-        last_event_id = request.headers.get("Last-Event-ID")
         # after_seq is checked even when Last-Event-ID wins: a bad parameter is never silently ignored.
-        after_seq_param = request.GET.get("after_seq", "")
-        after_seq = _non_negative_int(after_seq_param, "after_seq") if after_seq_param != "" else None
-        updates = _updates_param(request.GET.get("updates", ""))
-        after_update = None
+        query = read_query(request, StreamQuery)
+        after_seq, after_update = query.after_seq, None
+        last_event_id = request.headers.get(LAST_EVENT_ID)
         if last_event_id is not None:
             after_seq, after_update = _last_event_id(last_event_id)
-        epoch = request.GET.get("epoch") or None
         # The ticket is spent last, once the rate is checked and the slot taken: a refusal leaves it usable.
         slot = _take_slot(request, caller.token.pk)
         if caller.ticket is not None:
@@ -166,8 +155,8 @@ async def timeline_stream(request: HttpRequest, agent_id: str):
             agent_id,
             slot=slot,
             after_seq=after_seq,
-            epoch=epoch,
-            updates=updates,
+            epoch=query.epoch,
+            updates=query.updates == "1",
             after_update=after_update,
         )
     except Exception as exc:  # noqa: BLE001 - the handler maps everything, unknown errors to a logged 500

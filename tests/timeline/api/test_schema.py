@@ -9,8 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from timeline.api.schema import item_component_name, stream_path
+from timeline.api.schema import item_component_name
 from timeline.items import KNOWN_ITEM_TYPES, TOOL_CALL_STATUSES, item_problems
+from timeline.live.openapi import stream_path
 
 pytestmark = pytest.mark.django_db
 
@@ -184,3 +185,21 @@ def test_the_row_update_and_the_streams_updates_are_documented(document):
     assert updated["properties"]["event"]["const"] == "updated"
     assert updated["properties"]["id"]["pattern"] == pattern
     assert re.fullmatch(pattern, "12:3") and re.fullmatch(pattern, "12") and not re.fullmatch(pattern, "12:")
+
+
+def test_the_streams_parameters_are_those_its_view_reads(document):
+    """The stream's query parameters come from the Struct the view reads its query with, its header from the
+    pattern it checks ``Last-Event-ID`` with: the document and the view cannot disagree on either."""
+    import msgspec
+
+    from timeline.live.openapi import LAST_EVENT_ID_PATTERN, StreamQuery
+
+    stream = document["paths"][stream_path()]["get"]
+    by_place = {}
+    for parameter in stream["parameters"]:
+        by_place.setdefault(parameter["in"], {})[parameter["name"]] = parameter
+    assert list(by_place["query"]) == [field.encode_name for field in msgspec.structs.fields(StreamQuery)]
+    assert by_place["query"]["after_seq"]["schema"] == {"type": "integer", "minimum": 0, "maximum": 2**63 - 1}
+    assert all(parameter["allowEmptyValue"] for parameter in by_place["query"].values())
+    assert by_place["header"]["Last-Event-ID"]["schema"]["pattern"] == LAST_EVENT_ID_PATTERN
+    assert list(by_place["path"]) == ["agent_id"]

@@ -291,7 +291,7 @@ def test_a_backfill_begun_under_a_reader_resets_it_and_the_replay_streams_from_1
 
 @db
 def test_the_reset_reasons_the_stream_sends_are_exactly_the_schemas():
-    from timeline.api.schema import stream_event_components
+    from timeline.live.openapi import stream_event_components
     from timeline.live.stream import RESET_REASONS
 
     schema = stream_event_components()["ResetEvent"]["properties"]["data"]["contentSchema"]

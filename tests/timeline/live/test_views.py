@@ -46,6 +46,8 @@ def bearer(raw: str) -> dict:
         ("token", "?after_seq=-1", 400, "invalid"),
         ("token", "?after_seq=x", 400, "invalid"),
         ("token", "?after_seq=99999999999999999999", 400, "invalid"),
+        ("token", "?updates=yes", 400, "invalid"),
+        ("token", "?after_seq=1&after_seq=2", 400, "invalid"),
         ({"Last-Event-ID": "abc"}, "", 400, "invalid"),
         ({"Last-Event-ID": "+5"}, "", 400, "invalid"),
         ({"Last-Event-ID": "٣"}, "", 400, "invalid"),
@@ -243,14 +245,25 @@ def test_a_last_event_id_of_any_length_of_digits_is_a_cursor_not_a_crash(raw):
 
 def test_a_last_event_id_may_carry_the_update_cursor_and_updates_is_0_or_1():
     from django.core.exceptions import ValidationError
+    from django.test import RequestFactory
 
-    from timeline.live.views import _last_event_id, _updates_param
+    from kernel.api.errors import Invalid
+    from kernel.api.plain import read_query
+    from timeline.live.openapi import StreamQuery
+    from timeline.live.views import _last_event_id
 
     assert _last_event_id("12:3") == (12, 3)
     assert _last_event_id("12") == (12, None)
     for bad in ("12:", ":3", "1:2:3", "a:1", "-1"):
         with pytest.raises(ValidationError):
             _last_event_id(bad)
-    assert (_updates_param("1"), _updates_param("0"), _updates_param("")) == (True, False, False)
-    with pytest.raises(ValidationError):
-        _updates_param("yes")
+
+    def query(text: str) -> StreamQuery:
+        return read_query(RequestFactory().get("/stream" + text), StreamQuery)
+
+    assert [query(f"?updates={value}").updates for value in ("1", "0", "")] == ["1", "0", None]
+    assert query("?after_seq=7&epoch=e1&ticket=t") == StreamQuery(after_seq=7, updates=None, epoch="e1")
+    assert query("?epoch=") == StreamQuery()
+    for bad in ("?updates=yes", "?after_seq=1&after_seq=2", f"?after_seq={2**63}"):
+        with pytest.raises(Invalid):
+            query(bad)
