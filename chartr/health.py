@@ -19,26 +19,18 @@ import logging
 from asgiref.sync import sync_to_async
 from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.migrations.executor import MigrationExecutor
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 
 from chartr.middleware import BothModesMiddleware
 from kernel import draining
+from kernel.migrations import is_migrated
 from kernel.readiness import first_problem as dependency_problem
 
 logger = logging.getLogger(__name__)
 
 HEALTHZ_PATH = "/healthz"
 READYZ_PATH = "/readyz"
-
-
-def unapplied_migrations(connection: BaseDatabaseWrapper) -> int:
-    """How many migrations the code has that the database has not applied."""
-    # Every node, not just the plan to the leaves: a migration missing from the
-    # middle of the history (recorded later ones, not it) counts too.
-    loader = MigrationExecutor(connection).loader
-    return len(set(loader.graph.nodes) - set(loader.applied_migrations))
 
 
 def readiness(connection: BaseDatabaseWrapper | None = None) -> str | None:
@@ -61,11 +53,12 @@ def readiness(connection: BaseDatabaseWrapper | None = None) -> str | None:
         logger.warning("readyz: database unreachable", exc_info=True)
         return "database_unreachable"
     try:
-        pending = unapplied_migrations(connection)
+        # ``manage.py migrate --check``; a migration missing from the middle of the history counts too.
+        migrated = is_migrated(connection.alias)
     except DatabaseError:
         logger.warning("readyz: cannot read the migration history", exc_info=True)
         return "database_unreachable"
-    if pending:
+    if not migrated:
         return "migrations_pending"
     # What the apps depend on beside the database: the live transport's Redis or LISTEN connection.
     return dependency_problem()

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import DatabaseError, connection
-from django.db.migrations.executor import MigrationExecutor
 
 from chartr import paths
 from kernel.engines import for_engine
+from kernel.migrations import is_migrated, unapplied_migrations
 
 SETS_UP_OR_NEEDS_NO_DATABASE = frozenset(
     {"migrate", "migrate_safely", "prepare_server", "help", "version", "check", "makemigrations", "squashmigrations",
@@ -64,13 +64,15 @@ def problem(argv: list[str]) -> str | None:
     if before_connecting:
         return f"chartr: {before_connecting}"
     try:
-        executor = MigrationExecutor(connection)
-        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        # ``manage.py migrate --check``; the count only once it is known to be needed.
+        pending = 0 if is_migrated(connection.alias) else unapplied_migrations(connection.alias)
     except DatabaseError as error:
         reason = "; ".join(line.strip() for line in str(error).strip().splitlines() if line.strip())
         return f"chartr: cannot open the database {database}: {reason.rstrip('.')} (create it or correct DATABASE_URL, then run `manage.py migrate`)."
     finally:
         connection.close()
     if pending:
-        return f"chartr: the database {database} is not migrated ({len(pending)} migrations to apply): run `manage.py migrate`."
+        return (
+            f"chartr: the database {database} is not migrated ({pending} migrations to apply): run `manage.py migrate`."
+        )
     return None

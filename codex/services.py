@@ -24,8 +24,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.db import connection, transaction
-from django.db.migrations.executor import MigrationExecutor
+from django.db import transaction
 from django.utils import timezone
 
 from codex.models import CodexImportRun, CodexThread
@@ -41,6 +40,7 @@ from codex.report import (
 )
 from codex.rollouts import Line, Thread, read_home
 from codex.selectors import agent_codex_records, codex_agent, codex_threads, thread_records
+from kernel.migrations import not_migrated
 from registry.services import workspace_for_directory
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent, create_agent
@@ -83,13 +83,10 @@ def import_codex(*, source: Path | str, dry_run: bool = False, progress: Progres
 
 
 def check_migrated() -> None:
-    """Every migration applied (as ``runserver`` checks it), or say how to get there."""
-    executor = MigrationExecutor(connection)
-    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    """Every migration applied (``manage.py migrate --check``), or say how to get there."""
+    pending = not_migrated()
     if pending:
-        raise CodexDatabaseNotReady(
-            f"The database is not migrated ({len(pending)} migration(s) not applied); run manage.py migrate first."
-        )
+        raise CodexDatabaseNotReady(f"The database is not migrated ({pending}); run manage.py migrate first.")
 
 
 def _parents_first(threads: list[Thread]) -> list[Thread]:

@@ -5,18 +5,15 @@ refusal to run on a database that is not migrated."""
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from kernel.migrations import not_migrated
 
 
 def require_migrated() -> None:
-    """Every migration applied, as ``runserver`` checks it (and ``portability`` before an import)."""
-    executor = MigrationExecutor(connection)
-    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    """Every migration applied, as ``manage.py migrate --check`` checks it (kernel/migrations.py)."""
+    pending = not_migrated()
     if pending:
-        raise CommandError(
-            f"The database is not migrated ({len(pending)} migration(s) not applied); run manage.py migrate first."
-        )
+        raise CommandError(f"The database is not migrated ({pending}); run manage.py migrate first.")
 
 
 class ProgressCommand(BaseCommand):

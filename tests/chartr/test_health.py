@@ -27,10 +27,18 @@ def test_readyz_is_200_when_the_database_is_migrated(client):
 
 
 def test_readyz_is_503_with_the_reason_while_a_migration_is_unapplied(client):
-    # Forget the latest timeline migration (inside the test's transaction, rolled back after):
-    # forgetting an earlier one would not show while a later one is recorded as applied.
+    # Forget the latest timeline migration (inside the test's transaction, rolled back after).
     (leaf,) = MigrationLoader(connection).graph.leaf_nodes("timeline")
     MigrationRecorder(connection).record_unapplied(*leaf)
+    response = client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json() == {"status": "unavailable", "reason": "migrations_pending"}
+
+
+def test_readyz_is_503_while_a_migration_in_the_middle_of_the_history_is_unapplied(client):
+    # A later migration of the app is recorded as applied: migrate's plan alone would not show it.
+    first = min(node for node in MigrationLoader(connection).graph.nodes if node[0] == "timeline")
+    MigrationRecorder(connection).record_unapplied(*first)
     response = client.get("/readyz")
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "reason": "migrations_pending"}
