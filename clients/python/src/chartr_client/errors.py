@@ -259,10 +259,6 @@ class StreamCapacity(ServiceUnavailable):
     code_name = "stream_capacity"
 
 
-class TooManyConnections(ServiceUnavailable):
-    code_name = "too_many_connections"
-
-
 def _subclasses(cls: type[ApiError]) -> list[type[ApiError]]:
     found = []
     for sub in cls.__subclasses__():
