@@ -10,7 +10,7 @@ from timeline.live import views as live_views
 
 urlpatterns = [
     path("agents/<str:agent_id>/timeline", views.agent_timeline, name="agent-timeline"),
-    # A plain async view (see timeline/live/views.py); timeline/api/schema.py documents it.
+    # A plain async view (timeline/live/views.py), documented from the declaration beside it (openapi.py).
     path("agents/<str:agent_id>/timeline/stream", live_views.timeline_stream, name="timeline-stream"),
     path("agents/<str:agent_id>/timeline/stream-tickets", live_tickets.stream_tickets, name="timeline-stream-tickets"),
     path("agents/<str:agent_id>/timeline/rows/<int:seq>", row_views.timeline_row, name="timeline-row"),

@@ -237,9 +237,8 @@ def _responses() -> dict:
             "content": {"text/event-stream": {"schema": _ref("TimelineStreamEvent")}},
         },
         "400": _error(
-            "`after_seq` or `Last-Event-ID` is not a whole number in range, `updates` is not 0 or 1, or a "
-            "ticket came with an "
-            "`Authorization` header (`invalid`)."
+            "`after_seq` or `Last-Event-ID` is not a whole number in range, `updates` is not 0 or 1, a query "
+            "parameter is given twice or holds a NUL, or a ticket came with an `Authorization` header (`invalid`)."
         ),
         "401": _error(
             "The bearer token is missing, malformed, unknown or revoked (`not_authenticated`); or the "
