@@ -32,8 +32,9 @@ DERIVED = {"directory_hash"}
 class Kind:
     type: str
     model: type[models.Model]
-    #: Nullable columns added since version 1 of the format that no content hash covers: a file
-    #: written before them may leave their keys out, and they read as null (a token's ``expires_at``).
+    #: Nullable columns added since version 1 of the format: a file written before them leaves their
+    #: keys out, and they read as null (an agent's ``parent``, a token's ``expires_at``). An agent's
+    #: content hash covers its record as the file wrote it, with or without them.
     added: frozenset[str] = frozenset()
 
     @property
@@ -43,7 +44,7 @@ class Kind:
 
 PROJECT = Kind("project", Project)
 WORKSPACE = Kind("workspace", Workspace)
-AGENT = Kind("agent", AgentSnapshot)
+AGENT = Kind("agent", AgentSnapshot, added=frozenset({"parent"}))
 API_TOKEN = Kind("api_token", ApiToken, added=frozenset({"expires_at"}))
 IMPORT_RUN = Kind("import_run", ImportRun)
 #: The timeline head: its agent is named ``agent_id``.

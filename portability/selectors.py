@@ -168,10 +168,14 @@ class AgentDigest:
     """The content hash of an agent: SHA-256 over its record, its timeline record and its rows, each as
     ``canonical`` text and a newline. The export writes it; the import recomputes it from the database."""
 
-    def __init__(self, agent: AgentSnapshot):
+    def __init__(self, agent: AgentSnapshot, *, left_out: frozenset[str] = frozenset()):
+        """``left_out``: keys of ``AGENT.added`` that the file's record did not have (null here)."""
         self._hash = new_digest()
         self.rows = 0
-        self.add(record_of(AGENT, agent))
+        record = record_of(AGENT, agent)
+        for key in left_out:
+            del record[key]
+        self.add(record)
 
     def add(self, record: dict) -> None:
         self._hash.update((canonical(record) + "\n").encode("utf-8"))
@@ -182,9 +186,9 @@ class AgentDigest:
         return self._hash.hexdigest()
 
 
-def agent_digest(agent: AgentSnapshot) -> AgentDigest:
-    """The agent's content hash as this database holds it."""
-    digest = AgentDigest(agent)
+def agent_digest(agent: AgentSnapshot, *, left_out: frozenset[str] = frozenset()) -> AgentDigest:
+    """The agent's content hash as this database holds it (``left_out``: as ``AgentDigest``)."""
+    digest = AgentDigest(agent, left_out=left_out)
     for record in timeline_records(agent):
         digest.add(record)
     return digest

@@ -18,10 +18,10 @@ from itertools import islice
 from pathlib import Path
 
 from django.core.exceptions import ValidationError
-from django.db import DatabaseError, connection, transaction
-from django.db.migrations.executor import MigrationExecutor
+from django.db import DatabaseError, transaction
 
 from kernel.errors import ChartrError
+from kernel.migrations import not_migrated
 from legacy.services import carry_over_import_runs
 from portability import format as fmt
 from portability.export import PHASES, Progress
@@ -51,12 +51,8 @@ class InstanceNotEmpty(TargetNotReady):
 
 def _check_migrated() -> None:
     """Every migration applied, as ``runserver`` checks it: the import writes every table."""
-    executor = MigrationExecutor(connection)
-    pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
-    if pending:
-        raise TargetNotReady(
-            f"The database is not migrated ({len(pending)} migration(s) not applied); run manage.py migrate first."
-        )
+    if problem := not_migrated():
+        raise TargetNotReady(f"The database is not migrated ({problem}); run manage.py migrate first.")
 
 
 @dataclass
@@ -95,9 +91,12 @@ def _load_and_verify(reader: fmt.Reader, result: ImportResult, progress: Progres
                 "The database is not empty (it holds " + ", ".join(held) + "); an instance is imported "
                 "only into an empty one: a new database, migrated (manage.py migrate)."
             )
-        digests = _Load(reader, result, progress).run()
+        load = _Load(reader, result, progress)
+        digests = load.run()
         progress("verifying", 0, 1)
-        result.agents_verified = verify_import(reader, result.counts, digests, with_tokens=with_tokens)
+        result.agents_verified = verify_import(
+            reader, result.counts, digests, with_tokens=with_tokens, left_out=load.left_out
+        )
         progress("verifying", 1, 1)
         if result.dry_run:
             transaction.set_rollback(True)
@@ -118,6 +117,8 @@ class _Load:
         #: among the agents, which the export writes by id: a foreign key the database checks at commit)
         self.agent_ids: set[str] = set()
         self.parents_ahead: list[tuple[fmt.Line, str]] = []
+        #: agent id -> the keys added to the format since (``AGENT.added``) that its record left out
+        self.left_out: dict[str, frozenset[str]] = {}
 
     def run(self) -> dict[str, tuple[int, int, str]]:
         self._batches(PROJECT.type, self._projects)
@@ -148,6 +149,9 @@ class _Load:
         self._refers(lines, [agent.workspace_id for agent in agents], self.workspace_ids, "workspace")
         import_agents(new=agents, changed=[], fields=["version"])
         self.agent_ids.update(agent.pk for agent in agents)
+        for line, agent in zip(lines, agents, strict=True):
+            if missing := AGENT.added - line.record.keys():
+                self.left_out[agent.pk] = frozenset(missing)
         self.parents_ahead.extend(
             (line, agent.parent_id)
             for line, agent in zip(lines, agents, strict=True)

@@ -13,9 +13,15 @@ from portability.selectors import agent_digest, agents_with_heads, held_counts, 
 
 
 def verify_import(
-    reader: fmt.Reader, counts: dict[str, int], digests: dict[str, tuple[int, int, str]], *, with_tokens: bool
+    reader: fmt.Reader,
+    counts: dict[str, int],
+    digests: dict[str, tuple[int, int, str]],
+    *,
+    with_tokens: bool,
+    left_out: dict[str, frozenset[str]],
 ) -> int:
-    """Raise ``InstanceFileInvalid`` naming the first mismatch; how many agents' hashes matched."""
+    """Raise ``InstanceFileInvalid`` naming the first mismatch; how many agents' hashes matched.
+    ``left_out``: per agent, the keys its record did not have (a file written before them)."""
     end = reader.expect("end")
     if reader.peek() is not None:
         raise reader.error(reader.peek(), "a record after the end record")
@@ -35,7 +41,7 @@ def verify_import(
             if agent.agent_id not in digests:
                 raise reader.error(None, f"agent {agent.agent_id!r} has no timeline record")
             lineno, rows, expected = digests[agent.agent_id]
-            digest = agent_digest(agent)
+            digest = agent_digest(agent, left_out=left_out.get(agent.agent_id, frozenset()))
             if (digest.rows, digest.hexdigest()) != (rows, expected):
                 raise reader.error(
                     lineno,

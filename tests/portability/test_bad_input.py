@@ -9,6 +9,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from legacy.models import ImportRun
+from portability.format import canonical, new_digest
 from registry.models import Project
 from snapshots.models import AgentSnapshot
 from tests.portability.builders import build_instance
@@ -194,3 +195,40 @@ def test_a_token_written_before_expiries_existed_imports_without_one(tmp_path, e
     call_command("import_instance", str(path))
 
     assert ApiToken.objects.filter(expires_at__isnull=True).count() == ApiToken.objects.count() > 0
+
+
+def _as_written_before_parents(lines: list[str]) -> list[str]:
+    """The export as chartr wrote it before agents had a ``parent``: no agent record has the key, and
+    each agent's ``timeline_end`` hashes its record without it (the rest of the hash is unchanged)."""
+    records = [json.loads(line) for line in lines]
+    agents = {}
+    for record in records:
+        if record.get("type") == "agent":
+            assert record.pop("parent") is None  # the built instance's agents have no parent here
+            agents[record["agent_id"]] = record
+    digest = None
+    for record in records:
+        if record.get("type") == "timeline":
+            digest = new_digest()
+            digest.update((canonical(agents[record["agent_id"]]) + "\n").encode())
+        if record.get("type") == "timeline_end":
+            record["sha256"], digest = digest.hexdigest(), None
+        elif digest is not None:
+            digest.update((canonical(record) + "\n").encode())
+    return [canonical(record) + "\n" for record in records]
+
+
+def test_a_file_written_before_parents_existed_imports_and_its_hashes_hold(tmp_path, exported):
+    path = tmp_path / "older.jsonl"
+    path.write_text("".join(_as_written_before_parents(exported)))
+
+    call_command("import_instance", str(path))
+
+    assert AgentSnapshot.objects.count() == sum('"type":"agent"' in line for line in path.read_text().splitlines())
+    assert not AgentSnapshot.objects.filter(parent__isnull=False).exists()
+
+
+def test_a_hash_written_without_parent_does_not_cover_a_record_that_has_it(tmp_path, exported):
+    older = _as_written_before_parents(exported)
+    index = _line_of(older, "agent")
+    _import_fails(tmp_path, _edit(older, index, parent=None), r"does not read back as exported: content hash")
