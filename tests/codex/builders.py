@@ -1,40 +1,11 @@
 """A real-shaped Codex home for the tests: every line as Codex writes it.
 
-Each line is a ``RolloutLine``: ``{"timestamp", "type", "payload"}`` (``RolloutItem`` is
-``#[serde(tag = "type", content = "payload", rename_all = "snake_case")]``), with the fields the Rust
-type behind its ``type`` requires (fields that are ``Option`` may be left out; serde reads a missing
-one as ``None``). Sources, in openai/codex:
-
-- ``codex-rs/protocol/src/protocol.rs``: ``pub struct RolloutLine`` (``timestamp``, ``ordinal``
-  optional, the item flattened), ``pub enum RolloutItem`` (``session_meta``, ``response_item``,
-  ``compacted``, ``turn_context``, ``event_msg``), ``pub struct SessionMetaLine`` (``SessionMeta``
-  flattened, ``git``), ``pub struct SessionMeta`` (required: ``id``, ``timestamp``, ``cwd``,
-  ``originator``, ``cli_version``; ``forked_from_id`` optional), ``pub struct GitInfo``
-  (``commit_hash``, ``branch``, ``repository_url``, all optional), ``pub struct TurnContextItem``
-  (required: ``cwd``, ``approval_policy``, ``sandbox_policy``, ``model``, ``summary``),
-  ``pub struct CompactedItem`` (``message``). Line numbers move with every commit of that file
-  (over a thousand versions); search for the declarations named here.
-- ``codex-rs/protocol/src/models.rs`` at 152e7caecdc1050f186f3ec768ec5fb2cfa04923:
-  ``enum ContentItem`` (line 37: ``input_text``/``output_text`` with ``text``), ``enum ResponseItem``
-  (line 45): ``message`` (46: ``role``, ``content``), ``reasoning`` (52: ``summary`` of
-  ``summary_text``, ``encrypted_content``), ``local_shell_call`` (60: ``call_id``, ``status``,
-  ``action`` ``{"type": "exec", "command", ...}``), ``function_call`` (69: ``name``, ``arguments``
-  as a JSON string, ``call_id``), ``function_call_output`` (86: ``call_id``, ``output``: a string on
-  success), ``custom_tool_call`` (90: ``call_id``, ``name``, ``input``), ``custom_tool_call_output``
-  (100: ``call_id``, ``output``).
-- ``codex-rs/protocol/src/protocol.rs`` ``pub enum EventMsg`` (``#[serde(tag = "type")]``):
-  ``user_message`` (``message``), ``agent_message`` (``message``), ``token_count`` (``info``,
-  ``rate_limits``, both optional).
-- ``codex-rs/thread-store/src/local/segment_writer.rs`` at 848575dc0d9feddd91b6656d8b4cadfb18d2d73c,
-  ``rotate_thread_segment_with_handle``: the live file is copied to
-  ``<codex home>/<ROTATED_ROLLOUT_SEGMENTS_SUBDIR>/<thread id>/<segment id or "initial">/<file name>``
-  and replaced by a file that starts with ``session_meta`` then a ``rollout_reference`` whose
-  payload is ``RolloutReferenceItem {rollout_path, thread_id, rollout_timestamp, segment_id,
-  max_depth, nth_user_message, ...}``. The constant's value is not pinned here (the importer finds
-  sealed segments by the reference's path, whatever the directory): ``rollout_segments`` stands in.
-- ``codex-rs/rollout/src/lib.rs``: ``SESSIONS_SUBDIR = "sessions"``,
-  ``ARCHIVED_SESSIONS_SUBDIR = "archived_sessions"``; archiving moves the file into
-  ``archived_sessions/`` under its own name (``segment_writer_tests.rs``, ``rotation_keeps_the_canonical_thread_active``).
+Each builder below names, in the comment above it, the Rust declarations its line follows, as
+``file:line`` in openai/codex at commit 5ef96ab2785f3ecddf279639eff7b1b42c906fa4 (paths under
+``codex-rs/``) unless the comment names another commit. A line carries every field its type
+requires there: the non-``Option`` fields without ``#[serde(default)]``; an ``Option`` field may be
+left out, serde reading it as ``None``. ``rollout_reference`` is no ``RolloutItem`` at that commit;
+its line follows the segment writer that wrote it, at the commit its comment names.
 """
 
 from __future__ import annotations
@@ -46,19 +17,29 @@ LIVE = "0199a213-81c0-7800-8aa1-bbab2a035a53"
 ARCHIVED = "0199a214-0000-7000-8000-000000000002"
 FORK = "0199a215-0000-7000-8000-000000000003"
 SEGMENTED = "0199a216-0000-7000-8000-000000000004"
+#: Stands in for ``codex_rollout::ROTATED_ROLLOUT_SEGMENTS_SUBDIR``, whose value is not pinned here:
+#: the importer finds a sealed segment by its reference's path, whatever the directory.
 SEGMENTS_DIR = "rollout_segments"
 #: Where the Codex that wrote the rollouts kept its home (its references name this machine's paths).
 OTHER_MACHINE_HOME = "/Users/someone/.codex"
+#: The commit of the segment writer ``rotate`` follows.
+SEGMENT_WRITER_COMMIT = "848575dc0d9feddd91b6656d8b4cadfb18d2d73c"
 
 
 def rollout_name(stamp: str, thread_id: str) -> str:
     return f"rollout-{stamp}-{thread_id}.jsonl"
 
 
+# history/src/lib.rs:369 (RolloutLine: timestamp, ordinal optional, the item flattened), lib.rs:215
+# (RolloutItem) as history/src/rollout_payload.rs:33 (RolloutItemWire) reads it: tag "type",
+# snake_case, the item under "payload".
 def line(timestamp: str, kind: str, payload: dict) -> dict:
     return {"timestamp": timestamp, "type": kind, "payload": payload}
 
 
+# protocol/src/protocol.rs:3358 (SessionMetaLine: SessionMeta flattened, git), protocol.rs:3245
+# (SessionMeta: id, timestamp, cwd, originator, cli_version; session_id, which protocol.rs:3365 fills
+# from id when absent; forked_from_id optional), protocol.rs:3536 (GitInfo, all optional).
 def session_meta(thread_id: str, cwd: str, *, at: str, forked_from: str | None = None, **extra) -> dict:
     payload = {
         "id": thread_id,
@@ -78,6 +59,9 @@ def session_meta(thread_id: str, cwd: str, *, at: str, forked_from: str | None =
     return line(at, "session_meta", payload)
 
 
+# protocol/src/protocol.rs:3417 (TurnContextItem: cwd, approval_policy, sandbox_policy, model; summary
+# optional), protocol.rs:1092 (AskForApproval, kebab-case), protocol.rs:1178 (SandboxPolicy, tag "type",
+# kebab-case; WorkspaceWrite at :1204, its fields defaulted).
 def turn_context(cwd: str, *, at: str) -> dict:
     return line(
         at,
@@ -93,12 +77,15 @@ def turn_context(cwd: str, *, at: str) -> dict:
     )
 
 
+# protocol/src/models.rs:1027 (ResponseItem, tag "type", snake_case), :1036 (Message: role, content),
+# models.rs:879 (ContentItem: input_text at :880, output_text at :894, each with text).
 def user(text: str, *, at: str) -> dict:
     return line(
         at, "response_item", {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
     )
 
 
+# protocol/src/models.rs:1036 (ResponseItem::Message), models.rs:894 (ContentItem::OutputText).
 def assistant(text: str, *, at: str) -> dict:
     return line(
         at,
@@ -107,6 +94,8 @@ def assistant(text: str, *, at: str) -> dict:
     )
 
 
+# protocol/src/models.rs:1069 (ResponseItem::Reasoning: summary; encrypted_content optional),
+# models.rs:2096 (ReasoningItemReasoningSummary: summary_text with text).
 def reasoning(summary: str, *, at: str) -> dict:
     return line(
         at,
@@ -115,6 +104,7 @@ def reasoning(summary: str, *, at: str) -> dict:
     )
 
 
+# protocol/src/models.rs:1098 (ResponseItem::FunctionCall: name, arguments as a JSON string, call_id).
 def function_call(call_id: str, command: list[str], *, at: str) -> dict:
     arguments = json.dumps({"command": command, "workdir": "/home/me/app", "timeout_ms": 120000})
     return line(
@@ -122,13 +112,55 @@ def function_call(call_id: str, command: list[str], *, at: str) -> dict:
     )
 
 
+# protocol/src/models.rs:1147 (ResponseItem::FunctionCallOutput: output; call_id optional),
+# models.rs:2292 (FunctionCallOutputPayload, read at :2377 as a string or content items).
 def function_output(call_id: str, output: str, exit_code: int, *, at: str) -> dict:
     text = json.dumps({"output": output, "metadata": {"exit_code": exit_code, "duration_seconds": 0.2}})
     return line(at, "response_item", {"type": "function_call_output", "call_id": call_id, "output": text})
 
 
+# protocol/src/models.rs:1167 (ResponseItem::CustomToolCall: call_id, name, input).
+def custom_tool_call(call_id: str, name: str, tool_input: str, *, at: str) -> dict:
+    return line(
+        at, "response_item", {"type": "custom_tool_call", "call_id": call_id, "name": name, "input": tool_input}
+    )
+
+
+# protocol/src/models.rs:1191 (ResponseItem::CustomToolCallOutput: call_id, output), models.rs:2292
+# (FunctionCallOutputPayload).
+def custom_tool_output(call_id: str, output: str, *, at: str) -> dict:
+    return line(at, "response_item", {"type": "custom_tool_call_output", "call_id": call_id, "output": output})
+
+
+# protocol/src/models.rs:1082 (ResponseItem::LocalShellCall: status, action; call_id optional),
+# models.rs:2043 (LocalShellStatus), :2051 (LocalShellAction, tag "type"), :2056 (LocalShellExecAction:
+# command; the rest optional).
+def local_shell_call(call_id: str, command: list[str], cwd: str, *, at: str) -> dict:
+    action = {"type": "exec", "command": command, "timeout_ms": None, "working_directory": cwd}
+    return line(
+        at, "response_item", {"type": "local_shell_call", "call_id": call_id, "status": "completed", "action": action}
+    )
+
+
+# protocol/src/protocol.rs:1464 (EventMsg, tag "type", snake_case): user_message (:1534,
+# UserMessageEvent at :2664: message), agent_message (:1531, AgentMessageEvent at :2641: message),
+# token_count (:1528, TokenCountEvent at :2465: info and rate_limits, both optional).
 def event(kind: str, *, at: str, **fields) -> dict:
     return line(at, "event_msg", {"type": kind, **fields})
+
+
+# history/src/lib.rs:290 (CompactedItem) as history/src/rollout_payload.rs:245 (CompactedItemWire)
+# reads it: message; the rest optional.
+def compacted(message: str, *, at: str) -> dict:
+    return line(at, "compacted", {"message": message})
+
+
+# thread-store/src/local/segment_writer.rs:223 at SEGMENT_WRITER_COMMIT (the RolloutReferenceItem a
+# rotation writes: rollout_path and max_depth; thread_id, rollout_timestamp, segment_id,
+# nth_user_message optional), pushed as RolloutItem::RolloutReference at :236.
+def rollout_reference(rollout_path: str, thread_id: str, rollout_timestamp: str, *, at: str) -> dict:
+    payload = {"rollout_path": rollout_path, "thread_id": thread_id, "rollout_timestamp": rollout_timestamp}
+    return line(at, "rollout_reference", {**payload, "max_depth": 1})
 
 
 def conversation(cwd: str, *, day: str, prompt: str) -> list[dict]:
@@ -145,26 +177,9 @@ def conversation(cwd: str, *, day: str, prompt: str) -> list[dict]:
         function_output("call_ok", "3 passed", 0, at=t + "4.000Z"),
         function_call("call_bad", ["bash", "-lc", "false"], at=t + "5.000Z"),
         function_output("call_bad", "", 1, at=t + "5.500Z"),
-        line(
-            t + "6.000Z",
-            "response_item",
-            {"type": "custom_tool_call", "call_id": "call_patch", "name": "apply_patch", "input": "*** Begin Patch"},
-        ),
-        line(
-            t + "6.500Z",
-            "response_item",
-            {"type": "custom_tool_call_output", "call_id": "call_patch", "output": "Exit code: 0\nSuccess."},
-        ),
-        line(
-            t + "7.000Z",
-            "response_item",
-            {
-                "type": "local_shell_call",
-                "call_id": "call_ls",
-                "status": "completed",
-                "action": {"type": "exec", "command": ["ls"], "timeout_ms": None, "working_directory": cwd},
-            },
-        ),
+        custom_tool_call("call_patch", "apply_patch", "*** Begin Patch", at=t + "6.000Z"),
+        custom_tool_output("call_patch", "Exit code: 0\nSuccess.", at=t + "6.500Z"),
+        local_shell_call("call_ls", ["ls"], cwd, at=t + "7.000Z"),
         assistant("Done: the tests pass. ✓", at=t + "8.000Z"),
         event("agent_message", message="Done: the tests pass. ✓", at=t + "8.010Z"),
         event("token_count", info=None, rate_limits=None, at=t + "8.020Z"),
@@ -195,6 +210,8 @@ class CodexHomeBuilder:
             for path in sorted(self.root.rglob("rollout-*.jsonl"))
         }
 
+    # thread-store/src/local/segment_writer.rs:183 at SEGMENT_WRITER_COMMIT
+    # (rotate_thread_segment_with_handle; the sealed path is rotated_segment_path at :527).
     def rotate(self, relative: str, thread_id: str, *, at: str, segment: str = "initial") -> str:
         """What Codex's segment writer does: seal the live file at an immutable path, and start the live
         file again with ``session_meta`` and a ``rollout_reference`` to the sealed copy."""
@@ -204,16 +221,8 @@ class CodexHomeBuilder:
         (self.root / sealed).write_bytes(live.read_bytes())
         meta = json.loads(live.read_text().split("\n")[0])
         meta["payload"]["segment_id"] = "0199a300-0000-7000-8000-00000000aaaa"
-        reference = line(
-            at,
-            "rollout_reference",
-            {
-                "rollout_path": f"{OTHER_MACHINE_HOME}/{sealed}",
-                "thread_id": thread_id,
-                "rollout_timestamp": live.name[len("rollout-") : len("rollout-") + 19],
-                "max_depth": 1,
-            },
-        )
+        stamp = live.name[len("rollout-") : len("rollout-") + 19]
+        reference = rollout_reference(f"{OTHER_MACHINE_HOME}/{sealed}", thread_id, stamp, at=at)
         self.write(relative, [meta, reference])
         return sealed
 
@@ -259,7 +268,7 @@ def real_shaped_home(root: Path) -> CodexHomeBuilder:
         segmented,
         [
             user("Second part", at="2025-10-03T07:30:01.000Z"),
-            line("2025-10-03T07:30:02.000Z", "compacted", {"message": "Summary so far"}),
+            compacted("Summary so far", at="2025-10-03T07:30:02.000Z"),
         ],
     )
     (root / "history.jsonl").write_text(

@@ -124,13 +124,13 @@ def test_the_fixture_lines_carry_the_fields_their_rust_types_require(home):
     """Checked against the declarations cited in tests/codex/builders.py."""
     required = {
         "session_meta": {"id", "timestamp", "cwd", "originator", "cli_version"},
-        "turn_context": {"cwd", "approval_policy", "sandbox_policy", "model", "summary"},
+        "turn_context": {"cwd", "approval_policy", "sandbox_policy", "model"},
         "compacted": {"message"},
         "rollout_reference": {"rollout_path", "max_depth"},
         "message": {"role", "content"},
         "reasoning": {"summary"},
         "function_call": {"name", "arguments", "call_id"},
-        "function_call_output": {"call_id", "output"},
+        "function_call_output": {"output"},
         "custom_tool_call": {"call_id", "name", "input"},
         "custom_tool_call_output": {"call_id", "output"},
         "local_shell_call": {"status", "action"},
