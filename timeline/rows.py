@@ -61,17 +61,23 @@ class Row(RowKeys, kw_only=True):
     item: Item
 
 
-def _paseo_name(name: str) -> str:
+def variant(name: str, shape: type = Row, *, rename: Any = None, types: dict | None = None, added: tuple = ()):
+    """``shape`` as a reader spells it (``rename``), with some fields' types replaced (``types``: the
+    reader's own leniency) and optional fields ``added`` (``(name, type, default)``)."""
+    fields = [
+        (f.name, (types or {}).get(f.name, f.type), *(() if f.required else (f.default,)))
+        for f in msgspec.structs.fields(shape)
+    ]
+    return msgspec.defstruct(name, [*fields, *added], kw_only=True, rename=rename)
+
+
+def paseo_name(name: str) -> str:
+    """A row key as Paseo spells it: camelCase, ``timestamp`` for ``committed_at``."""
     return "timestamp" if name == "committed_at" else re.sub(r"_([a-z])", lambda m: m[1].upper(), name)
 
 
-#: ``Row`` as Paseo's ``AgentTimelineRow`` spells it: camelCase, ``timestamp`` for ``committed_at``.
-PaseoRow = msgspec.defstruct(
-    "PaseoRow",
-    [(f.name, f.type, f.default) if f.required is False else (f.name, f.type) for f in msgspec.structs.fields(Row)],
-    kw_only=True,
-    rename=_paseo_name,
-)
+#: ``Row`` as Paseo's ``AgentTimelineRow`` spells it.
+PaseoRow = variant("PaseoRow", rename=paseo_name)
 
 
 def row_keys(row: RowKeys) -> dict[str, Any]:
@@ -89,7 +95,7 @@ def row_keys(row: RowKeys) -> dict[str, Any]:
 #: What each key must be, in the importers' words.
 MUST_BE = {
     "seq": "a positive integer",
-    "committed_at": "an ISO 8601 time with its offset",
+    "committed_at": "an ISO 8601 time",
     "item": "a JSON object",
     "item_id": f"null or a string of 1 to {MAX_ITEM_ID_LENGTH} characters",
     **dict.fromkeys(RowKeys.__struct_fields__[:3], f"null or a string of 1 to {MAX_ROW_KEY_LENGTH} characters"),
@@ -97,9 +103,10 @@ MUST_BE = {
 _AT = re.compile(r" - at `\$\.(\w+)")
 
 
-def problem(exc: msgspec.ValidationError, sent: Any, shape: type = Row) -> tuple[str, str]:
-    """``(key, message)`` for a row ``sent`` that ``shape`` refused: the key as ``sent`` spells it
-    and what it must be (``"seq must be a positive integer, not 0"``); ``""`` for the row itself."""
+def problem(exc: msgspec.ValidationError, sent: Any, shape: type = Row, **must_be: str) -> tuple[str, str]:
+    """``(key, message)`` for a row ``sent`` that ``shape`` refused: the key as ``sent`` spells it and what
+    it must be (``"seq must be a positive integer, not 0"``; ``must_be`` words a reader's own keys);
+    ``""`` for the row itself."""
     text = str(exc)
     if not isinstance(sent, dict):
         return "", "must be a JSON object"
@@ -111,4 +118,4 @@ def problem(exc: msgspec.ValidationError, sent: Any, shape: type = Row) -> tuple
         return "", text
     key = match[1]
     name = next((f.name for f in msgspec.structs.fields(shape) if f.encode_name == key), key)
-    return key, f"{key} must be {MUST_BE.get(name, 'valid')}, not {sent.get(key)!r}"
+    return key, f"{key} must be {must_be.get(name) or MUST_BE.get(name, 'valid')}, not {sent.get(key)!r}"

@@ -154,8 +154,27 @@ class TestJsonlLines:
             ),
             ({"seq": 1, "committed_at": "2024-01-01T00:00:00Z", "item": "text"}, "item must be a JSON object"),
             ({"seq": 1, "committed_at": "2024-01-01T00:00:00Z", "item": {"type": "t" * 65}}, 'item must have a "type"'),
+            (
+                {"seq": 1, "committed_at": "2024-01-01T00:00:00Z", "item": {"type": "t"}, "turn_id": ""},
+                "turn_id must be null or a string of 1 to 256 characters, not ''",
+            ),
+            ({"seq": 1, "item": {"type": "t"}}, "committed_at is required"),
         ],
     )
     def test_bad_rows(self, value, reason):
         with pytest.raises(RecordError, match=reason):
             jsonl.parse_row(value, expected_seq=1)
+
+    def test_a_row_time_without_its_offset_is_utc_and_its_keys_come_over(self):
+        row = jsonl.parse_row(
+            {
+                "seq": 1,
+                "committed_at": "2024-01-01T10:00:00",
+                "item": {"type": "t"},
+                "turn_id": "t1",
+                "revert_token": None,
+            },
+            expected_seq=1,
+        )
+        assert row.committed_at == dt.datetime(2024, 1, 1, 10, tzinfo=dt.UTC)
+        assert (row.turn_id, row.revert_token_json, row.extra_json) == ("t1", "null", None)
