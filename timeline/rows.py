@@ -76,8 +76,9 @@ def paseo_name(name: str) -> str:
     return "timestamp" if name == "committed_at" else re.sub(r"_([a-z])", lambda m: m[1].upper(), name)
 
 
-#: ``Row`` as Paseo's ``AgentTimelineRow`` spells it.
-PaseoRow = variant("PaseoRow", rename=paseo_name)
+#: ``Row`` as Paseo's own stores spell it (``AgentTimelineRow``): its older SQLite cache may hold the
+#: ``timestamp`` as epoch milliseconds.
+PaseoRow = variant("PaseoRow", rename=paseo_name, types={"committed_at": dt.datetime | float})
 
 
 def row_keys(row: RowKeys) -> dict[str, Any]:
