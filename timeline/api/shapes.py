@@ -128,7 +128,7 @@ COMMIT_TIME_PATTERN = (
 )
 
 
-class RowUpdateRequest(msgspec.Struct, forbid_unknown_fields=True):
+class RowUpdateRequest(RowKeys, forbid_unknown_fields=True, kw_only=True):
     """A committed row's new content (Paseo's ``updateCommittedRow``): its seq stays. The keys left out
     are the row's no longer (no turn, no provider ids, no revert token), but ``committed_at``, which stays."""
 
@@ -145,13 +145,6 @@ class RowUpdateRequest(msgspec.Struct, forbid_unknown_fields=True):
         ]
         | None
     ) = None
-    turn_id: ItemId | None = None
-    provider_message_id: ItemId | None = None
-    provider_timeline_item_id: ItemId | None = None
-    revert_token: (
-        Annotated[Any, msgspec.Meta(description="Any JSON value (null is a null token); left out, the row has none.")]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
 
 
 # --- out ----------------------------------------------------------------------
