@@ -30,14 +30,12 @@ import msgspec
 
 from legacy.problems import RecordError
 from snapshots.models import agent_id_validator
-from timeline.items import contains_nul
-from timeline.models import EPOCH_MAX_LENGTH, TimelineRow
-from timeline.rows import ItemId, RowKeys, problem, row_keys, variant
+from timeline.items import MAX_ITEM_TYPE_LENGTH, contains_nul
+from timeline.models import EPOCH_MAX_LENGTH
+from timeline.rows import ItemId, ReadRow, RowKeys, problem, read_row, variant
 
 HEADER_TYPE = "chartr.timeline"
 FORMAT_VERSION = 1
-
-_ITEM_TYPE_MAX = TimelineRow._meta.get_field("item_type").max_length
 
 
 @dataclass(frozen=True)
@@ -46,21 +44,6 @@ class Header:
     epoch: str
     #: the first seq of the file's rows
     min_seq: int = 1
-
-
-@dataclass(frozen=True)
-class Row:
-    seq: int
-    committed_at: dt.datetime
-    item_id: str | None
-    item: dict
-    item_type: str
-    turn_id: str | None = None
-    provider_message_id: str | None = None
-    provider_timeline_item_id: str | None = None
-    #: the token as JSON text, None when the row has none
-    revert_token_json: str | None = None
-    extra_json: str | None = None
 
 
 @dataclass(frozen=True)
@@ -120,7 +103,7 @@ FileRow = variant(
 )
 
 
-def parse_row(value: Any, *, expected_seq: int) -> Row:
+def parse_row(value: Any, *, expected_seq: int) -> ReadRow:
     """A committed row; items are checked minimally: a JSON object with a string ``type``."""
     if not isinstance(value, dict):
         raise RecordError("a row must be a JSON object")
@@ -132,18 +115,15 @@ def parse_row(value: Any, *, expected_seq: int) -> Row:
     except msgspec.ValidationError as exc:
         raise RecordError(problem(exc, value, FileRow)[1]) from None
     item_type = row.item.get("type")
-    if not isinstance(item_type, str) or not item_type or len(item_type) > _ITEM_TYPE_MAX:
-        raise RecordError(f'item must have a "type" string of 1 to {_ITEM_TYPE_MAX} characters')
+    if not isinstance(item_type, str) or not item_type or len(item_type) > MAX_ITEM_TYPE_LENGTH:
+        raise RecordError(f'item must have a "type" string of 1 to {MAX_ITEM_TYPE_LENGTH} characters')
     if contains_nul(value):
         raise RecordError("contains a NUL character (\\u0000), which chartr cannot store")
-    committed_at = row.committed_at if row.committed_at.tzinfo else row.committed_at.replace(tzinfo=dt.UTC)
-    return Row(
-        seq=row.seq,
-        committed_at=committed_at,
+    return read_row(
+        row,
+        committed_at=row.committed_at if row.committed_at.tzinfo else row.committed_at.replace(tzinfo=dt.UTC),
         item_id=row.item_id,
-        item=row.item,
         item_type=item_type,
-        **row_keys(row),
         extra_json=_dump(row.extra) if row.extra else None,
     )
 

@@ -34,10 +34,10 @@ import msgspec
 from legacy.located import Checks, RecordErrors, file_problems, is_syntax_error, load_json, problem_for
 from legacy.problems import Problem, RecordError
 from snapshots.models import AGENT_ID_RE
-from timeline.items import LEGACY_ITEM_TYPE, contains_nul, item_problems
+from timeline.items import LEGACY_ITEM_TYPE, contains_nul, item_json, item_problems
 from timeline.models import EPOCH_MAX_LENGTH
 from timeline.rows import PaseoRow as PaseoShape
-from timeline.rows import RowKeys, paseo_name, problem, row_keys
+from timeline.rows import ReadRow, RowKeys, paseo_name, problem, read_row
 
 AGENT_TIMELINES = "agent-timelines"
 TIMELINES_DB = "timelines.db"
@@ -53,27 +53,12 @@ _IDS = frozenset(paseo_name(name) for name in RowKeys.__struct_fields__[:3])
 
 
 @dataclass(frozen=True)
-class PaseoRow:
-    """One committed Paseo row, as ``timeline.services.bulk_append_timeline_rows`` takes it
-    (``keep_seqs``: at its own seq)."""
+class PaseoRow(ReadRow):
+    """One committed Paseo row, with the keys chartr does not model (``extra``) as they were."""
 
-    seq: int
-    committed_at: dt.datetime
-    item: dict
-    item_type: str
-    turn_id: str | None
-    item_id: str | None = None
-    provider_message_id: str | None = None
-    provider_timeline_item_id: str | None = None
-    #: ``revertToken`` as JSON text (``"null"`` for a null one), None when the row had none
-    revert_token_json: str | None = None
     extra: dict = field(default_factory=dict)
     #: what was wrong with the original item, now wrapped in a ``legacy_item``
     problems: tuple[str, ...] = ()
-
-    @property
-    def extra_json(self) -> str | None:
-        return json.dumps(self.extra, ensure_ascii=False, separators=(",", ":")) if self.extra else None
 
 
 @dataclass
@@ -176,13 +161,15 @@ def parse_row(raw: Any, *, index: int) -> PaseoRow:
     if contains_nul(raw):
         raise RecordError(f"rows[{index}] contains a NUL character (\\u0000), which chartr cannot store")
     item, problems = _normalised(row.item)
-    return PaseoRow(
-        seq=row.seq,
+    extra = {key: value for key, value in raw.items() if key not in ROW_KEYS}
+    return read_row(
+        row,
+        PaseoRow,
         committed_at=_committed_at(row.committed_at, raw, index),
         item=item,
         item_type=item["type"],
-        **row_keys(row),
-        extra={key: value for key, value in raw.items() if key not in ROW_KEYS},
+        extra=extra,
+        extra_json=item_json(extra) if extra else None,
         problems=problems,
     )
 

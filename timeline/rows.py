@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
 
-from timeline.items import item_json
-from timeline.models import MAX_ROW_KEY_LENGTH
+from timeline.items import MAX_ITEM_TYPE_LENGTH, item_json
+from timeline.models import MAX_ROW_KEY_LENGTH, TimelineRow
 
 ITEM_REF = {"$ref": "#/components/schemas/TimelineItem"}
-MAX_ITEM_ID_LENGTH = 256
+MAX_ITEM_ID_LENGTH = TimelineRow._meta.get_field("item_id").max_length
 
 Seq = Annotated[int, msgspec.Meta(ge=1)]
 #: RFC 3339 with its offset.
@@ -81,16 +82,43 @@ def paseo_name(name: str) -> str:
 PaseoRow = variant("PaseoRow", rename=paseo_name, types={"committed_at": dt.datetime | float})
 
 
-def row_keys(row: RowKeys) -> dict[str, Any]:
-    """``row``'s Paseo keys as the services take them (``revert_token_json``: None when the row has
-    none, its compact JSON text otherwise, ``"null"`` for a null token)."""
+def row_keys(row: Any) -> dict[str, Any]:
+    """``row``'s commit time and Paseo keys as the services take them (``revert_token_json``: None when
+    the row has none, its compact JSON text otherwise, ``"null"`` for a null token)."""
     token = row.revert_token
     return {
+        "committed_at": row.committed_at,
         "turn_id": row.turn_id,
         "provider_message_id": row.provider_message_id,
         "provider_timeline_item_id": row.provider_timeline_item_id,
         "revert_token_json": None if token is msgspec.UNSET else item_json(token),
     }
+
+
+@dataclass(frozen=True)
+class ReadRow:
+    """A row an importer read, as ``timeline.services.bulk_append_timeline_rows`` takes it (``keep_seqs``)."""
+
+    seq: int
+    committed_at: dt.datetime
+    item: dict
+    item_type: str
+    item_id: str | None = None
+    turn_id: str | None = None
+    provider_message_id: str | None = None
+    provider_timeline_item_id: str | None = None
+    #: ``revert_token`` as JSON text (``"null"`` for a null one), None when the row has none
+    revert_token_json: str | None = None
+    #: ``extra`` as JSON text, None when the row has none
+    extra_json: str | None = None
+    #: the row's version and the update that wrote it (an instance file's); None for a row never updated
+    revision: int | None = None
+    update_seq: int | None = None
+
+
+def read_row(row: Any, cls: type = ReadRow, **values: Any) -> Any:
+    """``row`` (``Row`` or a ``variant``) as ``cls``; ``values`` give or replace fields."""
+    return cls(**{"seq": row.seq, "item": row.item, **row_keys(row), **values})
 
 
 #: What each key must be, in the importers' words.
@@ -99,18 +127,20 @@ MUST_BE = {
     "committed_at": "an ISO 8601 time",
     "item": "a JSON object",
     "item_id": f"null or a string of 1 to {MAX_ITEM_ID_LENGTH} characters",
+    "item_type": f"a string of 1 to {MAX_ITEM_TYPE_LENGTH} characters",
+    "extra": "a JSON object",
+    "revision": "a positive integer",
+    "update_seq": "a positive integer",
     **dict.fromkeys(RowKeys.__struct_fields__[:3], f"null or a string of 1 to {MAX_ROW_KEY_LENGTH} characters"),
 }
 _AT = re.compile(r" - at `\$\.(\w+)")
 
 
-def problem(exc: msgspec.ValidationError, sent: Any, shape: type = Row, **must_be: str) -> tuple[str, str]:
+def problem(exc: msgspec.ValidationError, sent: dict, shape: type = Row, **must_be: str) -> tuple[str, str]:
     """``(key, message)`` for a row ``sent`` that ``shape`` refused: the key as ``sent`` spells it and what
     it must be (``"seq must be a positive integer, not 0"``; ``must_be`` words a reader's own keys);
     ``""`` for the row itself."""
     text = str(exc)
-    if not isinstance(sent, dict):
-        return "", "must be a JSON object"
     if text.startswith("Object missing required field `"):
         key = text.split("`")[1]
         return key, f"{key} is required"

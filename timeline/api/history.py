@@ -15,7 +15,7 @@ import msgspec
 from kernel.api.plain import Answer, Operation, json_view
 from timeline.api.shapes import Window
 from timeline.items import item_json
-from timeline.rows import Row, row_keys
+from timeline.rows import Row, read_row
 from timeline.selectors import RetainedRange
 from timeline.writes.history import (
     MAX_ROW_SEQ,
@@ -70,16 +70,7 @@ class TimelineHistory(msgspec.Struct):
 
 
 def store_rows(sent: list[WrittenRow]) -> list[StoreRow]:
-    return [
-        StoreRow(
-            seq=row.seq,
-            item=row.item,
-            item_json=_json_or_none(row.item),
-            committed_at=row.committed_at,
-            **row_keys(row),
-        )
-        for row in sent
-    ]
+    return [read_row(row, StoreRow, item_json=_json_or_none(row.item)) for row in sent]
 
 
 def _json_or_none(item: dict) -> str | None:

@@ -40,10 +40,7 @@ def read(*, agent_id: str, query: ReadQuery) -> Answer:
 
 
 def append(*, agent_id: str, body: AppendRequest) -> Answer:
-    items = [
-        NewTimelineItem(item=entry.item, item_id=entry.item_id, committed_at=entry.committed_at, **row_keys(entry))
-        for entry in body.items
-    ]
+    items = [NewTimelineItem(item=entry.item, item_id=entry.item_id, **row_keys(entry)) for entry in body.items]
     result = append_timeline_items(agent_id=agent_id, items=items, expected_head_seq=body.expected_head_seq)
     return Answer(append_document(result), status=201 if result.created else 200)
 
