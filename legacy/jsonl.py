@@ -26,17 +26,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from legacy.problems import RecordError
-from legacy.records import parse_time
 from snapshots.models import agent_id_validator
-from timeline.items import contains_nul
-from timeline.models import EPOCH_MAX_LENGTH, TimelineRow
+from timeline.items import MAX_ITEM_TYPE_LENGTH, contains_nul
+from timeline.models import EPOCH_MAX_LENGTH
+from timeline.rows import ItemId, ReadRow, RowKeys, problem, read_row, variant
 
 HEADER_TYPE = "chartr.timeline"
 FORMAT_VERSION = 1
-
-_ITEM_TYPE_MAX = TimelineRow._meta.get_field("item_type").max_length
-_ITEM_ID_MAX = TimelineRow._meta.get_field("item_id").max_length
 
 
 @dataclass(frozen=True)
@@ -45,21 +44,6 @@ class Header:
     epoch: str
     #: the first seq of the file's rows
     min_seq: int = 1
-
-
-@dataclass(frozen=True)
-class Row:
-    seq: int
-    committed_at: dt.datetime
-    item_id: str | None
-    item: dict
-    item_type: str
-    turn_id: str | None = None
-    provider_message_id: str | None = None
-    provider_timeline_item_id: str | None = None
-    #: the token as JSON text, None when the row has none
-    revert_token_json: str | None = None
-    extra_json: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,52 +94,42 @@ def parse_header(value: Any) -> Header:
     return Header(agent_id=agent_id, epoch=epoch, min_seq=min_seq)
 
 
-def parse_row(value: Any, *, expected_seq: int) -> Row:
+#: A row line: ``timeline.rows.Row`` with the export's ``item_id`` and ``extra``, its time read as every
+#: legacy time is (without an offset, UTC).
+FileRow = variant(
+    "FileRow",
+    types={"committed_at": dt.datetime},
+    added=(("item_id", ItemId | None, None), ("extra", dict[str, Any] | None, None)),
+)
+
+
+def parse_row(value: Any, *, expected_seq: int) -> ReadRow:
     """A committed row; items are checked minimally: a JSON object with a string ``type``."""
     if not isinstance(value, dict):
         raise RecordError("a row must be a JSON object")
     seq = value.get("seq")
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-        raise RecordError(f"seq must be a positive integer, not {seq!r}")
-    if seq != expected_seq:
+    if type(seq) is int and 1 <= seq != expected_seq:
         raise RecordError(f"seq {seq} where {expected_seq} was expected (rows must be contiguous from min_seq)")
-    committed_at = parse_time(value.get("committed_at"), "committed_at", required=True)
-    item_id = value.get("item_id")
-    if item_id is not None and (not isinstance(item_id, str) or not item_id or len(item_id) > _ITEM_ID_MAX):
-        raise RecordError(f"item_id must be null or a string of 1 to {_ITEM_ID_MAX} characters")
-    item = value.get("item")
-    if not isinstance(item, dict):
-        raise RecordError("item must be a JSON object")
-    item_type = item.get("type")
-    if not isinstance(item_type, str) or not item_type or len(item_type) > _ITEM_TYPE_MAX:
-        raise RecordError(f'item must have a "type" string of 1 to {_ITEM_TYPE_MAX} characters')
-    keys = {name: _short_string(value, name) for name in SHORT_KEYS}
-    extra = value.get("extra") or {}
-    if not isinstance(extra, dict):
-        raise RecordError("extra must be a JSON object")
+    try:
+        row = msgspec.convert(value, FileRow)
+    except msgspec.ValidationError as exc:
+        raise RecordError(problem(exc, value, FileRow)[1]) from None
+    item_type = row.item.get("type")
+    if not isinstance(item_type, str) or not item_type or len(item_type) > MAX_ITEM_TYPE_LENGTH:
+        raise RecordError(f'item must have a "type" string of 1 to {MAX_ITEM_TYPE_LENGTH} characters')
     if contains_nul(value):
         raise RecordError("contains a NUL character (\\u0000), which chartr cannot store")
-    return Row(
-        seq=seq,
-        committed_at=committed_at,
-        item_id=item_id,
-        item=item,
+    return read_row(
+        row,
+        committed_at=row.committed_at if row.committed_at.tzinfo else row.committed_at.replace(tzinfo=dt.UTC),
+        item_id=row.item_id,
         item_type=item_type,
-        **keys,
-        revert_token_json=_dump(value["revert_token"]) if "revert_token" in value else None,
-        extra_json=_dump(extra) if extra else None,
+        extra_json=_dump(row.extra) if row.extra else None,
     )
 
 
-#: The optional string keys of a row, each at most as long as an item id.
-SHORT_KEYS = ("turn_id", "provider_message_id", "provider_timeline_item_id")
-
-
-def _short_string(row: dict, name: str) -> str | None:
-    value = row.get(name)
-    if value is not None and (not isinstance(value, str) or len(value) > _ITEM_ID_MAX):
-        raise RecordError(f"{name} must be null or a string of at most {_ITEM_ID_MAX} characters")
-    return value
+#: The optional string keys of a row.
+SHORT_KEYS = RowKeys.__struct_fields__[:3]
 
 
 # --- writing --------------------------------------------------------------

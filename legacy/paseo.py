@@ -29,12 +29,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from legacy.located import Checks, RecordErrors, file_problems, is_syntax_error, load_json, problem_for
 from legacy.problems import Problem, RecordError
-from legacy.records import parse_time
 from snapshots.models import AGENT_ID_RE
-from timeline.items import LEGACY_ITEM_TYPE, contains_nul, item_problems
-from timeline.models import EPOCH_MAX_LENGTH, TimelineRow
+from timeline.items import LEGACY_ITEM_TYPE, contains_nul, item_json, item_problems
+from timeline.models import EPOCH_MAX_LENGTH
+from timeline.rows import PaseoRow as PaseoShape
+from timeline.rows import ReadRow, RowKeys, paseo_name, problem, read_row
 
 AGENT_TIMELINES = "agent-timelines"
 TIMELINES_DB = "timelines.db"
@@ -43,38 +46,19 @@ TIMELINES_DB_COMPANIONS = ("timelines.db-wal", "timelines.db-shm", "timelines.db
 FILE_PREFIX = "agent-"
 PASEO_VERSION = 1
 
-_ITEM_TYPE_MAX = TimelineRow._meta.get_field("item_type").max_length
-_TURN_ID_MAX = TimelineRow._meta.get_field("turn_id").max_length
 
-
-#: The row keys chartr models; every other key of a row goes to its ``extra``.
-ROW_KEYS = frozenset(
-    {"seq", "timestamp", "item", "turnId", "providerMessageId", "providerTimelineItemId", "revertToken"}
-)
+#: The row keys chartr models (``timeline.rows.PaseoRow``); every other key of a row goes to its ``extra``.
+ROW_KEYS = frozenset(PaseoShape.__struct_encode_fields__)
+_IDS = frozenset(paseo_name(name) for name in RowKeys.__struct_fields__[:3])
 
 
 @dataclass(frozen=True)
-class PaseoRow:
-    """One committed Paseo row, as ``timeline.services.bulk_append_timeline_rows`` takes it
-    (``keep_seqs``: at its own seq)."""
+class PaseoRow(ReadRow):
+    """One committed Paseo row, with the keys chartr does not model (``extra``) as they were."""
 
-    seq: int
-    committed_at: dt.datetime
-    item: dict
-    item_type: str
-    turn_id: str | None
-    item_id: str | None = None
-    provider_message_id: str | None = None
-    provider_timeline_item_id: str | None = None
-    #: ``revertToken`` as JSON text (``"null"`` for a null one), None when the row had none
-    revert_token_json: str | None = None
     extra: dict = field(default_factory=dict)
     #: what was wrong with the original item, now wrapped in a ``legacy_item``
     problems: tuple[str, ...] = ()
-
-    @property
-    def extra_json(self) -> str | None:
-        return json.dumps(self.extra, ensure_ascii=False, separators=(",", ":")) if self.extra else None
 
 
 @dataclass
@@ -146,22 +130,6 @@ def agent_id_from_file_name(name: str) -> str | None:
     return agent_id if AGENT_ID_RE.fullmatch(agent_id) else None
 
 
-def _timestamp(value: Any) -> dt.datetime:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        # The SQLite cache may hold epoch milliseconds.
-        return dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC)
-    return parse_time(value, "timestamp", required=True)
-
-
-def _optional_string(raw: dict, key: str, index: int) -> str | None:
-    value = raw.get(key)
-    if value is not None and (not isinstance(value, str) or len(value) > _TURN_ID_MAX or "\x00" in value):
-        raise _row_error(
-            index, key, f"rows[{index}].{key} must be null or a string of at most {_TURN_ID_MAX} characters"
-        )
-    return value or None
-
-
 def _normalised(item: dict) -> tuple[dict, tuple[str, ...]]:
     """``item``, or, when the API's own checks refuse it, a ``legacy_item`` wrapping it whole."""
     problems = tuple(item_problems(item))
@@ -175,37 +143,46 @@ def _row_error(index: int, key: str, message: str) -> RecordErrors:
     return RecordErrors([(("rows", index, key), message)])
 
 
+#: What ``timestamp`` must be.
+TIMESTAMP = "an ISO 8601 time or epoch milliseconds"
+
+
 def parse_row(raw: Any, *, index: int) -> PaseoRow:
     """A Paseo row: its item checked as the API checks one (``_normalised``), every key kept."""
     if not isinstance(raw, dict):
         raise RecordError(f"rows[{index}] must be a JSON object")
-    seq = raw.get("seq")
-    if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-        raise _row_error(index, "seq", f"rows[{index}].seq must be a positive integer, not {seq!r}")
-    item = raw.get("item")
-    if not isinstance(item, dict):
-        raise _row_error(index, "item", f"rows[{index}].item must be a JSON object")
-    item, problems = _normalised(item)
+    # Paseo writes an empty id for none.
+    sent = {key: value for key, value in raw.items() if key in ROW_KEYS and not (key in _IDS and value == "")}
+    try:
+        row = msgspec.convert(sent, PaseoShape)
+    except msgspec.ValidationError as exc:
+        key, message = problem(exc, raw, PaseoShape, committed_at=TIMESTAMP)
+        raise _row_error(index, key, f"rows[{index}].{message}") from None
     if contains_nul(raw):
         raise RecordError(f"rows[{index}] contains a NUL character (\\u0000), which chartr cannot store")
-    try:
-        committed_at = _timestamp(raw.get("timestamp"))
-    except (RecordError, OverflowError, OSError, ValueError) as exc:
-        raise _row_error(index, "timestamp", f"rows[{index}].{exc}") from None
-    return PaseoRow(
-        seq=seq,
-        committed_at=committed_at,
+    item, problems = _normalised(row.item)
+    extra = {key: value for key, value in raw.items() if key not in ROW_KEYS}
+    return read_row(
+        row,
+        PaseoRow,
+        committed_at=_committed_at(row.committed_at, raw, index),
         item=item,
         item_type=item["type"],
-        turn_id=_optional_string(raw, "turnId", index),
-        provider_message_id=_optional_string(raw, "providerMessageId", index),
-        provider_timeline_item_id=_optional_string(raw, "providerTimelineItemId", index),
-        revert_token_json=(
-            json.dumps(raw["revertToken"], ensure_ascii=False, separators=(",", ":")) if "revertToken" in raw else None
-        ),
-        extra={key: value for key, value in raw.items() if key not in ROW_KEYS},
+        extra=extra,
+        extra_json=item_json(extra) if extra else None,
         problems=problems,
     )
+
+
+def _committed_at(value: dt.datetime | float, raw: dict, index: int) -> dt.datetime:
+    """A time without its offset is UTC, as every legacy time; a number is epoch milliseconds."""
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    try:
+        return dt.datetime.fromtimestamp(value / 1000, tz=dt.UTC)
+    except (OverflowError, OSError, ValueError):
+        message = f"rows[{index}].timestamp must be {TIMESTAMP}, not {raw['timestamp']!r}"
+        raise _row_error(index, "timestamp", message) from None
 
 
 def _check_epoch(epoch: Any) -> str:

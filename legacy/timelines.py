@@ -21,6 +21,7 @@ from legacy.report import ImportReport, Progress
 from legacy.selectors import locked_rows, stored_timeline_row
 from timeline.items import same_item
 from timeline.models import TimelineHead
+from timeline.rows import ReadRow
 from timeline.services import bulk_append_timeline_rows
 
 #: Timeline rows per INSERT batch: big enough to amortise the round trip,
@@ -155,7 +156,7 @@ class _FileScan:
     row_lines: int = 0
     #: (line number, row) of the last row both chartr and the file hold: seq
     #: == head, or the file's last row when the file is shorter
-    shared_row: tuple[int, jsonl.Row] | None = None
+    shared_row: tuple[int, ReadRow] | None = None
     problems: list[Problem] = field(default_factory=list)
     first_line_of_item_id: dict[str, int] = field(default_factory=dict)
 
@@ -222,7 +223,7 @@ def _capped(path: Path, problems: list[Problem]) -> list[Problem]:
 
 
 def _continuity_problem(
-    path: Path, agent: TimelineHead, header: jsonl.Header, lineno: int, row: jsonl.Row
+    path: Path, agent: TimelineHead, header: jsonl.Header, lineno: int, row: ReadRow
 ) -> Problem | None:
     """A problem when the file's row differs from the one chartr holds at the same seq."""
     stored = stored_timeline_row(agent_id=agent.agent_id, seq=row.seq)
@@ -281,7 +282,7 @@ def write_timelines(timelines: Iterable[TimelinePlan], report: ImportReport, *, 
         )
 
 
-def _rows_to_append(timeline: TimelinePlan) -> Iterator[jsonl.Row]:
+def _rows_to_append(timeline: TimelinePlan) -> Iterator[ReadRow]:
     """Rows after start_seq up to last_seq, re-read from the file. They were
     checked moments ago; a file that changed in between aborts the import."""
     expected = timeline.first_seq

@@ -25,13 +25,14 @@ from kernel.migrations import not_migrated
 from legacy.services import carry_over_import_runs
 from portability import format as fmt
 from portability.export import PHASES, Progress
-from portability.parse import ImportedRow, carried_timeline, objects, parse_revision, parse_row, token_of
+from portability.parse import carried_timeline, objects, parse_revision, parse_row, token_of
 from portability.records import AGENT, API_TOKEN, IMPORT_RUN, PROJECT, WORKSPACE, RecordInvalid
 from portability.selectors import what_is_held
 from portability.verify import verify_import
 from registry.services import carry_over_registry
 from snapshots.services import import_agents
 from timeline.reads.planner_statistics import refresh_timeline_statistics
+from timeline.rows import ReadRow
 from timeline.writes.carried import carry_over_revisions, carry_over_timeline
 from tokens.services import carry_over_api_tokens
 
@@ -222,7 +223,7 @@ class _Load:
         rows: list[int] = [0, line.lineno]  # how many, the last line read
         versions: list[tuple[int, int, int | None]] = []  # of the rows an update changed
 
-        def read_rows() -> Iterator[ImportedRow]:
+        def read_rows() -> Iterator[ReadRow]:
             previous = head.min_seq - 1
             for row_line in self.reader.take("row"):
                 row = parse_row(self.reader, row_line, after=previous, head_seq=head.head_seq)

@@ -228,7 +228,7 @@ class TestInvalidInput:
         reasons = [(problem.location, problem.reason) for problem in exc.value.problems]
         assert reasons[0][0] == "line 3" and reasons[0][1].startswith("invalid JSON")
         assert reasons[1] == ("line 4", "item_id 'item-1' repeats line 2")
-        assert reasons[2] == ("line 5", "committed_at is not an ISO 8601 time: 'yesterday'")
+        assert reasons[2] == ("line 5", "committed_at must be an ISO 8601 time, not 'yesterday'")
         assert reasons[3] == ("line 6", 'item must have a "type" string of 1 to 64 characters')
 
     def test_header_must_match_the_file(self, legacy_home):

@@ -51,9 +51,11 @@ def test_every_key_a_parser_models_is_documented_once(section):
 
 @pytest.mark.parametrize("section", sorted(FILES))
 def test_every_documented_key_is_read_by_its_parser(section):
-    _, parser = FILES[section]
+    modelled, parser = FILES[section]
     source = Path(parser.__file__).read_text()
     for key in sections()[section]:
+        if key in modelled:
+            continue  # read through its shape (timeline/rows.py), whose keys the test above compares
         # A table.column of timelines.db is read by the SQL; every other key by its name in quotes.
         table, _, column = key.rpartition(".")
         if table:

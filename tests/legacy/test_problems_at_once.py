@@ -89,7 +89,7 @@ def test_every_bad_row_of_a_paseo_history_file_on_its_line(legacy_home):
     timestamp_line = next(n for n, line in enumerate(text, 1) if '"soon"' in line)
     seq_line = next(n for n, line in enumerate(text, 1) if '"seq": 0' in line)
     assert [problem[1:] for problem in problems_of(legacy_home)] == [
-        (f"line {timestamp_line}", "rows[1].timestamp is not an ISO 8601 time: 'soon'"),
+        (f"line {timestamp_line}", "rows[1].timestamp must be an ISO 8601 time or epoch milliseconds, not 'soon'"),
         (f"line {seq_line}", "rows[3].seq must be a positive integer, not 0"),
     ]
 

@@ -4,7 +4,7 @@ import datetime as dt
 
 import pytest
 
-from legacy import jsonl
+from legacy import jsonl, paseo
 from legacy.problems import RecordError
 from legacy.records import agent_files, parse_agent, parse_project, parse_time, parse_workspace
 
@@ -154,8 +154,60 @@ class TestJsonlLines:
             ),
             ({"seq": 1, "committed_at": "2024-01-01T00:00:00Z", "item": "text"}, "item must be a JSON object"),
             ({"seq": 1, "committed_at": "2024-01-01T00:00:00Z", "item": {"type": "t" * 65}}, 'item must have a "type"'),
+            (
+                {"seq": 1, "committed_at": "2024-01-01T00:00:00Z", "item": {"type": "t"}, "turn_id": ""},
+                "turn_id must be null or a string of 1 to 256 characters, not ''",
+            ),
+            ({"seq": 1, "item": {"type": "t"}}, "committed_at is required"),
         ],
     )
     def test_bad_rows(self, value, reason):
         with pytest.raises(RecordError, match=reason):
             jsonl.parse_row(value, expected_seq=1)
+
+    def test_a_row_time_without_its_offset_is_utc_and_its_keys_come_over(self):
+        row = jsonl.parse_row(
+            {
+                "seq": 1,
+                "committed_at": "2024-01-01T10:00:00",
+                "item": {"type": "t"},
+                "turn_id": "t1",
+                "revert_token": None,
+            },
+            expected_seq=1,
+        )
+        assert row.committed_at == dt.datetime(2024, 1, 1, 10, tzinfo=dt.UTC)
+        assert (row.turn_id, row.revert_token_json, row.extra_json) == ("t1", "null", None)
+
+
+class TestPaseoRows:
+    def test_a_row_keeps_every_key_and_reads_paseo_times(self):
+        row = paseo.parse_row(
+            {
+                "seq": 3,
+                "timestamp": 1_700_000_000_000,
+                "item": {"type": "t"},
+                "turnId": "",
+                "revertToken": None,
+                "x": 1,
+            },
+            index=0,
+        )
+        assert row.committed_at == dt.datetime(2023, 11, 14, 22, 13, 20, tzinfo=dt.UTC)
+        assert (row.turn_id, row.revert_token_json, row.extra) == (None, "null", {"x": 1})
+        naive = paseo.parse_row({"seq": 1, "timestamp": "2024-01-01T10:00:00", "item": {"type": "t"}}, index=0)
+        assert naive.committed_at == dt.datetime(2024, 1, 1, 10, tzinfo=dt.UTC) and naive.revert_token_json is None
+
+    @pytest.mark.parametrize(
+        "value, reason",
+        [
+            ({"seq": 0}, r"rows\[2\]\.seq must be a positive integer, not 0"),
+            ({"turnId": 5}, r"rows\[2\]\.turnId must be null or a string of 1 to 256 characters, not 5"),
+            ({"timestamp": 1e30}, r"rows\[2\]\.timestamp must be an ISO 8601 time or epoch milliseconds, not 1e\+30"),
+            ({"timestamp": None}, r"rows\[2\]\.timestamp must be an ISO 8601 time or epoch milliseconds, not None"),
+            ({"item": []}, r"rows\[2\]\.item must be a JSON object"),
+        ],
+    )
+    def test_bad_rows_name_their_key(self, value, reason):
+        with pytest.raises(RecordError, match=reason):
+            paseo.parse_row({"seq": 1, "timestamp": "2024-01-01T00:00:00Z", "item": {"type": "t"}, **value}, index=2)

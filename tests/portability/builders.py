@@ -6,11 +6,11 @@ import datetime as dt
 
 from legacy.models import ImportRun
 from legacy.services import carry_over_import_runs
-from portability.parse import ImportedRow
 from registry.models import Project, Workspace
 from registry.services import archive_project, archive_workspace, create_project, create_workspace
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent, create_agent, record_heartbeat, update_agent
+from timeline.rows import ReadRow
 from timeline.services import NewTimelineItem, append_timeline_items, bulk_append_timeline_rows
 from timeline.writes.pruning import TrimPolicy, trim_timeline
 from tokens.services import create_api_token, revoke_api_token
@@ -36,7 +36,7 @@ def _carried_rows(agent_id: str) -> None:
     """Rows with every key a carried-over history has: turns, Paseo's keys, a null and an absent revert
     token, ``extra``, and a hole in the seqs."""
 
-    def row(seq: int, **keys) -> ImportedRow:
+    def row(seq: int, **keys) -> ReadRow:
         values = {
             "item_id": None,
             "turn_id": None,
@@ -46,7 +46,7 @@ def _carried_rows(agent_id: str) -> None:
             "extra_json": None,
             **keys,
         }
-        return ImportedRow(
+        return ReadRow(
             seq=seq,
             committed_at=T0 + dt.timedelta(seconds=seq),
             item_type="assistant_message",

@@ -98,6 +98,21 @@ def test_a_parent_not_in_the_file_names_its_line(tmp_path, exported):
     )
 
 
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"item_type": ""}, "item_type must be a string of 1 to 64 characters, not ''"),
+        ({"committed_at": "2026-01-02T03:04:05"}, "committed_at must be an ISO 8601 time with its UTC offset"),
+        ({"turn_id": "t" * 257}, "turn_id must be null or a string of 1 to 256 characters"),
+        ({"item": []}, r"item must be a JSON object, not \[\]"),
+        ({"revision": 0}, "revision must be a positive integer, not 0"),
+    ],
+)
+def test_a_bad_row_key_names_the_key_and_its_line(tmp_path, exported, changes, message):
+    index = _line_of(exported, "row", 2)
+    _import_fails(tmp_path, _edit(exported, index, **changes), rf":{index + 1}: row: {message}")
+
+
 def test_rows_out_of_order_name_their_line(tmp_path, exported):
     index = _line_of(exported, "row", 3)
     seq = json.loads(exported[index - 1])["seq"]

@@ -13,8 +13,9 @@ from typing import Annotated
 import msgspec
 
 from kernel.api.plain import Answer, Operation, json_view
-from timeline.api.shapes import NewItemBody, RowKeys, SentTimestamp, Window, row_keys
+from timeline.api.shapes import Window
 from timeline.items import item_json
+from timeline.rows import Row, read_row
 from timeline.selectors import RetainedRange
 from timeline.writes.history import (
     MAX_ROW_SEQ,
@@ -31,12 +32,10 @@ from tokens.access import authorize
 # --- shapes -------------------------------------------------------------------
 
 
-class WrittenRow(RowKeys, forbid_unknown_fields=True, kw_only=True):
+class WrittenRow(Row, forbid_unknown_fields=True, kw_only=True):
     """One row at its own seq: Paseo's ``AgentTimelineRow`` in the API's spelling."""
 
     seq: Annotated[int, msgspec.Meta(ge=1, le=MAX_ROW_SEQ, description="The row's own seq (up to 2^53 - 1).")]
-    item: NewItemBody
-    committed_at: Annotated[SentTimestamp, msgspec.Meta(description="The row's commit time (Paseo's timestamp).")]
 
 
 class RowsWrite(msgspec.Struct, forbid_unknown_fields=True):
@@ -71,7 +70,7 @@ class TimelineHistory(msgspec.Struct):
 
 
 def store_rows(sent: list[WrittenRow]) -> list[StoreRow]:
-    return [StoreRow(seq=row.seq, item=row.item, item_json=_json_or_none(row.item), **row_keys(row)) for row in sent]
+    return [read_row(row, StoreRow, item_json=_json_or_none(row.item)) for row in sent]
 
 
 def _json_or_none(item: dict) -> str | None:

@@ -2,8 +2,8 @@
 
 Requests are validated against them (unknown keys refused: ``forbid_unknown_fields``), answers
 are encoded from them, and the OpenAPI document is generated from them (kernel/api/plain_schema.py).
-Items are checked by the services (timeline/items.py); their schema is ``TimelineItem``
-(timeline/api/schema.py). No rules live here.
+A row's own keys are timeline/rows.py's; items are checked by the services (timeline/items.py), their
+schema is ``TimelineItem`` (timeline/api/schema.py). No rules live here.
 """
 
 from __future__ import annotations
@@ -17,25 +17,15 @@ import msgspec
 from django.utils import timezone
 
 from kernel.api.parsers import NOT_ONLY_WHITESPACE
-from timeline.items import item_json
-from timeline.models import EPOCH_MAX_LENGTH, MAX_ROW_KEY_LENGTH
+from timeline.models import EPOCH_MAX_LENGTH
+from timeline.rows import ITEM_REF, CommitTime, Item, ItemId, RowKeys
 from timeline.selectors import DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 from timeline.services import MAX_ITEMS_PER_APPEND
 
 MAX_SEQ = 2**63 - 1
-ITEM_REF = {"$ref": "#/components/schemas/TimelineItem"}
 
 Seq = Annotated[int, msgspec.Meta(ge=0, le=MAX_SEQ)]
 Timestamp = Annotated[str, msgspec.Meta(extra_json_schema={"format": "date-time"})]
-ItemId = Annotated[str, msgspec.Meta(min_length=1, max_length=256)]
-#: An item as sent: a JSON object (services check its type and fields).
-NewItemBody = Annotated[
-    dict[str, Any],
-    msgspec.Meta(
-        description="A JSON object with a string `type`; known types have required fields.",
-        extra_json_schema={"allOf": [ITEM_REF]},
-    ),
-]
 #: An item as answered: the stored JSON text passed through (``msgspec.Raw``), or a merged item.
 StoredItem = Annotated[msgspec.Raw, msgspec.Meta(extra_json_schema=ITEM_REF)]
 
@@ -70,47 +60,12 @@ def render_timestamp(value: dt.datetime | None) -> str | None:
 # --- in -----------------------------------------------------------------------
 
 
-#: One of Paseo's string row keys (``turnId``, ``providerMessageId``, ``providerTimelineItemId``).
-RowKey = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ROW_KEY_LENGTH)]
-#: A commit time sent by the client (Paseo's row ``timestamp``): RFC 3339 with its offset.
-SentTimestamp = Annotated[dt.datetime, msgspec.Meta(tz=True, extra_json_schema={"format": "date-time"})]
-#: Paseo's ``revertToken``: any JSON value; a row without the key has none, ``null`` is a null token.
-RevertToken = Annotated[
-    Any,
-    msgspec.Meta(description="Paseo's revertToken: any JSON value (null is a null token); leave the key out for none."),
-]
-
-
-class RowKeys(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """Paseo's keys beside a row's item, as an append or a row write takes them (all optional)."""
-
+class NewItem(RowKeys, forbid_unknown_fields=True, kw_only=True):
     committed_at: (
-        Annotated[SentTimestamp, msgspec.Meta(description="The row's commit time (Paseo's timestamp); default now.")]
+        Annotated[CommitTime, msgspec.Meta(description="The row's commit time (Paseo's timestamp); default now.")]
         | None
     ) = None
-    turn_id: Annotated[RowKey, msgspec.Meta(description="Paseo's turnId.")] | None = None
-    provider_message_id: Annotated[RowKey, msgspec.Meta(description="Paseo's providerMessageId.")] | None = None
-    provider_timeline_item_id: Annotated[RowKey, msgspec.Meta(description="Paseo's providerTimelineItemId.")] | None = (
-        None
-    )
-    revert_token: RevertToken | msgspec.UnsetType = msgspec.UNSET
-
-
-def row_keys(sent: RowKeys) -> dict[str, Any]:
-    """``sent``'s Paseo row keys as the services take them (``revert_token_json``: None when it has
-    none, its compact JSON text otherwise, ``"null"`` for a null token)."""
-    token = sent.revert_token
-    return {
-        "committed_at": sent.committed_at,
-        "turn_id": sent.turn_id,
-        "provider_message_id": sent.provider_message_id,
-        "provider_timeline_item_id": sent.provider_timeline_item_id,
-        "revert_token_json": None if token is msgspec.UNSET else item_json(token),
-    }
-
-
-class NewItem(RowKeys, forbid_unknown_fields=True, kw_only=True):
-    item: NewItemBody
+    item: Item
     item_id: (
         Annotated[
             ItemId,
@@ -130,7 +85,7 @@ class AppendRequest(msgspec.Struct, forbid_unknown_fields=True):
 class ProvisionalItem(msgspec.Struct, forbid_unknown_fields=True):
     """The same item an append takes (unknown and duplicate keys refused alike), not stored."""
 
-    item: NewItemBody
+    item: Item
     item_id: (
         Annotated[
             ItemId, msgspec.Meta(description="Optional key matching the committed row that will replace this update.")
@@ -173,11 +128,11 @@ COMMIT_TIME_PATTERN = (
 )
 
 
-class RowUpdateRequest(msgspec.Struct, forbid_unknown_fields=True):
+class RowUpdateRequest(RowKeys, forbid_unknown_fields=True, kw_only=True):
     """A committed row's new content (Paseo's ``updateCommittedRow``): its seq stays. The keys left out
     are the row's no longer (no turn, no provider ids, no revert token), but ``committed_at``, which stays."""
 
-    item: NewItemBody
+    item: Item
     committed_at: (
         Annotated[
             str,
@@ -190,13 +145,6 @@ class RowUpdateRequest(msgspec.Struct, forbid_unknown_fields=True):
         ]
         | None
     ) = None
-    turn_id: ItemId | None = None
-    provider_message_id: ItemId | None = None
-    provider_timeline_item_id: ItemId | None = None
-    revert_token: (
-        Annotated[Any, msgspec.Meta(description="Any JSON value (null is a null token); left out, the row has none.")]
-        | msgspec.UnsetType
-    ) = msgspec.UNSET
 
 
 # --- out ----------------------------------------------------------------------

@@ -16,9 +16,9 @@ from timeline.api.shapes import (
     ReadQuery,
     TimelinePage,
     Window,
-    row_keys,
     timestamp_renderer,
 )
+from timeline.rows import row_keys
 from timeline.selectors import TimelinePage as Page
 from timeline.selectors import read_timeline
 from timeline.services import AppendResult, NewTimelineItem, append_timeline_items
