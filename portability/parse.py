@@ -11,6 +11,7 @@ from msgspec import UNSET, UnsetType
 from portability.format import Line, Reader
 from portability.records import API_TOKEN, TIMELINE, Kind, RecordInvalid, check_keys, object_of, record_keys
 from timeline.items import MAX_ITEM_TYPE_LENGTH, contains_nul, item_json
+from timeline.models import MAX_ROW_KEY_LENGTH
 from timeline.rows import CommitTime, ItemId, ReadRow, problem, read_row, variant
 from timeline.writes.carried import CarriedRevision, CarriedTimeline
 
@@ -57,8 +58,17 @@ Count = Annotated[int, msgspec.Meta(ge=1, le=2**63 - 1)]
 ItemType = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_ITEM_TYPE_LENGTH)]
 #: What a ``row`` and a ``row_revision`` record hold beside ``timeline.rows.Row``'s keys.
 _COLUMNS = (("item_type", ItemType), ("extra", dict[str, Any] | UnsetType, UNSET), ("update_seq", Count | None, None))
-RowRecord = variant("RowRecord", added=(*_COLUMNS, ("item_id", ItemId | None, None), ("revision", Count | None, None)))
-RevisionRecord = variant("RevisionRecord", added=(*_COLUMNS, ("revision", Count), ("replaced_at", CommitTime)))
+#: An instance file carries what a database holds, an empty turn or provider id too (an earlier JSONL
+#: import stored some; the API and today's importers refuse one).
+_PASEO_KEYS = ("turn_id", "provider_message_id", "provider_timeline_item_id")
+_HELD = dict.fromkeys(_PASEO_KEYS, Annotated[str, msgspec.Meta(max_length=MAX_ROW_KEY_LENGTH)] | None)
+_HELD_MUST_BE = dict.fromkeys(_PASEO_KEYS, f"null or a string of at most {MAX_ROW_KEY_LENGTH} characters")
+RowRecord = variant(
+    "RowRecord", types=_HELD, added=(*_COLUMNS, ("item_id", ItemId | None, None), ("revision", Count | None, None))
+)
+RevisionRecord = variant(
+    "RevisionRecord", types=_HELD, added=(*_COLUMNS, ("revision", Count), ("replaced_at", CommitTime))
+)
 ROW_OPTIONAL_KEYS = {"revert_token", "extra", "revision", "update_seq"}
 REVISION_OPTIONAL_KEYS = ROW_OPTIONAL_KEYS - {"revision"}
 ROW_KEYS = {"type", *RowRecord.__struct_fields__} - ROW_OPTIONAL_KEYS
@@ -71,7 +81,9 @@ def _shaped(record: dict, shape: type):
     try:
         value = msgspec.convert(record, shape)
     except msgspec.ValidationError as exc:
-        raise RecordInvalid(problem(exc, record, shape, committed_at=_OFFSET, replaced_at=_OFFSET)[1]) from None
+        raise RecordInvalid(
+            problem(exc, record, shape, committed_at=_OFFSET, replaced_at=_OFFSET, **_HELD_MUST_BE)[1]
+        ) from None
     if contains_nul(record):
         raise RecordInvalid("contains a NUL character (\\u0000), which chartr cannot store")
     return value

@@ -13,6 +13,7 @@ from portability.format import canonical, new_digest
 from registry.models import Project
 from snapshots.models import AgentSnapshot
 from tests.portability.builders import build_instance
+from timeline.models import TimelineRow
 from tokens.models import ApiToken
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -103,7 +104,7 @@ def test_a_parent_not_in_the_file_names_its_line(tmp_path, exported):
     [
         ({"item_type": ""}, "item_type must be a string of 1 to 64 characters, not ''"),
         ({"committed_at": "2026-01-02T03:04:05"}, "committed_at must be an ISO 8601 time with its UTC offset"),
-        ({"turn_id": "t" * 257}, "turn_id must be null or a string of 1 to 256 characters"),
+        ({"turn_id": "t" * 257}, "turn_id must be null or a string of at most 256 characters"),
         ({"item": []}, r"item must be a JSON object, not \[\]"),
         ({"revision": 0}, "revision must be a positive integer, not 0"),
     ],
@@ -212,15 +213,10 @@ def test_a_token_written_before_expiries_existed_imports_without_one(tmp_path, e
     assert ApiToken.objects.filter(expires_at__isnull=True).count() == ApiToken.objects.count() > 0
 
 
-def _as_written_before_parents(lines: list[str]) -> list[str]:
-    """The export as chartr wrote it before agents had a ``parent``: no agent record has the key, and
-    each agent's ``timeline_end`` hashes its record without it (the rest of the hash is unchanged)."""
-    records = [json.loads(line) for line in lines]
-    agents = {}
-    for record in records:
-        if record.get("type") == "agent":
-            assert record.pop("parent") is None  # the built instance's agents have no parent here
-            agents[record["agent_id"]] = record
+def _rehashed(records: list[dict]) -> list[str]:
+    """``records`` as an export's lines, each agent's ``timeline_end`` hash computed over its records as
+    they stand (docs/portability.md, The content hash)."""
+    agents = {record["agent_id"]: record for record in records if record.get("type") == "agent"}
     digest = None
     for record in records:
         if record.get("type") == "timeline":
@@ -231,6 +227,16 @@ def _as_written_before_parents(lines: list[str]) -> list[str]:
         elif digest is not None:
             digest.update((canonical(record) + "\n").encode())
     return [canonical(record) + "\n" for record in records]
+
+
+def _as_written_before_parents(lines: list[str]) -> list[str]:
+    """The export as chartr wrote it before agents had a ``parent``: no agent record has the key, and
+    each agent's ``timeline_end`` hashes its record without it (the rest of the hash is unchanged)."""
+    records = [json.loads(line) for line in lines]
+    for record in records:
+        if record.get("type") == "agent":
+            assert record.pop("parent") is None  # the built instance's agents have no parent here
+    return _rehashed(records)
 
 
 def test_a_file_written_before_parents_existed_imports_and_its_hashes_hold(tmp_path, exported):
@@ -247,3 +253,17 @@ def test_a_hash_written_without_parent_does_not_cover_a_record_that_has_it(tmp_p
     older = _as_written_before_parents(exported)
     index = _line_of(older, "agent")
     _import_fails(tmp_path, _edit(older, index, parent=None), r"does not read back as exported: content hash")
+
+
+def test_an_empty_turn_id_a_database_holds_moves_with_its_row(tmp_path, exported):
+    """The API refuses an empty turn id, but an earlier JSONL import stored some: the move keeps them."""
+    records = [json.loads(line) for line in exported]
+    index = _line_of(exported, "row", 2)
+    records[index]["turn_id"] = ""
+    agent_id = next(r["agent_id"] for r in reversed(records[:index]) if r.get("type") == "timeline")
+    path = tmp_path / "empty-turn.jsonl"
+    path.write_text("".join(_rehashed(records)))
+
+    call_command("import_instance", str(path))
+
+    assert TimelineRow.objects.get(agent_id=agent_id, seq=records[index]["seq"]).turn_id == ""
