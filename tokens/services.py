@@ -148,14 +148,6 @@ def mint_stream_ticket(*, token: ApiToken, agent_id: str) -> tuple[StreamTicket,
     return ticket, raw
 
 
-def redeem_stream_ticket(*, raw: str, agent_id: str) -> ApiToken:
-    """Spend the ticket on ``agent_id``'s stream: the token it was minted by
-    (``check_stream_ticket``, then ``spend_stream_ticket``)."""
-    ticket = check_stream_ticket(raw=raw, agent_id=agent_id)
-    spend_stream_ticket(ticket=ticket)
-    return ticket.token
-
-
 def check_stream_ticket(*, raw: str, agent_id: str) -> StreamTicket:
     """The ticket, if it may open ``agent_id``'s stream now; not spent yet (the stream spends it
     once its rate is checked and its slot taken, so a refusal leaves it usable).
