@@ -2,17 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kernel.errors import ChartrError
-
-#: ``progress(phase, done, total)``, called as a long phase moves on.
-Progress = Callable[[str, int, int], None]
-
-
-def no_progress(phase: str, done: int, total: int) -> None:
-    """The ``Progress`` of a caller that shows none."""
 
 
 @dataclass(frozen=True)
@@ -40,13 +32,6 @@ class CodexImportInvalid(ChartrError):
             f"{count} problem{'s' if count != 1 else ''} in the Codex home; nothing was imported.",
             extra={"problems": [str(problem) for problem in self.problems]},
         )
-
-
-class CodexDatabaseNotReady(ChartrError):
-    """The database is not migrated: the import and the export need every table."""
-
-    code = "not_migrated"
-    status = 503
 
 
 class CodexExportRefused(ChartrError):

@@ -21,7 +21,8 @@ from pathlib import Path, PurePosixPath
 
 from django.core.exceptions import ValidationError
 
-from codex.report import CodexImportInvalid, Problem, Progress, no_progress
+from codex.report import CodexImportInvalid, Problem
+from legacy.report import Progress, no_progress
 from registry.directories import normalize_directory
 from timeline.items import contains_nul
 
