@@ -133,11 +133,8 @@ def safe_relpath(rel: str) -> PurePosixPath:
 
 
 def hash_file(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def copy_hashing(source: Path, target: Path) -> tuple[str, int]:
