@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kernel.errors import ChartrError
+from kernel.errors import ChartrError, InputInvalid
 
 
 @dataclass(frozen=True)
@@ -19,19 +19,9 @@ class Problem:
         return f"{self.path}:{self.line}: {self.reason}" if self.line else f"{self.path}: {self.reason}"
 
 
-class CodexImportInvalid(ChartrError):
-    """The Codex home holds bad input; nothing was imported."""
-
+class CodexImportInvalid(InputInvalid):
     code = "invalid_codex_data"
-    status = 400
-
-    def __init__(self, problems: list[Problem]):
-        self.problems = list(problems)
-        count = len(self.problems)
-        super().__init__(
-            f"{count} problem{'s' if count != 1 else ''} in the Codex home; nothing was imported.",
-            extra={"problems": [str(problem) for problem in self.problems]},
-        )
+    source = "the Codex home"
 
 
 class CodexExportRefused(ChartrError):
@@ -39,6 +29,7 @@ class CodexExportRefused(ChartrError):
 
     code = "export_refused"
     status = 409
+    in_api = False
 
 
 @dataclass
