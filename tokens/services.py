@@ -1,4 +1,4 @@
-"""Every write to API tokens: create, record a use, revoke; and to stream tickets: mint, redeem."""
+"""Every write to API tokens: create, record a use, revoke; and to stream tickets: mint, check, spend."""
 
 from __future__ import annotations
 
