@@ -5,8 +5,6 @@ for their own audience, and the ``code`` is the stable machine-readable part.
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
-
 
 class ChartrError(Exception):
     """Base class for refusals a client can act on."""
@@ -85,19 +83,6 @@ class UnderMaintenance(ChartrError):
     code = "maintenance"
     status = 503
     retry_after = 5
-
-
-__all__ = [
-    "ArchivedConflict",
-    "ChartrError",
-    "Conflict",
-    "InputInvalid",
-    "NotFound",
-    "PayloadTooLarge",
-    "UnderMaintenance",
-    "ValidationError",
-    "VersionMismatch",
-]
 
 
 class IdempotencyKeyReused(ChartrError):
