@@ -7,18 +7,6 @@ from dataclasses import dataclass, field
 from kernel.errors import ChartrError, InputInvalid
 
 
-@dataclass(frozen=True)
-class Problem:
-    """One bad file or line: ``path`` relative to the Codex home, ``line`` 1-based (0: the whole file)."""
-
-    path: str
-    line: int
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.reason}" if self.line else f"{self.path}: {self.reason}"
-
-
 class CodexImportInvalid(InputInvalid):
     code = "invalid_codex_data"
     source = "the Codex home"

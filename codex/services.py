@@ -33,10 +33,10 @@ from codex.report import (
     CodexExportReport,
     CodexImportInvalid,
     CodexImportReport,
-    Problem,
 )
 from codex.rollouts import Line, Thread, read_home
 from codex.selectors import agent_codex_records, codex_agent, codex_threads, thread_records
+from legacy.problems import Problem
 from legacy.report import Progress, no_progress
 from registry.services import workspace_for_directory
 from snapshots.models import AgentSnapshot
@@ -120,7 +120,7 @@ def _import_thread(thread: Thread, report: CodexImportReport) -> None:
             [
                 Problem(
                     thread.canonical.relative,
-                    0,
+                    "",
                     f"thread {thread.thread_id} no longer begins with the {taken.lines} lines imported before "
                     "(rewritten in place, or a sealed segment is missing); nothing was imported",
                 )
@@ -152,7 +152,7 @@ def _taken_in(thread: Thread, agent: AgentSnapshot, state: CodexThread | None) -
             [
                 Problem(
                     thread.canonical.relative,
-                    1,
+                    "1",
                     f"agent {thread.thread_id} already exists and was not imported from Codex; it is left alone",
                 )
             ]
