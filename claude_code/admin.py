@@ -13,11 +13,11 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from claude_code.models import ClaudeCodeImportRun, ClaudeCodeSession
-from kernel.admin import CommandRunAdmin
+from kernel.admin import CommandRunAdmin, ReadOnlyMixin
 
 
 @admin.register(ClaudeCodeSession)
-class ClaudeCodeSessionAdmin(admin.ModelAdmin):
+class ClaudeCodeSessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["session_id", "transcript", "project_key", "namespace", "agent_link", "mtime"]
     list_filter = ["namespace"]
     search_fields = ["session_id", "project_key", "agent__agent_id", "agent__title"]
@@ -25,15 +25,6 @@ class ClaudeCodeSessionAdmin(admin.ModelAdmin):
     ordering = ["-mtime_ms", "session_id", "subpath"]
     fields = ["namespace", "project_key", "session_id", "subpath", "agent_link", "mtime", "summary", "summary_version"]
     readonly_fields = fields
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="transcript", ordering="subpath")
     def transcript(self, obj):

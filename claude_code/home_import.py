@@ -33,7 +33,7 @@ from claude_code.models import ClaudeCodeImportRun
 from claude_code.services import append_entries
 from claude_code.transcripts import NotAClaudeHome, Transcript, find_transcripts, read_meta, transcript_lines
 from kernel.data_snapshots import take_data_snapshot
-from kernel.errors import ChartrError
+from kernel.errors import InputInvalid
 from legacy.problems import Problem
 from legacy.report import Progress, no_progress
 from snapshots.services import update_agent
@@ -45,21 +45,9 @@ APPEND_BATCH = 1000
 TITLE_MAX_LENGTH = 512
 
 
-class ClaudeHomeInvalid(ChartrError):
-    """The input is invalid and nothing was written."""
-
+class ClaudeHomeInvalid(InputInvalid):
     code = "invalid_claude_code_home"
-    status = 400
-    #: Only the import command raises it: no API operation answers it.
-    in_api = False
-
-    def __init__(self, problems: list[Problem] | None = None, *, message: str | None = None):
-        self.problems = list(problems or [])
-        count = len(self.problems)
-        super().__init__(
-            message or f"{count} problem{'s' if count != 1 else ''} in the transcripts; nothing was imported.",
-            extra={"problems": [str(problem) for problem in self.problems]},
-        )
+    source = "the transcripts"
 
 
 @dataclass

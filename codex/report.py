@@ -2,51 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kernel.errors import ChartrError
-
-#: ``progress(phase, done, total)``, called as a long phase moves on.
-Progress = Callable[[str, int, int], None]
+from kernel.errors import ChartrError, InputInvalid
 
 
-def no_progress(phase: str, done: int, total: int) -> None:
-    """The ``Progress`` of a caller that shows none."""
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One bad file or line: ``path`` relative to the Codex home, ``line`` 1-based (0: the whole file)."""
-
-    path: str
-    line: int
-    reason: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.reason}" if self.line else f"{self.path}: {self.reason}"
-
-
-class CodexImportInvalid(ChartrError):
-    """The Codex home holds bad input; nothing was imported."""
-
+class CodexImportInvalid(InputInvalid):
     code = "invalid_codex_data"
-    status = 400
-
-    def __init__(self, problems: list[Problem]):
-        self.problems = list(problems)
-        count = len(self.problems)
-        super().__init__(
-            f"{count} problem{'s' if count != 1 else ''} in the Codex home; nothing was imported.",
-            extra={"problems": [str(problem) for problem in self.problems]},
-        )
-
-
-class CodexDatabaseNotReady(ChartrError):
-    """The database is not migrated: the import and the export need every table."""
-
-    code = "not_migrated"
-    status = 503
+    source = "the Codex home"
 
 
 class CodexExportRefused(ChartrError):
@@ -54,6 +17,7 @@ class CodexExportRefused(ChartrError):
 
     code = "export_refused"
     status = 409
+    in_api = False
 
 
 @dataclass

@@ -21,7 +21,9 @@ from pathlib import Path, PurePosixPath
 
 from django.core.exceptions import ValidationError
 
-from codex.report import CodexImportInvalid, Problem, Progress, no_progress
+from codex.report import CodexImportInvalid
+from legacy.problems import Problem
+from legacy.report import Progress, no_progress
 from registry.directories import normalize_directory
 from timeline.items import contains_nul
 
@@ -133,13 +135,13 @@ def locate(source: Path) -> tuple[Path | None, list[Path]]:
                 return parent, [source]  # a sealed segment, in its home
         return None, [source]
     if not source.is_dir():
-        raise CodexImportInvalid([Problem(str(source), 0, "no such file or directory")])
+        raise CodexImportInvalid([Problem(str(source), "", "no such file or directory")])
     if source.name in CANONICAL_DIRS:
         return source.parent, [source]
     if any((source / name).is_dir() for name in CANONICAL_DIRS):
         return source, [source]
     raise CodexImportInvalid(
-        [Problem(str(source), 0, "not a Codex home: it holds neither sessions/ nor archived_sessions/")]
+        [Problem(str(source), "", "not a Codex home: it holds neither sessions/ nor archived_sessions/")]
     )
 
 
@@ -212,7 +214,7 @@ def _read_rollout(path: Path, relative: str, problems: list[Problem], home: Code
     try:
         data = path.read_bytes()
     except OSError as exc:
-        problems.append(Problem(relative, 0, f"cannot be read ({exc.strerror})"))
+        problems.append(Problem(relative, "", f"cannot be read ({exc.strerror})"))
         return None
     pieces = data.split(b"\n")
     complete = data.endswith(b"\n")
@@ -230,7 +232,7 @@ def _read_rollout(path: Path, relative: str, problems: list[Problem], home: Code
             )
             break
         if reason:
-            problems.append(Problem(relative, number, reason))
+            problems.append(Problem(relative, str(number), reason))
             continue
         lines.append(Line(number, record))
     return _with_meta(relative, lines, problems, home)
@@ -260,15 +262,15 @@ def _with_meta(relative: str, lines: list[Line], problems: list[Problem], home: 
         if "type" not in first.record and "id" in first.record:
             home.unread.append(f"{relative}: the rollout format of Codex before session_meta lines; not read")
         else:
-            problems.append(Problem(relative, first.number, "a rollout begins with a session_meta line"))
+            problems.append(Problem(relative, str(first.number), "a rollout begins with a session_meta line"))
         return None
     if not isinstance(payload, dict) or not isinstance(payload.get("id"), str) or not payload["id"]:
-        problems.append(Problem(relative, first.number, "session_meta has no thread id (payload.id)"))
+        problems.append(Problem(relative, str(first.number), "session_meta has no thread id (payload.id)"))
         return None
     try:
         normalize_directory(payload.get("cwd"))
     except ValidationError as exc:
-        problems.append(Problem(relative, first.number, f"session_meta's cwd: {' '.join(exc.messages)}"))
+        problems.append(Problem(relative, str(first.number), f"session_meta's cwd: {' '.join(exc.messages)}"))
         return None
     return RolloutFile(relative=relative, lines=lines, meta=payload)
 
@@ -309,7 +311,7 @@ def _predecessor(rollout: RolloutFile, files: _Rollouts, problems: list[Problem]
             problems.append(
                 Problem(
                     rollout.relative,
-                    line.number,
+                    str(line.number),
                     f"refers to the sealed segment {reference.get('rollout_path')!r}, which is not in this "
                     "Codex home: its lines would be a hole in the thread",
                 )

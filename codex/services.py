@@ -29,18 +29,15 @@ from django.utils import timezone
 
 from codex.models import CodexImportRun, CodexThread
 from codex.report import (
-    CodexDatabaseNotReady,
     CodexExportRefused,
     CodexExportReport,
     CodexImportInvalid,
     CodexImportReport,
-    Problem,
-    Progress,
-    no_progress,
 )
 from codex.rollouts import Line, Thread, read_home
 from codex.selectors import agent_codex_records, codex_agent, codex_threads, thread_records
-from kernel.migrations import not_migrated
+from legacy.problems import Problem
+from legacy.report import Progress, no_progress
 from registry.services import workspace_for_directory
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent, create_agent
@@ -57,7 +54,6 @@ def import_codex(*, source: Path | str, dry_run: bool = False, progress: Progres
     Raises ``CodexImportInvalid`` (nothing written) on bad input."""
     progress = progress or no_progress
     started_at = timezone.now()
-    check_migrated()
     home = read_home(Path(source), progress)
     report = CodexImportReport(source=str(source), dry_run=dry_run)
     report.unread.extend(home.unread)
@@ -80,13 +76,6 @@ def import_codex(*, source: Path | str, dry_run: bool = False, progress: Progres
         else:
             report.run_id = run.pk
     return report
-
-
-def check_migrated() -> None:
-    """Every migration applied (``manage.py migrate --check``), or say how to get there."""
-    pending = not_migrated()
-    if pending:
-        raise CodexDatabaseNotReady(f"The database is not migrated ({pending}); run manage.py migrate first.")
 
 
 def _parents_first(threads: list[Thread]) -> list[Thread]:
@@ -131,7 +120,7 @@ def _import_thread(thread: Thread, report: CodexImportReport) -> None:
             [
                 Problem(
                     thread.canonical.relative,
-                    0,
+                    "",
                     f"thread {thread.thread_id} no longer begins with the {taken.lines} lines imported before "
                     "(rewritten in place, or a sealed segment is missing); nothing was imported",
                 )
@@ -163,7 +152,7 @@ def _taken_in(thread: Thread, agent: AgentSnapshot, state: CodexThread | None) -
             [
                 Problem(
                     thread.canonical.relative,
-                    1,
+                    "1",
                     f"agent {thread.thread_id} already exists and was not imported from Codex; it is left alone",
                 )
             ]
@@ -262,7 +251,6 @@ def export_codex(*, out: Path | str, progress: Progress | None = None) -> CodexE
     """Write every imported Codex thread back under ``out``, each rollout at its relative path,
     each line the record that came in (deep-equal JSON). ``out`` must be empty or not exist."""
     progress = progress or no_progress
-    check_migrated()
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise CodexExportRefused(f"{out} holds files already: the export goes into an empty or new directory.")

@@ -25,7 +25,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 
 from datadir.lock import LOCKS_DIRNAME
 from kernel.files import ensure_private_dir
@@ -58,10 +57,8 @@ def snapshots_root(*, create: bool = False) -> Path:
 
 
 def snapshots_keep() -> int:
-    keep = int(getattr(settings, "CHARTR_SNAPSHOTS_KEEP", 14))
-    if keep < 0:
-        raise ImproperlyConfigured(f"CHARTR_SNAPSHOTS_KEEP must be 0 or more, not {keep}.")
-    return keep
+    """How many snapshots the store keeps (0 to 1000, checked when the settings load: chartr/config.py)."""
+    return settings.CHARTR_SNAPSHOTS_KEEP
 
 
 def is_snapshot_name(name: str) -> bool:
@@ -136,11 +133,8 @@ def safe_relpath(rel: str) -> PurePosixPath:
 
 
 def hash_file(path: Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def copy_hashing(source: Path, target: Path) -> tuple[str, int]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from kernel.errors import ChartrError
 from kernel.migrations import not_migrated
 
 
@@ -43,6 +44,17 @@ class ProgressCommand(BaseCommand):
         if self._progress_shown:
             self.stdout.write("\r\x1b[K", ending="")
             self._progress_shown = False
+
+    def run_service(self, service, **arguments):
+        """``service(progress=..., **arguments)`` with the progress ended after it; its refusal (a
+        ``ChartrError``) a ``CommandError`` with the problems it lists (``extra["problems"]``), one a line."""
+        try:
+            return service(progress=self.progress(), **arguments)
+        except ChartrError as exc:
+            problems = exc.extra.get("problems", [])
+            raise CommandError("\n".join([exc.message, *(f"  {problem}" for problem in problems)])) from exc
+        finally:
+            self.end_progress()
 
     def section(self, title: str, lines: list[str]) -> None:
         if lines:

@@ -5,8 +5,6 @@ for their own audience, and the ``code`` is the stable machine-readable part.
 
 from __future__ import annotations
 
-from django.core.exceptions import ValidationError
-
 
 class ChartrError(Exception):
     """Base class for refusals a client can act on."""
@@ -42,6 +40,24 @@ class ArchivedConflict(Conflict):
     code = "archived"
 
 
+class InputInvalid(ChartrError):
+    """An importer's input has problems, each naming its file and place; nothing was written. Only
+    the import commands raise it (no API operation answers it)."""
+
+    status = 400
+    in_api = False
+    #: What the problems are in, as the message names it.
+    source = "the input"
+
+    def __init__(self, problems=(), *, message: str | None = None):
+        self.problems = list(problems)
+        count = len(self.problems)
+        super().__init__(
+            message or f"{count} problem{'s' if count != 1 else ''} in {self.source}; nothing was imported.",
+            extra={"problems": [str(problem) for problem in self.problems]},
+        )
+
+
 class VersionMismatch(ChartrError):
     """``If-Match`` names another version than the current one (``version``); ETags compare as strings."""
 
@@ -67,18 +83,6 @@ class UnderMaintenance(ChartrError):
     code = "maintenance"
     status = 503
     retry_after = 5
-
-
-__all__ = [
-    "ArchivedConflict",
-    "ChartrError",
-    "Conflict",
-    "NotFound",
-    "PayloadTooLarge",
-    "UnderMaintenance",
-    "ValidationError",
-    "VersionMismatch",
-]
 
 
 class IdempotencyKeyReused(ChartrError):

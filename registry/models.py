@@ -101,15 +101,13 @@ class WorkspaceKind(models.TextChoices):
     WORKTREE = "worktree", "worktree"
 
 
-class Project(models.Model):
-    Kind = ProjectKind
+class DirectoryRecord(models.Model):
+    """What a project and a workspace both are: a live or archived record at one directory."""
 
     # Unique through directory_hash: see registry.directories.directory_hash.
     directory = models.CharField(max_length=MAX_DIRECTORY_LENGTH)
     directory_hash = DirectoryHashField()
     display_name = models.CharField(max_length=255)
-    kind = models.CharField(max_length=16, choices=ProjectKind.choices)
-    git_remote = models.CharField(max_length=2048, blank=True, default="")
     extra = models.JSONField(default=dict, blank=True, editable=False, help_text=EXTRA_HELP)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -119,6 +117,23 @@ class Project(models.Model):
     archive_operation = models.UUIDField(null=True, blank=True, editable=False)
 
     objects = DirectoryQuerySet.as_manager()
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.display_name} ({self.directory})"
+
+    @property
+    def is_archived(self) -> bool:
+        return self.archived_at is not None
+
+
+class Project(DirectoryRecord):
+    Kind = ProjectKind
+
+    kind = models.CharField(max_length=16, choices=ProjectKind.choices)
+    git_remote = models.CharField(max_length=2048, blank=True, default="")
 
     class Meta:
         ordering = ["id"]
@@ -133,33 +148,16 @@ class Project(models.Model):
             models.Index(fields=["archive_operation"], name="project_archive_op_idx"),
         ]
 
-    def __str__(self) -> str:
-        return f"{self.display_name} ({self.directory})"
 
-    @property
-    def is_archived(self) -> bool:
-        return self.archived_at is not None
-
-
-class Workspace(models.Model):
+class Workspace(DirectoryRecord):
     Kind = WorkspaceKind
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="workspaces")
-    directory = models.CharField(max_length=MAX_DIRECTORY_LENGTH)
-    directory_hash = DirectoryHashField()
-    display_name = models.CharField(max_length=255)
     kind = models.CharField(max_length=16, choices=WorkspaceKind.choices)
     branch = models.CharField(max_length=255, blank=True, default="")
     # Paseo's worktreeRoot: the root of the git worktree this workspace is in
     # (empty when unknown). Kept as Paseo had it; chartr derives nothing from it.
     worktree_root = models.CharField(max_length=MAX_DIRECTORY_LENGTH, blank=True, default="")
-    extra = models.JSONField(default=dict, blank=True, editable=False, help_text=EXTRA_HELP)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-    archived_at = models.DateTimeField(null=True, blank=True)
-    archive_operation = models.UUIDField(null=True, blank=True, editable=False)
-
-    objects = DirectoryQuerySet.as_manager()
 
     class Meta:
         ordering = ["id"]
@@ -174,10 +172,3 @@ class Workspace(models.Model):
             models.Index(fields=["archived_at", "id"], name="workspace_archived_id_idx"),
             models.Index(fields=["archive_operation"], name="workspace_archive_op_idx"),
         ]
-
-    def __str__(self) -> str:
-        return f"{self.display_name} ({self.directory})"
-
-    @property
-    def is_archived(self) -> bool:
-        return self.archived_at is not None

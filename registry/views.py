@@ -96,14 +96,8 @@ class ProjectViewSet(ApiViewSet):
         responses=ProjectArchiveSerializer,
     )
     def archive(self, request, id):
-        project = get_project(id)
-        result = services.archive_project(project=project)
-        return Response(
-            {
-                "project": ProjectSerializer(get_project(project.pk)).data,
-                "archived": {"workspaces": result.workspaces, "agents": result.agents},
-            }
-        )
+        result = services.archive_project(project=get_project(id))
+        return Response(ProjectArchiveSerializer({"project": get_project(id), "archived": result}).data)
 
     @extend_schema(
         summary="Unarchive a project and exactly what its archive took",
@@ -112,14 +106,8 @@ class ProjectViewSet(ApiViewSet):
         responses=ProjectUnarchiveSerializer,
     )
     def unarchive(self, request, id):
-        project = get_project(id)
-        result = services.unarchive_project(project=project)
-        return Response(
-            {
-                "project": ProjectSerializer(get_project(project.pk)).data,
-                "restored": {"workspaces": result.workspaces, "agents": result.agents},
-            }
-        )
+        result = services.unarchive_project(project=get_project(id))
+        return Response(ProjectUnarchiveSerializer({"project": get_project(id), "restored": result}).data)
 
 
 @extend_schema(tags=["workspaces"])
@@ -178,11 +166,8 @@ class WorkspaceViewSet(ApiViewSet):
         responses=WorkspaceArchiveSerializer,
     )
     def archive(self, request, id):
-        workspace = get_workspace(id)
-        result = services.archive_workspace(workspace=workspace)
-        return Response(
-            {"workspace": WorkspaceSerializer(get_workspace(workspace.pk)).data, "archived": {"agents": result.agents}}
-        )
+        result = services.archive_workspace(workspace=get_workspace(id))
+        return Response(WorkspaceArchiveSerializer({"workspace": get_workspace(id), "archived": result}).data)
 
     @extend_schema(
         summary="Unarchive a workspace and exactly the agents its archive took",
@@ -191,8 +176,5 @@ class WorkspaceViewSet(ApiViewSet):
         responses=WorkspaceUnarchiveSerializer,
     )
     def unarchive(self, request, id):
-        workspace = get_workspace(id)
-        result = services.unarchive_workspace(workspace=workspace)
-        return Response(
-            {"workspace": WorkspaceSerializer(get_workspace(workspace.pk)).data, "restored": {"agents": result.agents}}
-        )
+        result = services.unarchive_workspace(workspace=get_workspace(id))
+        return Response(WorkspaceUnarchiveSerializer({"workspace": get_workspace(id), "restored": result}).data)

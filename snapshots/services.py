@@ -16,6 +16,7 @@ from kernel.errors import ArchivedConflict, Conflict, NotFound, VersionMismatch
 from kernel.services import (
     UNSET,
     delete_in_batches,
+    insert_carried_over,
     lock_for_update,
     require_json_object,
     validate_fields,
@@ -229,17 +230,11 @@ def register_agent(*, agent_id: str, cwd: str, provider: str, **fields: Any) -> 
 
 def import_agents(*, new: list[AgentSnapshot], changed: list[AgentSnapshot], fields: list[str]) -> None:
     """Write the agents an import checked, inside its transaction: ``new`` inserted with the
-    creation and update times they carry, ``changed`` updated in ``fields``. Batched, so the
-    cost is a few statements per ``IMPORT_BATCH`` agents; the caller has locked ``changed``.
-
-    ``bulk_create`` stamps ``created_at``/``updated_at`` with the current time (``auto_now``),
-    so the carried times are put back with one bulk UPDATE per batch."""
+    creation and update times they carry (``kernel.services.insert_carried_over``), ``changed``
+    updated in ``fields``. Batched, so the cost is a few statements per ``IMPORT_BATCH`` agents;
+    the caller has locked ``changed``."""
     if new:
-        times = [(agent.created_at, agent.updated_at) for agent in new]
-        AgentSnapshot.objects.bulk_create(new, batch_size=IMPORT_BATCH)
-        for agent, (created_at, updated_at) in zip(new, times, strict=True):
-            agent.created_at, agent.updated_at = created_at, updated_at
-        AgentSnapshot.objects.bulk_update(new, ["created_at", "updated_at"], batch_size=IMPORT_BATCH)
+        insert_carried_over(AgentSnapshot, new, batch_size=IMPORT_BATCH)
         agents_created.send(sender=AgentSnapshot, agent_ids=[agent.agent_id for agent in new])
     AgentSnapshot.objects.bulk_update(changed, fields, batch_size=IMPORT_BATCH)
     notify_agents_changed([agent.agent_id for agent in new], "created")

@@ -17,6 +17,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import QueryDict
 
+from kernel.admin import ReadOnlyMixin
 from registry.cascade import DeletionScope
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineRow, TimelineRowRevision
@@ -40,7 +41,7 @@ def count_rows_deleted_with(scope: DeletionScope) -> int:
     return TimelineRow.objects.filter(**{_ROW_LOOKUP[scope.kind]: scope.ids}).count()
 
 
-class EarlierVersionsInline(admin.TabularInline):
+class EarlierVersionsInline(ReadOnlyMixin, admin.TabularInline):
     """A row's earlier versions, oldest first: what each update replaced (``timeline.writes.revisions``)."""
 
     model = TimelineRowRevision
@@ -53,18 +54,9 @@ class EarlierVersionsInline(admin.TabularInline):
     can_delete = False
     show_change_link = False
 
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(TimelineRow)
-class TimelineRowAdmin(admin.ModelAdmin):
+class TimelineRowAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["agent_id", "seq", "item_type", "item_id", "committed_at", "revision_shown"]
     inlines = [EarlierVersionsInline]
     search_fields = ["=agent__agent_id", "=item_id"]
@@ -89,12 +81,3 @@ class TimelineRowAdmin(admin.ModelAdmin):
     @admin.display(description="revision")
     def revision_shown(self, obj: TimelineRow) -> int:
         return obj.current_revision
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

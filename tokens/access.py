@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from kernel.api.errors import Invalid, NotAuthenticated, PermissionDenied, Throttled
 from tokens.cache import token_cache
 from tokens.models import ApiToken, StreamTicket
-from tokens.services import check_stream_ticket, hash_token, record_api_token_use, spend_stream_ticket
+from tokens.services import check_stream_ticket, hash_token, record_api_token_use
 from tokens.throttling import throttle_wait
 
 KEYWORD = "Bearer"
@@ -123,11 +123,3 @@ def check_stream_caller(request, agent_id: str) -> StreamCaller:
     if wait is not None:
         raise Throttled(wait)
     return StreamCaller(ticket.token, ticket)
-
-
-def authorize_stream(request, agent_id: str) -> ApiToken:
-    """``check_stream_caller``, its ticket spent at once: the token."""
-    caller = check_stream_caller(request, agent_id)
-    if caller.ticket is not None:
-        spend_stream_ticket(ticket=caller.ticket)
-    return caller.token

@@ -1,4 +1,4 @@
-"""Every write to API tokens: create, record a use, revoke; and to stream tickets: mint, redeem."""
+"""Every write to API tokens: create, record a use, revoke; and to stream tickets: mint, check, spend."""
 
 from __future__ import annotations
 
@@ -146,14 +146,6 @@ def mint_stream_ticket(*, token: ApiToken, agent_id: str) -> tuple[StreamTicket,
         StreamTicket.objects.filter(expires_at__lte=now).delete()
         ticket.save(force_insert=True)
     return ticket, raw
-
-
-def redeem_stream_ticket(*, raw: str, agent_id: str) -> ApiToken:
-    """Spend the ticket on ``agent_id``'s stream: the token it was minted by
-    (``check_stream_ticket``, then ``spend_stream_ticket``)."""
-    ticket = check_stream_ticket(raw=raw, agent_id=agent_id)
-    spend_stream_ticket(ticket=ticket)
-    return ticket.token
 
 
 def check_stream_ticket(*, raw: str, agent_id: str) -> StreamTicket:

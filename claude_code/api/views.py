@@ -7,6 +7,8 @@ whatever the history's length, except a load, which reads the rows it returns.
 
 from __future__ import annotations
 
+import dataclasses
+
 import msgspec
 
 from claude_code import selectors, services
@@ -60,6 +62,11 @@ def _summary_document(summary: selectors.Summary | None) -> SessionSummary | Non
     return SessionSummary(
         session_id=summary.session_id, mtime=summary.mtime_ms, data=summary.data, version=summary.version
     )
+
+
+def _view(*operations: Operation):
+    """A session endpoint: its operations under the ``claude-code`` tag, behind the API's token checks."""
+    return json_view(*(dataclasses.replace(operation, tags=TAGS) for operation in operations), authorize=authorize)
 
 
 def append(*, query: KeyQuery, body: AppendEntries) -> Answer:
@@ -140,7 +147,7 @@ def write_summary(*, query: SessionQuery, body: SummaryWrite) -> Answer:
     return Answer(_summary_document(written))
 
 
-session_entries = json_view(
+session_entries = _view(
     Operation(
         "GET",
         load,
@@ -150,7 +157,6 @@ session_entries = json_view(
         query=LoadQuery,
         responses={200: EntriesPage},
         error_statuses=(404,),
-        tags=TAGS,
     ),
     Operation(
         "POST",
@@ -165,12 +171,10 @@ session_entries = json_view(
         query=KeyQuery,
         body=AppendEntries,
         responses={200: Appended},
-        tags=TAGS,
     ),
-    authorize=authorize,
 )
 
-session = json_view(
+session = _view(
     Operation(
         "DELETE",
         delete,
@@ -178,12 +182,10 @@ session = json_view(
         summary="Delete a transcript (the SDK's SessionStore.delete); a main key takes its subagents along",
         query=KeyQuery,
         responses={200: Deleted},
-        tags=TAGS,
     ),
-    authorize=authorize,
 )
 
-sessions = json_view(
+sessions = _view(
     Operation(
         "GET",
         list_sessions,
@@ -191,12 +193,10 @@ sessions = json_view(
         summary="A project's sessions with their storage mtime in epoch ms (the SDK's SessionStore.list_sessions)",
         query=ProjectQuery,
         responses={200: SessionList},
-        tags=TAGS,
     ),
-    authorize=authorize,
 )
 
-summaries = json_view(
+summaries = _view(
     Operation(
         "GET",
         list_summaries,
@@ -204,12 +204,10 @@ summaries = json_view(
         summary="A project's summary sidecars (the SDK's SessionStore.list_session_summaries)",
         query=ProjectQuery,
         responses={200: SummaryList},
-        tags=TAGS,
     ),
-    authorize=authorize,
 )
 
-summary = json_view(
+summary = _view(
     Operation(
         "GET",
         read_summary,
@@ -218,7 +216,6 @@ summary = json_view(
         query=SessionQuery,
         responses={200: SessionSummary},
         error_statuses=(404,),
-        tags=TAGS,
     ),
     Operation(
         "PUT",
@@ -233,12 +230,10 @@ summary = json_view(
         body=SummaryWrite,
         responses={200: SessionSummary},
         error_statuses=(404, 412),
-        tags=TAGS,
     ),
-    authorize=authorize,
 )
 
-subkeys = json_view(
+subkeys = _view(
     Operation(
         "GET",
         list_subkeys,
@@ -246,7 +241,5 @@ subkeys = json_view(
         summary="A session's subagent transcripts' subpaths (the SDK's SessionStore.list_subkeys)",
         query=SessionQuery,
         responses={200: Subkeys},
-        tags=TAGS,
     ),
-    authorize=authorize,
 )

@@ -1,11 +1,24 @@
-"""The record of a command's runs (an importer's ``ImportRun``), read-only in the admin."""
+"""Read-only admins: ``ReadOnlyMixin``, and the record of a command's runs (an importer's ``ImportRun``)."""
 
 from __future__ import annotations
 
 from django.contrib import admin
 
 
-class CommandRunAdmin(admin.ModelAdmin):
+class ReadOnlyMixin:
+    """For a ``ModelAdmin`` or an inline whose records are written elsewhere: none is added, changed or deleted here."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class CommandRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     """Written by the command, read here: nothing is added, changed or deleted in the admin.
 
     The model has ``source_path``, ``started_at``, ``finished_at``, ``counts`` (a JSON object: a
@@ -34,12 +47,3 @@ class CommandRunAdmin(admin.ModelAdmin):
     @admin.display(description="warnings")
     def warning_count(self, obj):
         return len(obj.warnings) if isinstance(obj.warnings, list) else 0
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

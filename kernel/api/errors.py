@@ -263,8 +263,8 @@ def _is_api(request) -> bool:
     return request.path_info.startswith("/api/")
 
 
-def _json_error(status_code: int, code: str, message: str) -> JsonResponse:
-    return JsonResponse({"error": {"code": code, "message": message}}, status=status_code)
+def _json_error(status_code: int, code: str, message: str, *, fields=None) -> JsonResponse:
+    return JsonResponse(_error(status_code, code, message, fields=fields).envelope(), status=status_code)
 
 
 def refuse_early(request, status_code: int, code: str, message: str, *, fields=None) -> HttpResponse:
@@ -272,10 +272,7 @@ def refuse_early(request, status_code: int, code: str, message: str, *, fields=N
     /api/, a plain text page elsewhere (the admin)."""
     if not _is_api(request):
         return HttpResponse(message, status=status_code, content_type="text/plain; charset=utf-8")
-    body: dict = {"code": code, "message": message}
-    if fields:
-        body["fields"] = fields
-    return JsonResponse({"error": body}, status=status_code)
+    return _json_error(status_code, code, message, fields=fields)
 
 
 def try_again_later(request, exc: Exception) -> HttpResponse | None:

@@ -11,19 +11,35 @@ from django.test import RequestFactory
 from django.utils import timezone
 
 from kernel.api.errors import Invalid, NotAuthenticated
-from tokens.access import authorize_stream
+from tokens.access import check_stream_caller
 from tokens.errors import StreamTicketInvalid, StreamTicketOtherAgent
 from tokens.models import StreamTicket
 from tokens.services import (
     STREAM_TICKET_PREFIX,
+    check_stream_ticket,
     create_api_token,
     hash_token,
     mint_stream_ticket,
-    redeem_stream_ticket,
     revoke_api_token,
+    spend_stream_ticket,
 )
 
 pytestmark = pytest.mark.django_db
+
+
+def redeem_stream_ticket(*, raw: str, agent_id: str):
+    """What the stream does with a ticket (timeline/live/views.py): check it, then spend it."""
+    ticket = check_stream_ticket(raw=raw, agent_id=agent_id)
+    spend_stream_ticket(ticket=ticket)
+    return ticket.token
+
+
+def authorize_stream(request, agent_id: str):
+    """The stream's caller as the stream takes it: its ticket, if any, spent."""
+    caller = check_stream_caller(request, agent_id)
+    if caller.ticket is not None:
+        spend_stream_ticket(ticket=caller.ticket)
+    return caller.token
 
 
 @pytest.fixture

@@ -19,8 +19,7 @@ class Command(ProgressCommand):
 
     def handle(self, *args, out: str, namespace: str, **options):
         require_migrated()
-        report = export_home(out=out, namespace=namespace, progress=self.progress())
-        self.end_progress()
+        report = self.run_service(export_home, out=out, namespace=namespace)
         self.stdout.write(
             f"Wrote {report.sessions} session(s), {report.subagents} subagent transcript(s), "
             f"{report.lines} line(s) under {report.out}/projects."

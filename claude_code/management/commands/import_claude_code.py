@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from django.core.management.base import CommandError
-
-from claude_code.home_import import ClaudeHomeInvalid, HomeImportReport, import_home
+from claude_code.home_import import HomeImportReport, import_home
 from kernel.commands import ProgressCommand, require_migrated
-from kernel.errors import ChartrError
 
 
 class Command(ProgressCommand):
@@ -22,16 +19,7 @@ class Command(ProgressCommand):
 
     def handle(self, *args, path: str, dry_run: bool, **options):
         require_migrated()
-        try:
-            report = import_home(source=path, dry_run=dry_run, progress=self.progress())
-        except ClaudeHomeInvalid as exc:
-            self.end_progress()
-            raise CommandError("\n".join([exc.message, *(f"  {problem}" for problem in exc.problems)])) from exc
-        except ChartrError as exc:
-            self.end_progress()
-            raise CommandError(exc.message) from exc
-        self.end_progress()
-        self._print_report(report)
+        self._print_report(self.run_service(import_home, source=path, dry_run=dry_run))
 
     def _print_report(self, report: HomeImportReport) -> None:
         out = self.stdout

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from django.core.management.base import CommandError
-
-from codex.report import CodexImportInvalid, CodexImportReport
+from codex.report import CodexImportReport
 from codex.services import import_codex
-from kernel.commands import ProgressCommand
-from kernel.errors import ChartrError
+from kernel.commands import ProgressCommand, require_migrated
 
 
 class Command(ProgressCommand):
@@ -22,17 +19,8 @@ class Command(ProgressCommand):
         parser.add_argument("--dry-run", action="store_true", help="do the whole import, report, then roll back")
 
     def handle(self, *args, path: str, dry_run: bool, **options):
-        progress = self.progress()
-        try:
-            report = import_codex(source=path, dry_run=dry_run, progress=progress)
-        except CodexImportInvalid as exc:
-            self.end_progress()
-            raise CommandError("\n".join([exc.message, *(f"  {problem}" for problem in exc.problems)])) from exc
-        except ChartrError as exc:
-            self.end_progress()
-            raise CommandError(exc.message) from exc
-        self.end_progress()
-        self._print_report(report)
+        require_migrated()
+        self._print_report(self.run_service(import_codex, source=path, dry_run=dry_run))
 
     def _print_report(self, report: CodexImportReport) -> None:
         out = self.stdout
