@@ -24,6 +24,9 @@ The contract (stable: later changes add, never rename):
   stored verbatim, compare-and-swap on ``Summary.version`` (``VersionMismatch`` with the current
   ``version`` in ``extra`` when another writer got there first; 0 is the version before the first
   write). Its ``mtime_ms`` is the write's time, never below the session's ``mtime_ms``.
+- ``carry_over_sessions(*, sessions)``: session rows inserted exactly as an instance export holds
+  them (their ids, keys, agents, ``mtime_ms`` and summary with its version and mtime), inside the
+  caller's transaction: ``portability``'s import into an empty database, after their agents.
 
 The reads (``load_entries``, ``list_sessions``, ``list_subkeys``, ``get_summary``,
 ``list_summaries``, ``find_session``) are in ``claude_code.selectors``.
@@ -47,6 +50,7 @@ from claude_code.keys import PROVIDER, SessionKey
 from claude_code.models import ClaudeCodeSession
 from claude_code.selectors import Summary, find_session
 from kernel.errors import Conflict, NotFound, VersionMismatch
+from kernel.services import insert_carried_over, reset_id_sequences
 from registry.directories import is_within, normalize_directory
 from registry.services import workspace_for_directory
 from snapshots.models import AgentSnapshot
@@ -64,6 +68,7 @@ APPEND_ATTEMPTS = 3
 __all__ = [
     "AppendOutcome",
     "append_entries",
+    "carry_over_sessions",
     "delete_session",
     "ensure_session",
     "holding_directory",
@@ -293,3 +298,18 @@ def write_summary(key: SessionKey, *, data: dict, expected_version: int) -> Summ
             extra={"version": version},
         )
     return current
+
+
+def carry_over_sessions(*, sessions: Sequence[ClaudeCodeSession]) -> None:
+    """Each session's key is checked as the API checks it (``ValidationError`` naming the part);
+    the database holds the rest (one session per key and per agent, a summary on a main key only).
+    The id sequence then moves past them."""
+    for session in sessions:
+        SessionKey.checked(
+            project_key=session.project_key,
+            session_id=session.session_id,
+            subpath=session.subpath,
+            namespace=session.namespace,
+        )
+    insert_carried_over(ClaudeCodeSession, list(sessions))
+    reset_id_sequences(ClaudeCodeSession)

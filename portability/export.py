@@ -19,9 +19,10 @@ from typing import IO
 from django.db import connection
 from django.utils import timezone
 
+from claude_code.models import ClaudeCodeSession
 from legacy.models import ImportRun
 from portability import format as fmt
-from portability.records import AGENT, API_TOKEN, IMPORT_RUN, PROJECT, WORKSPACE, record_of
+from portability.records import AGENT, API_TOKEN, CLAUDE_CODE_SESSION, IMPORT_RUN, PROJECT, WORKSPACE, record_of
 from portability.selectors import (
     AgentDigest,
     agents_with_heads,
@@ -63,6 +64,7 @@ PHASES = {
     "timeline": "timelines",
     "row": "timeline rows",
     "row_revision": "earlier row versions",
+    "claude_code_session": "Claude Code sessions",
     "api_token": "API tokens",
     "import_run": "legacy import runs",
 }
@@ -85,6 +87,9 @@ def write_instance_to(out: IO[str], *, with_tokens: bool = False, progress: Prog
     for page in pages(agents_with_heads()):
         for agent in page:
             _write_timeline(writer, agent)
+    for page in pages(ClaudeCodeSession.objects.all()):
+        for session in page:
+            writer.write(record_of(CLAUDE_CODE_SESSION, session))
     if with_tokens:
         for page in pages(tokens_with_creators()):
             for token in page:

@@ -2,8 +2,9 @@
 
 Line 1 is the header (``{"format": "chartr.instance", "version": 1, ...}``); every later line
 is a record whose ``type`` says what it is, in this order: ``project``, ``workspace``,
-``agent``, then per agent ``timeline``, its ``row``s, its ``row_revision``s and ``timeline_end``, then ``api_token``
-(only with ``--with-tokens``), ``import_run``, and last ``end`` with the counts. A file whose
+``agent``, then per agent ``timeline``, its ``row``s, its ``row_revision``s and ``timeline_end``, then
+``claude_code_session``, ``api_token`` (only with ``--with-tokens``), ``import_run``, and last ``end`` with the
+counts. A file whose
 name ends in ``.gz`` is gzip-compressed. Reading is streamed: one line at a time.
 """
 
@@ -23,7 +24,29 @@ from django.utils.dateparse import parse_datetime
 FORMAT = "chartr.instance"
 VERSION = 1
 #: The kinds of record, in the order a file holds them, and the counts the ``end`` record gives.
-KINDS = ("project", "workspace", "agent", "timeline", "row", "row_revision", "api_token", "import_run")
+KINDS = (
+    "project",
+    "workspace",
+    "agent",
+    "timeline",
+    "row",
+    "row_revision",
+    "claude_code_session",
+    "api_token",
+    "import_run",
+)
+#: Kinds added since version 1 of the format: a file written before them has no count for them
+#: (in its header and its ``end``), which reads as 0.
+ADDED_KINDS = frozenset({"claude_code_session"})
+
+
+def counts_of(record: dict) -> dict | None:
+    """The ``counts`` of a header or ``end`` record, a kind added since (``ADDED_KINDS``) left out
+    reading as 0; None when they are not an object."""
+    counts = record.get("counts")
+    if not isinstance(counts, dict):
+        return None
+    return {**dict.fromkeys(ADDED_KINDS, 0), **counts}
 
 
 class InstanceFileInvalid(Exception):
@@ -148,10 +171,10 @@ class Reader:
             raise self.error(
                 line, f"format version {record.get('version')!r} is not supported (this chartr reads {VERSION})"
             )
-        counts = record.get("counts")
-        if not isinstance(counts, dict) or not all(isinstance(counts.get(kind), int) for kind in KINDS):
+        counts = counts_of(record)
+        if counts is None or not all(isinstance(counts.get(kind), int) for kind in KINDS):
             raise self.error(line, "the header's counts must give an integer for each of " + ", ".join(KINDS))
-        return record
+        return {**record, "counts": counts}
 
     def peek(self) -> Line | None:
         if self._peeked is None:

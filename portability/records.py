@@ -17,6 +17,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from claude_code.models import ClaudeCodeSession
 from legacy.models import ImportRun
 from portability.format import parse_time
 from registry.models import Project, Workspace
@@ -47,6 +48,8 @@ WORKSPACE = Kind("workspace", Workspace)
 AGENT = Kind("agent", AgentSnapshot, added=frozenset({"parent"}))
 API_TOKEN = Kind("api_token", ApiToken, added=frozenset({"expires_at"}))
 IMPORT_RUN = Kind("import_run", ImportRun)
+#: A Claude Code session key and its agent, with the summary sidecar (added since the first files).
+CLAUDE_CODE_SESSION = Kind("claude_code_session", ClaudeCodeSession)
 #: The timeline head: its agent is named ``agent_id``.
 TIMELINE = Kind("timeline", TimelineHead)
 

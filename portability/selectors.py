@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 from django.db.models import BooleanField, ExpressionWrapper, F, Model, Q, QuerySet
 
+from claude_code.models import ClaudeCodeSession
 from legacy.models import ImportRun
 from portability.format import canonical, new_digest, time_text
 from portability.records import AGENT, TIMELINE, record_of
@@ -59,6 +60,7 @@ def held_counts(*, with_tokens: bool) -> dict[str, int]:
         "timeline": AgentSnapshot.objects.count(),
         "row": TimelineRow.objects.count(),
         "row_revision": TimelineRowRevision.objects.count(),
+        "claude_code_session": ClaudeCodeSession.objects.count(),
         "api_token": ApiToken.objects.count() if with_tokens else 0,
         "import_run": ImportRun.objects.count(),
     }

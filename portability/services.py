@@ -2,8 +2,9 @@
 
 One transaction, streamed: each kind of record is read a batch at a time and written through its
 owning app's service (``registry.services.carry_over_registry``, ``snapshots.services.import_agents``,
-``timeline.writes.carried.carry_over_timeline``, ``tokens.services.carry_over_api_tokens``,
-``legacy.services.carry_over_import_runs``), so memory stays flat at any size. Then it verifies:
+``timeline.writes.carried.carry_over_timeline``, ``claude_code.services.carry_over_sessions``,
+``tokens.services.carry_over_api_tokens``, ``legacy.services.carry_over_import_runs``), so memory stays
+flat at any size. Then it verifies:
 the counts of the ``end`` record against the file and the database, and each agent's content
 hash recomputed from the database against the one the export wrote. Any problem (bad input,
 named by file and line, a refusal by the database, a mismatch) rolls everything back; a dry run
@@ -20,13 +21,15 @@ from pathlib import Path
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, transaction
 
+from claude_code.keys import SessionKey
+from claude_code.services import carry_over_sessions
 from kernel.errors import ChartrError
 from kernel.migrations import not_migrated
 from legacy.services import carry_over_import_runs
 from portability import format as fmt
 from portability.export import PHASES, Progress
 from portability.parse import carried_timeline, objects, parse_revision, parse_row, token_of
-from portability.records import AGENT, API_TOKEN, IMPORT_RUN, PROJECT, WORKSPACE, RecordInvalid
+from portability.records import AGENT, API_TOKEN, CLAUDE_CODE_SESSION, IMPORT_RUN, PROJECT, WORKSPACE, RecordInvalid
 from portability.selectors import what_is_held
 from portability.verify import verify_import
 from registry.services import carry_over_registry
@@ -128,6 +131,7 @@ class _Load:
         self._check_parents()
         while (line := self.reader.peek()) is not None and line.type == "timeline":
             self._timeline(self.reader.next())
+        self._batches(CLAUDE_CODE_SESSION.type, self._sessions)
         self._batches(API_TOKEN.type, self._tokens)
         self._batches(
             IMPORT_RUN.type, lambda lines: carry_over_import_runs(runs=objects(self.reader, IMPORT_RUN, lines))
@@ -170,6 +174,18 @@ class _Load:
         for line, key in zip(lines, keys, strict=True):
             if key not in known:
                 raise self.reader.error(line, f"{line.type}: {what} {key!r} is not in the file before it")
+
+    def _sessions(self, lines: list[fmt.Line]) -> None:
+        """Claude Code sessions: each key as the API checks it, each agent one the file brought."""
+        sessions = objects(self.reader, CLAUDE_CODE_SESSION, lines)
+        for line, session in zip(lines, sessions, strict=True):
+            parts = ("namespace", "project_key", "session_id", "subpath")
+            try:
+                SessionKey.checked(**{part: getattr(session, part) for part in parts})
+            except ValidationError as exc:
+                raise self.reader.error(line, f"{line.type}: {'; '.join(exc.messages)}") from None
+        self._refers(lines, [session.agent_id for session in sessions], self.agent_ids, "agent")
+        carry_over_sessions(sessions=sessions)
 
     def _tokens(self, lines: list[fmt.Line]) -> None:
         if not self.reader.header["with_tokens"]:

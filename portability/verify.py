@@ -25,7 +25,7 @@ def verify_import(
     end = reader.expect("end")
     if reader.peek() is not None:
         raise reader.error(reader.peek(), "a record after the end record")
-    if end.record.get("counts") != counts:
+    if fmt.counts_of(end.record) != counts:
         raise reader.error(end, f"the end record counts {end.record.get('counts')!r}; the file holds {counts!r}")
     held = held_counts(with_tokens=with_tokens)
     if held != counts:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import datetime as dt
 
+from claude_code.keys import SessionKey
+from claude_code.services import append_entries, write_summary
 from legacy.models import ImportRun
 from legacy.services import carry_over_import_runs
 from registry.models import Project, Workspace
 from registry.services import archive_project, archive_workspace, create_project, create_workspace
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent, create_agent, record_heartbeat, update_agent
+from tests.portability.reads import CLAUDE_CODE_PROJECT, CLAUDE_CODE_SESSIONS
 from timeline.rows import ReadRow
 from timeline.services import NewTimelineItem, append_timeline_items, bulk_append_timeline_rows
 from timeline.writes.pruning import TrimPolicy, trim_timeline
@@ -64,6 +67,22 @@ def _carried_rows(agent_id: str) -> None:
     bulk_append_timeline_rows(agent_id=agent_id, rows=rows, start_seq=5, epoch="paseo-epoch-uuid", keep_seqs=True)
 
 
+def _claude_code_sessions() -> None:
+    """A session with entries, a subagent and a written summary (version 2), and one whose subagent
+    alone was appended to: its main key has no mtime yet (4 agents)."""
+    talked, sidechain = CLAUDE_CODE_SESSIONS
+    key = SessionKey(project_key=CLAUDE_CODE_PROJECT, session_id=talked)
+    entries = [
+        {"type": "user", "uuid": "u1", "cwd": "/srv/code/app", "message": {"content": "hi ✓"}},
+        {"type": "custom-title", "customTitle": "Talk"},
+    ]
+    append_entries(key, entries)
+    write_summary(key, data={"title": "Talk", "turns": 1}, expected_version=0)
+    write_summary(key, data={"title": "Talk", "turns": 2, "nested": {"b": [1.5, None]}}, expected_version=1)
+    append_entries(SessionKey(CLAUDE_CODE_PROJECT, talked, "subagents/agent-a1"), [{"type": "assistant", "uuid": "a"}])
+    append_entries(SessionKey(CLAUDE_CODE_PROJECT, sidechain, "subagents/agent-b2"), [{"type": "user", "uuid": "b"}])
+
+
 def build_instance() -> str:
     """The instance; returns a raw API token (read-write) that reads it."""
     git = create_project(directory="/srv/code/app", kind=Project.Kind.GIT, git_remote="git@example.com:app.git")
@@ -103,6 +122,7 @@ def build_instance() -> str:
     _conversation("with-its-project", 1)
     archive_project(project=gone)
     archive_workspace(workspace=shelved)
+    _claude_code_sessions()
 
     _, raw = create_api_token(name="reader and writer")
     old_token, _ = create_api_token(name="old", read_only=True)

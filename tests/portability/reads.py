@@ -1,5 +1,6 @@
 """Every API read of an instance, for comparing two instances: the lists (every page, archived
-or not), each agent and each timeline (every row, the projected view, the last item and message).
+or not), each agent and each timeline (every row, the projected view, the last item and message),
+and the Claude Code sessions of the built instance as a SessionStore reads them.
 
 ``get(path)`` answers ``(status, json)``; no Django import, so the process test uses it too."""
 
@@ -10,6 +11,9 @@ from urllib.parse import quote
 
 Get = Callable[[str], tuple[int, object]]
 LISTS = ("projects", "workspaces", "agents")
+#: The Claude Code project of the built instance (``tests.portability.builders``) and its sessions.
+CLAUDE_CODE_PROJECT = "-srv-code-app"
+CLAUDE_CODE_SESSIONS = ("s1", "s2")
 
 
 def _pages(get: Get, path: str) -> list:
@@ -42,5 +46,24 @@ def every_read(get: Get) -> dict[str, object]:
     for name in ("projects", "workspaces"):
         for record in reads[f"/api/v1/{name}?archived=all&limit=2"]:
             path = f"/api/v1/{name}/{record['id']}"
+            reads[path] = get(path)
+    reads.update(_claude_code_reads(get))
+    return reads
+
+
+def _claude_code_reads(get: Get) -> dict[str, object]:
+    """What a SessionStore reads: the project's sessions and summaries, each session's summary,
+    subkeys and entries (``load``), and each subkey's entries."""
+    base = "/api/v1/claude-code/"
+    project = f"?project_key={quote(CLAUDE_CODE_PROJECT)}"
+    reads = {path: get(path) for path in (base + "sessions" + project, base + "summaries" + project)}
+    for session_id in CLAUDE_CODE_SESSIONS:
+        session = f"{project}&session_id={quote(session_id)}"
+        for path in ("session/summary", "session/entries", "session/subkeys"):
+            reads[base + path + session] = get(base + path + session)
+        status, subkeys = reads[base + "session/subkeys" + session]
+        assert status == 200, subkeys
+        for subpath in subkeys["subkeys"]:
+            path = f"{base}session/entries{session}&subpath={quote(subpath, safe='')}"
             reads[path] = get(path)
     return reads

@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from claude_code.models import ClaudeCodeSession
 from legacy.models import ImportRun
 from portability.format import canonical, new_digest
 from registry.models import Project
@@ -229,13 +230,24 @@ def _rehashed(records: list[dict]) -> list[str]:
     return [canonical(record) + "\n" for record in records]
 
 
-def _as_written_before_parents(lines: list[str]) -> list[str]:
-    """The export as chartr wrote it before agents had a ``parent``: no agent record has the key, and
-    each agent's ``timeline_end`` hashes its record without it (the rest of the hash is unchanged)."""
+def _as_written_before_sessions(lines: list[str]) -> list[str]:
+    """The export as chartr wrote it before Claude Code sessions were carried: no such record, and no
+    count of them in the header or the end record (the agents and their hashes are unchanged)."""
     records = [json.loads(line) for line in lines]
+    records = [record for record in records if record.get("type") != "claude_code_session"]
+    for counted in (records[0], records[-1]):
+        assert counted["counts"].pop("claude_code_session") == 4
+    return [canonical(record) + "\n" for record in records]
+
+
+def _as_written_before_parents(lines: list[str]) -> list[str]:
+    """The export as chartr wrote it before agents had a ``parent`` (and so before Claude Code sessions
+    were carried): no agent record has the key, and each agent's ``timeline_end`` hashes its record
+    without it (the rest of the hash is unchanged)."""
+    records = [json.loads(line) for line in _as_written_before_sessions(lines)]
     for record in records:
         if record.get("type") == "agent":
-            assert record.pop("parent") is None  # the built instance's agents have no parent here
+            record.pop("parent")  # a subagent's reads as null: the file could not say it
     return _rehashed(records)
 
 
@@ -267,3 +279,67 @@ def test_an_empty_turn_id_a_database_holds_moves_with_its_row(tmp_path, exported
     call_command("import_instance", str(path))
 
     assert TimelineRow.objects.get(agent_id=agent_id, seq=records[index]["seq"]).turn_id == ""
+
+
+def test_a_file_written_before_sessions_were_carried_imports_and_its_hashes_hold(tmp_path, exported, capsys):
+    path = tmp_path / "older.jsonl"
+    path.write_text("".join(_as_written_before_sessions(exported)))
+
+    call_command("import_instance", str(path))
+
+    assert "content hash of each of 11 agent(s)" in capsys.readouterr().out
+    assert AgentSnapshot.objects.count() == 11 and not ClaudeCodeSession.objects.exists()
+
+
+def test_a_session_of_an_agent_not_in_the_file_names_its_line(tmp_path, exported):
+    index = _line_of(exported, "claude_code_session", 2)
+    _import_fails(
+        tmp_path,
+        _edit(exported, index, agent="claude-code-gone"),
+        rf":{index + 1}: claude_code_session: agent 'claude-code-gone' is not in the file before it",
+    )
+
+
+def test_a_session_key_the_api_would_refuse_names_its_line(tmp_path, exported):
+    index = _line_of(exported, "claude_code_session", 1)
+    _import_fails(tmp_path, _edit(exported, index, subpath="../up"), rf":{index + 1}: claude_code_session: Must be a")
+    _import_fails(
+        tmp_path, _edit(exported, index, namespace="a b"), rf":{index + 1}: claude_code_session: 1 to 64 characters"
+    )
+
+
+def test_a_session_value_of_the_wrong_type_names_its_line(tmp_path, exported):
+    index = _line_of(exported, "claude_code_session")
+    _import_fails(
+        tmp_path,
+        _edit(exported, index, summary_version=-1),
+        rf":{index + 1}: claude_code_session: summary_version: ",
+    )
+    _import_fails(
+        tmp_path, _edit(exported, index, mtime_ms="soon"), rf":{index + 1}: claude_code_session: mtime_ms must be"
+    )
+    _import_fails(
+        tmp_path,
+        _edit(exported, index, summary=_DROP),
+        rf":{index + 1}: claude_code_session: missing key\(s\): summary",
+    )
+
+
+def test_a_summary_on_a_subagent_is_refused_by_the_database(tmp_path, exported):
+    first = _line_of(exported, "claude_code_session")
+    sub = next(
+        i
+        for i, line in enumerate(exported)
+        if json.loads(line).get("type") == "claude_code_session" and json.loads(line)["subpath"]
+    )
+    _import_fails(
+        tmp_path, _edit(exported, sub, summary={"x": 1}, summary_version=1), rf": lines {first + 1}-\d+: the database"
+    )
+
+
+def test_a_session_count_that_does_not_match_is_refused(tmp_path, exported):
+    end = json.loads(exported[-1])
+    end["counts"]["claude_code_session"] = 3
+    _import_fails(tmp_path, [*exported[:-1], json.dumps(end) + "\n"], rf":{len(exported)}: the end record counts")
+    index = _line_of(exported, "claude_code_session")
+    _import_fails(tmp_path, [*exported[:index], *exported[index + 1 :]], rf":{len(exported) - 1}: the end record")

@@ -7,7 +7,16 @@ from pathlib import Path
 
 from portability.format import KINDS
 from portability.parse import REVISION_KEYS, REVISION_OPTIONAL_KEYS, ROW_KEYS, ROW_OPTIONAL_KEYS
-from portability.records import AGENT, API_TOKEN, IMPORT_RUN, PROJECT, TIMELINE, WORKSPACE, record_keys
+from portability.records import (
+    AGENT,
+    API_TOKEN,
+    CLAUDE_CODE_SESSION,
+    IMPORT_RUN,
+    PROJECT,
+    TIMELINE,
+    WORKSPACE,
+    record_keys,
+)
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "portability.md"
 
@@ -25,7 +34,7 @@ def documented() -> dict[str, tuple[set[str], set[str]]]:
 
 def test_the_documented_keys_are_the_keys_of_each_record():
     table = documented()
-    for kind in (PROJECT, WORKSPACE, AGENT, TIMELINE, API_TOKEN, IMPORT_RUN):
+    for kind in (PROJECT, WORKSPACE, AGENT, TIMELINE, CLAUDE_CODE_SESSION, API_TOKEN, IMPORT_RUN):
         assert table[kind.type] == (record_keys(kind) - {"type"}, set()), kind.type
     assert table["row"] == (ROW_KEYS - {"type"}, ROW_OPTIONAL_KEYS)
     assert table["row_revision"] == (REVISION_KEYS - {"type"}, REVISION_OPTIONAL_KEYS)
@@ -33,7 +42,7 @@ def test_the_documented_keys_are_the_keys_of_each_record():
 
 
 def test_every_column_of_every_carried_table_is_a_key_but_the_derived_hash():
-    for kind in (PROJECT, WORKSPACE, AGENT, TIMELINE, API_TOKEN, IMPORT_RUN):
+    for kind in (PROJECT, WORKSPACE, AGENT, TIMELINE, CLAUDE_CODE_SESSION, API_TOKEN, IMPORT_RUN):
         columns = {f.name for f in kind.model._meta.concrete_fields} - {"directory_hash"}
         keys = {"agent" if kind is TIMELINE and key == "agent_id" else key for key in record_keys(kind) - {"type"}}
         assert keys == columns, kind.type

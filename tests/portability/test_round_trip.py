@@ -8,6 +8,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from claude_code.models import ClaudeCodeSession
 from legacy.models import ImportRun
 from portability import services
 from registry.models import Project
@@ -53,8 +54,13 @@ def test_an_instance_comes_back_as_it_was(tmp_path):
     again = tmp_path / "again.jsonl"
     call_command("export_instance", str(again), "--with-tokens")
     assert again.read_text().splitlines()[1:] == out.read_text().splitlines()[1:]
-    # The lists, six reads of each of the 7 agents and one of each project and workspace, all answered.
-    assert len(before) > 40 and all(read[0] == 200 for read in before.values() if isinstance(read, tuple))
+    # The lists, six reads of each of the 11 agents, one of each project and workspace and the Claude Code
+    # reads, all answered but the summary and the load of the session only its subagent was appended to.
+    assert len(before) > 80
+    assert {path for path, read in before.items() if isinstance(read, tuple) and read[0] != 200} == {
+        "/api/v1/claude-code/session/summary?project_key=-srv-code-app&session_id=s2",
+        "/api/v1/claude-code/session/entries?project_key=-srv-code-app&session_id=s2",
+    }
     # The ids went on past the carried ones: a new project gets a fresh one.
     assert Project.objects.create(directory="/srv/new", display_name="n", kind="git").pk > max(
         p["id"] for p in before["/api/v1/projects?archived=all&limit=2"]
@@ -83,7 +89,7 @@ def test_tokens_stay_behind_unless_asked(tmp_path):
     _empty_the_database()
     call_command("import_instance", str(out))
     assert not ApiToken.objects.exists()
-    assert AgentSnapshot.objects.count() == 7
+    assert AgentSnapshot.objects.count() == 11
 
 
 def test_a_non_empty_database_is_refused_and_left_alone(tmp_path):
@@ -103,10 +109,11 @@ def test_a_dry_run_runs_the_whole_import_and_rolls_back(tmp_path, capsys):
     _empty_the_database()
     call_command("import_instance", str(out), "--dry-run")
     printed = capsys.readouterr().out
-    assert "content hash of each of 7 agent(s)" in printed and "rolled back" in printed
+    assert "content hash of each of 11 agent(s)" in printed and "rolled back" in printed
     assert not Project.objects.exists() and not AgentSnapshot.objects.exists()
+    assert not ClaudeCodeSession.objects.exists()
     call_command("import_instance", str(out))  # and the real one still goes in after it
-    assert AgentSnapshot.objects.count() == 7
+    assert AgentSnapshot.objects.count() == 11
 
 
 def test_a_database_not_migrated_is_refused_before_anything_is_read(tmp_path, monkeypatch):
@@ -182,3 +189,37 @@ def test_a_subagent_comes_back_under_its_parent_whatever_their_order_in_the_file
     assert AgentSnapshot.objects.get(pk="a-subagent").parent_id == "z-session"
     AgentSnapshot.objects.filter(pk="z-session").delete()
     assert not AgentSnapshot.objects.exists()  # the database's cascade took the subagent along
+
+
+def test_claude_code_sessions_load_and_keep_their_summaries_after_the_move(tmp_path):
+    raw = build_instance()
+    client = client_with(raw)
+    key = "project_key=-srv-code-app&session_id=s1"
+    columns = [f.attname for f in ClaudeCodeSession._meta.concrete_fields]
+    held = list(ClaudeCodeSession.objects.order_by("pk").values_list(*columns))
+    summaries = client.get("/api/v1/claude-code/summaries?project_key=-srv-code-app").json()
+    assert [(s["session_id"], s["version"], s["data"]["turns"]) for s in summaries["summaries"]] == [("s1", 2, 2)]
+    out = tmp_path / "instance.jsonl"
+    call_command("export_instance", str(out), "--with-tokens")
+    _empty_the_database()
+    assert not ClaudeCodeSession.objects.exists()
+
+    call_command("import_instance", str(out))
+
+    assert list(ClaudeCodeSession.objects.order_by("pk").values_list(*columns)) == held
+    assert client.get("/api/v1/claude-code/summaries?project_key=-srv-code-app").json() == summaries
+    loaded = client.get(f"/api/v1/claude-code/session/entries?{key}")
+    assert loaded.status_code == 200 and [e["type"] for e in loaded.json()["entries"]] == ["user", "custom-title"]
+    # The summary's compare-and-swap goes on from the carried version; a new session gets a fresh id.
+    appended = client.post(
+        f"/api/v1/claude-code/session/entries?{key}",
+        data=json.dumps({"entries": [{"type": "user", "uuid": "u2"}], "summary": {"turns": 3}, "summary_version": 2}),
+        content_type="application/json",
+    ).json()
+    assert appended["summary_written"] is True and appended["summary_version"] == 3
+    client.post(
+        "/api/v1/claude-code/session/entries?project_key=-srv-code-app&session_id=s3",
+        data=json.dumps({"entries": [{"type": "user", "uuid": "n"}]}),
+        content_type="application/json",
+    )
+    assert ClaudeCodeSession.objects.get(session_id="s3").pk > max(row[0] for row in held)
