@@ -14,7 +14,7 @@ from django.db.models import BooleanField, ExpressionWrapper, F, Model, Q, Query
 from claude_code.models import ClaudeCodeSession
 from legacy.models import ImportRun
 from portability.format import canonical, new_digest, time_text
-from portability.records import AGENT, TIMELINE, record_of
+from portability.records import AGENT, CLAUDE_CODE_SESSION, TIMELINE, record_of
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
 from timeline.models import ROW_FIELDS, TimelineRow, TimelineRowRevision
@@ -193,4 +193,27 @@ def agent_digest(agent: AgentSnapshot, *, left_out: frozenset[str] = frozenset()
     digest = AgentDigest(agent, left_out=left_out)
     for record in timeline_records(agent):
         digest.add(record)
+    return digest
+
+
+class RecordSetDigest:
+    """A content hash of a set of records whatever their order: the sum, modulo 2**256, of each
+    record's SHA-256 over its ``canonical`` text. The import adds the records of the file as it reads
+    them, and compares with the same hash over what the database then holds."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def add(self, record: dict) -> None:
+        digest = new_digest()
+        digest.update(canonical(record).encode("utf-8"))
+        self.value = (self.value + int.from_bytes(digest.digest())) % 2**256
+
+
+def sessions_digest() -> RecordSetDigest:
+    """The ``RecordSetDigest`` of the Claude Code sessions this database holds, as records."""
+    digest = RecordSetDigest()
+    for page in pages(ClaudeCodeSession.objects.all()):
+        for session in page:
+            digest.add(record_of(CLAUDE_CODE_SESSION, session))
     return digest

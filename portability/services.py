@@ -30,7 +30,7 @@ from portability import format as fmt
 from portability.export import PHASES, Progress
 from portability.parse import carried_timeline, objects, parse_revision, parse_row, token_of
 from portability.records import AGENT, API_TOKEN, CLAUDE_CODE_SESSION, IMPORT_RUN, PROJECT, WORKSPACE, RecordInvalid
-from portability.selectors import what_is_held
+from portability.selectors import RecordSetDigest, what_is_held
 from portability.verify import verify_import
 from registry.services import carry_over_registry
 from snapshots.services import import_agents
@@ -99,7 +99,7 @@ def _load_and_verify(reader: fmt.Reader, result: ImportResult, progress: Progres
         digests = load.run()
         progress("verifying", 0, 1)
         result.agents_verified = verify_import(
-            reader, result.counts, digests, with_tokens=with_tokens, left_out=load.left_out
+            reader, result.counts, digests, with_tokens=with_tokens, left_out=load.left_out, sessions=load.sessions
         )
         progress("verifying", 1, 1)
         if result.dry_run:
@@ -123,6 +123,8 @@ class _Load:
         self.parents_ahead: list[tuple[fmt.Line, str]] = []
         #: agent id -> the keys added to the format since (``AGENT.added``) that its record left out
         self.left_out: dict[str, frozenset[str]] = {}
+        #: the Claude Code session records read, to compare with what the database holds at the end
+        self.sessions = RecordSetDigest()
 
     def run(self) -> dict[str, tuple[int, int, str]]:
         self._batches(PROJECT.type, self._projects)
@@ -186,6 +188,8 @@ class _Load:
                 raise self.reader.error(line, f"{line.type}: {'; '.join(exc.messages)}") from None
         self._refers(lines, [session.agent_id for session in sessions], self.agent_ids, "agent")
         carry_over_sessions(sessions=sessions)
+        for line in lines:
+            self.sessions.add(line.record)
 
     def _tokens(self, lines: list[fmt.Line]) -> None:
         if not self.reader.header["with_tokens"]:

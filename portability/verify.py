@@ -3,13 +3,14 @@
 - the file is whole: its ``end`` record comes last and its counts are the records read;
 - the database holds as many records of each kind as the file;
 - each agent's content hash (``portability.selectors.AgentDigest``: its record, its timeline
-  head and every row), recomputed from what the database now holds, is the one the export wrote.
+  head and every row), recomputed from what the database now holds, is the one the export wrote;
+- the Claude Code sessions read back as the file holds them (``RecordSetDigest`` of both).
 """
 
 from __future__ import annotations
 
 from portability import format as fmt
-from portability.selectors import agent_digest, agents_with_heads, held_counts, pages
+from portability.selectors import RecordSetDigest, agent_digest, agents_with_heads, held_counts, pages, sessions_digest
 
 
 def verify_import(
@@ -19,9 +20,11 @@ def verify_import(
     *,
     with_tokens: bool,
     left_out: dict[str, frozenset[str]],
+    sessions: RecordSetDigest,
 ) -> int:
     """Raise ``InstanceFileInvalid`` naming the first mismatch; how many agents' hashes matched.
-    ``left_out``: per agent, the keys its record did not have (a file written before them)."""
+    ``left_out``: per agent, the keys its record did not have (a file written before them);
+    ``sessions``: the digest of the file's ``claude_code_session`` records."""
     end = reader.expect("end")
     if reader.peek() is not None:
         raise reader.error(reader.peek(), "a record after the end record")
@@ -35,6 +38,8 @@ def verify_import(
             if held[kind] != counts[kind]
         )
         raise reader.error(None, f"the database holds other counts than the file after the import ({differ})")
+    if sessions_digest().value != sessions.value:
+        raise reader.error(None, "the claude_code_session records do not read back as the file holds them")
     verified = 0
     for page in pages(agents_with_heads()):
         for agent in page:

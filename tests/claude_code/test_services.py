@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import pytest
 from django.core.exceptions import ValidationError
 
@@ -171,3 +173,45 @@ def test_a_summary_sent_with_the_entries_is_written_only_over_its_version_and_wi
     assert repeated.ignored == (0,) and not repeated.summary_written and selectors.get_summary(KEY).data == {"n": 2}
     with pytest.raises(ValidationError):
         services.append_entries(SUB, [entry("e")], summary={}, summary_version=0)
+
+
+def _carried(**fields) -> ClaudeCodeSession:
+    """The main session of ``KEY`` as an instance export holds it, its agent already imported."""
+    values = {
+        "id": 41,
+        "namespace": DEFAULT_NAMESPACE,
+        "project_key": KEY.project_key,
+        "session_id": KEY.session_id,
+        "subpath": "",
+        "agent_id": KEY.agent_id,
+        "mtime_ms": 1_700_000_000_000,
+        "summary": {"title": "carried"},
+        "summary_version": 5,
+        "summary_mtime_ms": 1_700_000_000_500,
+        "created_at": dt.datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=dt.UTC),
+        **fields,
+    }
+    return ClaudeCodeSession(**values)
+
+
+def test_a_carried_session_keeps_its_id_times_and_summary_and_is_found_by_its_key():
+    services.ensure_session(KEY)  # its agent, as the import brings it before the session
+    ClaudeCodeSession.objects.all().delete()
+    services.carry_over_sessions(sessions=[_carried()])
+    stored = ClaudeCodeSession.objects.get()
+    assert (stored.pk, stored.mtime_ms, stored.summary_version) == (41, 1_700_000_000_000, 5)
+    assert stored.created_at == dt.datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=dt.UTC)
+    assert selectors.get_summary(KEY) == selectors.Summary("s1", 1_700_000_000_500, {"title": "carried"}, 5)
+    written = services.write_summary(KEY, data={"title": "next"}, expected_version=5)
+    assert written.version == 6
+    other = services.ensure_session(SessionKey(project_key="-srv-app", session_id="s2"))
+    assert other.pk > 41  # the id sequence moved past the carried one
+
+
+def test_a_carried_session_with_a_key_the_api_refuses_is_refused_naming_the_part():
+    services.ensure_session(KEY)
+    ClaudeCodeSession.objects.all().delete()
+    with pytest.raises(ValidationError) as refused:
+        services.carry_over_sessions(sessions=[_carried(subpath="../up")])
+    assert "subpath" in refused.value.message_dict
+    assert not ClaudeCodeSession.objects.exists()

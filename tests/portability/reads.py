@@ -14,6 +14,16 @@ LISTS = ("projects", "workspaces", "agents")
 #: The Claude Code project of the built instance (``tests.portability.builders``) and its sessions.
 CLAUDE_CODE_PROJECT = "-srv-code-app"
 CLAUDE_CODE_SESSIONS = ("s1", "s2")
+#: The reads of the built instance that answer 404: s2's summary and load (only its subagent was appended to).
+NOT_FOUND = frozenset(
+    f"/api/v1/claude-code/session/{path}?project_key={CLAUDE_CODE_PROJECT}&session_id=s2"
+    for path in ("summary", "entries")
+)
+
+
+def failed(reads: dict[str, object]) -> set[str]:
+    """The paths of ``reads`` that did not answer 200."""
+    return {path for path, read in reads.items() if isinstance(read, tuple) and read[0] != 200}
 
 
 def _pages(get: Get, path: str) -> list:

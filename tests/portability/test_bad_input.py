@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 import pytest
@@ -343,3 +344,15 @@ def test_a_session_count_that_does_not_match_is_refused(tmp_path, exported):
     _import_fails(tmp_path, [*exported[:-1], json.dumps(end) + "\n"], rf":{len(exported)}: the end record counts")
     index = _line_of(exported, "claude_code_session")
     _import_fails(tmp_path, [*exported[:index], *exported[index + 1 :]], rf":{len(exported) - 1}: the end record")
+
+
+def test_a_session_that_does_not_read_back_as_written_is_refused(tmp_path, exported):
+    # The same time in another offset: stored, but read back in UTC, so not the record the file holds.
+    index = _line_of(exported, "claude_code_session", 3)
+    created = dt.datetime.fromisoformat(json.loads(exported[index])["created_at"])
+    shifted = created.astimezone(dt.timezone(dt.timedelta(hours=1))).isoformat()
+    _import_fails(
+        tmp_path,
+        _edit(exported, index, created_at=shifted),
+        r"the claude_code_session records do not read back as the file holds them",
+    )

@@ -10,9 +10,9 @@ from portability.progress import CommandProgress
 
 class Command(BaseCommand):
     help = (
-        "Write every project, workspace, agent, timeline (rows and heads) and legacy import run to FILE in the "
-        "chartr instance format (JSON Lines; gzip when FILE ends in .gz), for import_instance on another "
-        "database of either engine. API tokens (still hashed) only with --with-tokens."
+        "Write every project, workspace, agent, timeline (rows and heads), Claude Code session and legacy import "
+        "run to FILE in the chartr instance format (JSON Lines; gzip when FILE ends in .gz), for import_instance "
+        "on another database of either engine. API tokens (still hashed) only with --with-tokens."
     )
 
     def add_arguments(self, parser):
