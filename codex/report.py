@@ -45,6 +45,8 @@ class CodexImportReport:
     unread: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     run_id: int | None = None
+    #: the data snapshot taken before the run (None: none taken)
+    snapshot: str | None = None
 
     @property
     def changed_anything(self) -> bool:

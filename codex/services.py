@@ -34,8 +34,9 @@ from codex.report import (
     CodexImportInvalid,
     CodexImportReport,
 )
-from codex.rollouts import Line, Thread, read_home
+from codex.rollouts import CodexHome, Line, Thread, read_home
 from codex.selectors import agent_codex_records, codex_agent, codex_threads, thread_records
+from kernel.data_snapshots import take_data_snapshot
 from legacy.problems import Problem
 from legacy.report import Progress, no_progress
 from registry.services import workspace_for_directory
@@ -51,10 +52,30 @@ PROVIDER = "codex"
 def import_codex(*, source: Path | str, dry_run: bool = False, progress: Progress | None = None) -> CodexImportReport:
     """Import the Codex home (or its ``sessions/``, or one rollout file) at ``source``.
 
-    Raises ``CodexImportInvalid`` (nothing written) on bad input."""
+    A run that changes something is preceded by a data snapshot (``reason="pre-import"``), as the
+    legacy and Claude Code imports are; a rerun is rehearsed first, so one that changes nothing takes
+    none. Raises ``CodexImportInvalid`` (nothing written) on bad input."""
     progress = progress or no_progress
-    started_at = timezone.now()
     home = read_home(Path(source), progress)
+    snapshot = None
+    if not dry_run and not transaction.get_connection().in_atomic_block and _would_change(home, source, progress):
+        snapshot = take_data_snapshot(
+            reason="pre-import", note=f"before importing {source}", reuse_unchanged=True, required=False
+        )
+        if snapshot is None:
+            home.warnings.append("No data snapshot was taken before the import: CHARTR_SNAPSHOTS_KEEP is 0.")
+    report = _import_once(home, source, progress, dry_run=dry_run)
+    report.snapshot = snapshot
+    return report
+
+
+def _would_change(home: CodexHome, source: Path | str, progress: Progress) -> bool:
+    """Whether importing ``home`` changes anything: a first import does; a rerun is rehearsed, rolled back."""
+    return not CodexImportRun.objects.exists() or _import_once(home, source, progress, dry_run=True).changed_anything
+
+
+def _import_once(home: CodexHome, source: Path | str, progress: Progress, *, dry_run: bool) -> CodexImportReport:
+    started_at = timezone.now()
     report = CodexImportReport(source=str(source), dry_run=dry_run)
     report.unread.extend(home.unread)
     report.warnings.extend(home.warnings)

@@ -183,3 +183,26 @@ def test_after_an_instance_moves_the_codex_agents_are_followed_again(home, tmp_p
     out = tmp_path / "out"
     run("export_codex", "--out", out)
     assert CodexHomeBuilder(out).files() == home.files()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_run_that_changes_something_is_undoable_and_a_rerun_takes_no_snapshot(home, tmp_path):
+    """As the legacy and Claude Code imports: a data snapshot before each run that writes, none before a
+    rerun that changes nothing (it would rotate an older snapshot away for nothing)."""
+    from datadir.selectors import list_data_snapshots
+
+    def new_snapshots() -> list[str]:
+        return [s.reason for s in list_data_snapshots(with_sizes=False) if s.name not in before]
+
+    before = {snapshot.name for snapshot in list_data_snapshots(with_sizes=False)}
+    first = run("import_codex", home.root)
+    assert "Data snapshot before the import" in first
+    assert new_snapshots() == ["pre-import"]
+    rerun = run("import_codex", home.root)
+    assert "Nothing to change." in rerun and "Data snapshot" not in rerun
+    assert new_snapshots() == ["pre-import"]
+    home.append(live_path(home, LIVE), [assistant("One more.", at="2025-10-01T12:00:00Z")])
+    top_up = run("import_codex", home.root)
+    assert "rows:      1 created" in top_up and "Data snapshot before the import" in top_up
+    assert new_snapshots() == ["pre-import", "pre-import"]
+    assert "Data snapshot" not in run("import_codex", home.root, "--dry-run")

@@ -38,4 +38,9 @@ class Command(ProgressCommand):
         if report.dry_run:
             out.write("Dry run: the database is unchanged.")
             return
+        if report.snapshot:
+            out.write(
+                f"Data snapshot before the import: {report.snapshot} "
+                f"(manage.py restore --from {report.snapshot} undoes it)"
+            )
         out.write(self.style.SUCCESS(f"Recorded as Codex import run {report.run_id}."))
