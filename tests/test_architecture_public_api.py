@@ -68,8 +68,6 @@ KNOWN_PRIVATE = {
     ("timeline/migrations/0006_row_agent_index_and_search_backlog.py", "schema_editor._constraint_names"),
     ("timeline/migrations/0006_row_agent_index_and_search_backlog.py", "schema_editor._delete_index_sql"),
     ("timeline/migrations/0006_row_agent_index_and_search_backlog.py", "schema_editor._create_index_sql"),
-    # The admin's "no such object" answer, as Django's own change view gives it.
-    ("kernel/admin/confirm.py", "self._get_obj_does_not_exist_redirect"),
     # ModelForm's validation hook (_post_clean, overridden): the service validates instead.
     ("kernel/admin/forms.py", "self._errors"),
     # The eventsourcing peer's SQLite connections at the bench's synchronous level.

@@ -146,8 +146,12 @@ class ConfirmingAdminMixin:
         if not permission(request):
             raise PermissionDenied
         obj = self.get_object(request, unquote(object_id))
-        if obj is None:
-            return self._get_obj_does_not_exist_redirect(request, self.model._meta, object_id)
+        if obj is None:  # as Django's own change view answers it
+            name, key = self.model._meta.verbose_name, unquote(object_id)
+            self.message_user(
+                request, f"{name} with ID “{key}” doesn’t exist. Perhaps it was deleted?", messages.WARNING
+            )
+            return HttpResponseRedirect(reverse("admin:index", current_app=self.admin_site.name))
         response = flow(request, [obj], action_name=None)
         return response or HttpResponseRedirect(self.change_url(obj))
 

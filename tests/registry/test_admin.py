@@ -207,6 +207,11 @@ class TestArchiveFromChangePage:
         project_tree.refresh_from_db()
         assert project_tree.archived_at is None
 
+    def test_a_project_that_is_gone_sends_the_operator_to_the_index_saying_so(self, admin_client):
+        response = admin_client.post(url("project_archive", 987654), {"confirm": "yes"})
+        assert response.status_code == 302 and response["Location"] == reverse("admin:index")
+        assert messages_of(response) == ["project with ID “987654” doesn’t exist. Perhaps it was deleted?"]
+
     def test_archiving_twice_is_a_no_op_with_a_message(self, admin_client, project_tree):
         admin_client.post(url("project_archive", project_tree.pk), {"confirm": "yes"}, follow=True)
         response = admin_client.post(url("project_archive", project_tree.pk), {"confirm": "yes"})
