@@ -35,7 +35,7 @@ EXPECTED_ENTRIES = (
     f"{AGENT_TIMELINES}/",
     TIMELINES_DB,
 )
-#: The top-level entries of a home an import reads; any other is listed as not read.
+#: The top-level entries of a home an import reads (and backs up); any other is listed as not read.
 READ_ENTRIES = frozenset({"projects", "agents", "timelines", AGENT_TIMELINES, TIMELINES_DB, *TIMELINES_DB_COMPANIONS})
 
 Problems = dict[str, list[Problem]]
