@@ -88,11 +88,15 @@ def file_problems(path: Path, failures: list[tuple[JsonPath, str, RecordError]])
             where = " ".join(part for part in (f"line {line}" if line else "", label) if part)
             located.append((line or 0, Problem(str(path), where, message)))
     located.sort(key=lambda pair: pair[0])
-    problems = [problem for _, problem in located[:MAX_PROBLEMS_PER_FILE]]
-    if len(located) > MAX_PROBLEMS_PER_FILE:
-        more = len(located) - MAX_PROBLEMS_PER_FILE
-        problems.append(Problem(str(path), "", f"and {more} more problem(s) not listed"))
-    return problems
+    return capped(path, [problem for _, problem in located])
+
+
+def capped(path: Path, problems: list[Problem]) -> list[Problem]:
+    """The first ``MAX_PROBLEMS_PER_FILE`` problems of the file ``path``, then how many more it has."""
+    if len(problems) <= MAX_PROBLEMS_PER_FILE:
+        return problems
+    more = len(problems) - MAX_PROBLEMS_PER_FILE
+    return [*problems[:MAX_PROBLEMS_PER_FILE], Problem(str(path), "", f"and {more} more problem(s) not listed")]
 
 
 def _nearest_line(lines: dict[JsonPath, int], json_path: JsonPath) -> int | None:

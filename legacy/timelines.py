@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from legacy import jsonl
+from legacy.located import capped
 from legacy.problems import LegacyImportInvalid, Problem, RecordError
 from legacy.report import ImportReport, Progress
 from legacy.selectors import locked_rows, stored_timeline_row
@@ -27,8 +28,6 @@ from timeline.services import bulk_append_timeline_rows
 #: Timeline rows per INSERT batch: big enough to amortise the round trip,
 #: small enough that memory stays flat at any file size.
 ROW_BATCH = 5000
-#: Problems listed per timeline file before the rest are summed up.
-MAX_PROBLEMS_PER_FILE = 20
 
 
 @dataclass
@@ -119,7 +118,7 @@ def scan_timeline(
         report.warnings.append(f"{path}: empty or only a truncated header; ignored")
         return None, [], 0
     if scan.problems:
-        return None, _capped(path, scan.problems), scan.row_lines
+        return None, capped(path, scan.problems), scan.row_lines
     if agent is not None and scan.shared_row is not None:
         mismatch = _continuity_problem(path, agent, scan.header, *scan.shared_row)
         if mismatch is not None:
@@ -213,13 +212,6 @@ class _FileScan:
         self.last_seq = row.seq
         if row.seq <= self.head:
             self.shared_row = (line.lineno, row)
-
-
-def _capped(path: Path, problems: list[Problem]) -> list[Problem]:
-    if len(problems) <= MAX_PROBLEMS_PER_FILE:
-        return problems
-    more = len(problems) - MAX_PROBLEMS_PER_FILE
-    return problems[:MAX_PROBLEMS_PER_FILE] + [Problem(str(path), "", f"... and {more} more problem(s)")]
 
 
 def _continuity_problem(
