@@ -17,7 +17,7 @@ from pathlib import Path
 
 from legacy import jsonl
 from legacy.located import capped
-from legacy.problems import LegacyImportInvalid, Problem, RecordError
+from legacy.problems import Problem, RecordError, changed_during_import
 from legacy.report import ImportReport, Progress
 from legacy.selectors import locked_rows, stored_timeline_row
 from timeline.items import same_item
@@ -284,20 +284,13 @@ def _rows_to_append(timeline: TimelinePlan) -> Iterator[ReadRow]:
         if expected > timeline.last_seq:
             return
         if line.error is not None:
-            raise _changed(timeline.path, line.lineno, line.error)
+            raise changed_during_import(timeline.path, f"line {line.lineno}", line.error)
         try:
             row = jsonl.parse_row(line.value, expected_seq=expected)
         except RecordError as exc:
-            raise _changed(timeline.path, line.lineno, str(exc)) from None
+            raise changed_during_import(timeline.path, f"line {line.lineno}", str(exc)) from None
         expected += 1
         if row.seq > timeline.start_seq:
             yield row
     if expected <= timeline.last_seq:
-        raise _changed(timeline.path, 0, f"ends before seq {timeline.last_seq}")
-
-
-def _changed(path: Path, lineno: int, reason: str) -> LegacyImportInvalid:
-    problem = Problem(str(path), f"line {lineno}" if lineno else "", f"changed during the import: {reason}")
-    return LegacyImportInvalid(
-        [problem], message=f"{path} changed during the import; nothing was imported.", skippable=False
-    )
+        raise changed_during_import(timeline.path, "", f"ends before seq {timeline.last_seq}")
