@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from kernel.files import replaced_atomically
 from legacy.export import write_all_timelines
 from registry.models import Project, ProjectKind, Workspace, WorkspaceKind
 from snapshots.models import AgentSnapshot
@@ -107,16 +106,10 @@ def agent_record(agent: AgentSnapshot) -> dict:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    """Atomically: a temp file in the same directory, renamed when complete."""
+    """Atomically (``kernel.files.replaced_atomically``); a home of many agent files is not synced file by file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(value, handle, ensure_ascii=False, indent=2)
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    with replaced_atomically(path, sync=False) as tmp, open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(value, handle, ensure_ascii=False, indent=2)
 
 
 def write_home(*, out_dir: Path) -> dict[str, int]:

@@ -10,8 +10,6 @@ runs may or may not be in the file.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
@@ -20,6 +18,7 @@ from django.db import connection
 from django.utils import timezone
 
 from claude_code.models import ClaudeCodeSession
+from kernel.files import replaced_atomically
 from legacy.models import ImportRun
 from portability import format as fmt
 from portability.records import AGENT, API_TOKEN, CLAUDE_CODE_SESSION, IMPORT_RUN, PROJECT, WORKSPACE, record_of
@@ -114,17 +113,5 @@ def _write_timeline(writer: _Writer, agent: AgentSnapshot) -> None:
 
 def write_instance(*, path: Path | str, with_tokens: bool = False, progress: Progress | None = None) -> dict[str, int]:
     """Write the whole instance to ``path`` (gzip-compressed when it ends in ``.gz``), atomically."""
-    path = Path(path)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp" + path.suffix)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        with fmt.open_for_writing(tmp) as out:
-            counts = write_instance_to(out, with_tokens=with_tokens, progress=progress)
-        with open(tmp, "rb") as written:
-            os.fsync(written.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return counts
+    with replaced_atomically(Path(path)) as tmp, fmt.open_for_writing(tmp) as out:
+        return write_instance_to(out, with_tokens=with_tokens, progress=progress)
