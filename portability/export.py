@@ -10,7 +10,6 @@ runs may or may not be in the file.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -20,6 +19,7 @@ from django.utils import timezone
 from claude_code.models import ClaudeCodeSession
 from kernel.files import replaced_atomically
 from legacy.models import ImportRun
+from legacy.report import Progress, no_progress
 from portability import format as fmt
 from portability.records import AGENT, API_TOKEN, CLAUDE_CODE_SESSION, IMPORT_RUN, PROJECT, WORKSPACE, record_of
 from portability.selectors import (
@@ -32,13 +32,6 @@ from portability.selectors import (
 )
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
-
-#: ``progress(phase, done, total)``.
-Progress = Callable[[str, int, int], None]
-
-
-def _no_progress(phase: str, done: int, total: int) -> None:
-    pass
 
 
 class _Writer:
@@ -71,7 +64,7 @@ PHASES = {
 
 def write_instance_to(out: IO[str], *, with_tokens: bool = False, progress: Progress | None = None) -> dict[str, int]:
     """Write the whole instance to ``out``; the count of each kind of record written."""
-    progress = progress or _no_progress
+    progress = progress or no_progress
     totals = held_counts(with_tokens=with_tokens)
     writer = _Writer(out, totals, progress)
     head = fmt.header(exported_at=timezone.now(), engine=connection.vendor, with_tokens=with_tokens, counts=totals)

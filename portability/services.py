@@ -25,9 +25,10 @@ from claude_code.keys import SessionKey
 from claude_code.services import carry_over_sessions
 from kernel.errors import ChartrError
 from kernel.migrations import not_migrated
+from legacy.report import Progress, no_progress
 from legacy.services import carry_over_import_runs
 from portability import format as fmt
-from portability.export import PHASES, Progress
+from portability.export import PHASES
 from portability.parse import carried_timeline, objects, parse_revision, parse_row, token_of
 from portability.records import AGENT, API_TOKEN, CLAUDE_CODE_SESSION, IMPORT_RUN, PROJECT, WORKSPACE, RecordInvalid
 from portability.selectors import RecordSetDigest, what_is_held
@@ -72,7 +73,7 @@ class ImportResult:
 def import_instance(*, path: Path | str, dry_run: bool = False, progress: Progress | None = None) -> ImportResult:
     """Load the export at ``path``; raise ``InstanceFileInvalid`` (bad input or a failed check) or
     ``TargetNotReady`` (not migrated, not empty), having written nothing."""
-    progress = progress or (lambda phase, done, total: None)
+    progress = progress or no_progress
     _check_migrated()
     with fmt.Reader(Path(path)) as reader:
         with_tokens = reader.header.get("with_tokens")
