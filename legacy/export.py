@@ -19,7 +19,7 @@ from kernel.errors import Conflict, NotFound
 from kernel.files import replaced_atomically
 from legacy import jsonl
 from snapshots.models import AgentSnapshot
-from timeline.models import TimelineHead, TimelineRow
+from timeline.models import ROW_FIELDS, TimelineHead, TimelineRow
 
 EXPORT_BATCH = 5000
 
@@ -46,17 +46,8 @@ def timeline_lines(*, agent_id: str, batch_size: int = EXPORT_BATCH) -> Iterator
         raise Conflict(f"Agent {agent_id}'s history was replaced during the export; export it again.")
 
 
-ROW_KEYS = (
-    "seq",
-    "committed_at",
-    "item_id",
-    "item",
-    "turn_id",
-    "provider_message_id",
-    "provider_timeline_item_id",
-    "revert_token",
-    "extra",
-)
+#: A row's columns as a line holds them: every one but ``item_type``, which is its item's own.
+ROW_KEYS = tuple(name for name in ROW_FIELDS if name != "item_type")
 
 
 def committed_rows(agent_id: str, *, after: int, head: int, limit: int) -> list[dict]:
