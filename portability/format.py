@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
-import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -61,10 +60,6 @@ class InstanceFileInvalid(Exception):
 def canonical(record: dict) -> str:
     """A record as one line: compact JSON with sorted keys, so the same content is always the same text."""
     return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-def new_digest():
-    return hashlib.sha256()
 
 
 def time_text(value: dt.datetime | None) -> str | None:

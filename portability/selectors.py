@@ -7,13 +7,14 @@ much an instance holds, and no query holds a cursor open across pages.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 
 from django.db.models import BooleanField, ExpressionWrapper, F, Model, Q, QuerySet
 
 from claude_code.models import ClaudeCodeSession
 from legacy.models import ImportRun
-from portability.format import canonical, new_digest, time_text
+from portability.format import canonical, time_text
 from portability.records import AGENT, CLAUDE_CODE_SESSION, TIMELINE, record_of
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
@@ -172,7 +173,7 @@ class AgentDigest:
 
     def __init__(self, agent: AgentSnapshot, *, left_out: frozenset[str] = frozenset()):
         """``left_out``: keys of ``AGENT.added`` that the file's record did not have (null here)."""
-        self._hash = new_digest()
+        self._hash = hashlib.sha256()
         self.rows = 0
         record = record_of(AGENT, agent)
         for key in left_out:
@@ -205,9 +206,8 @@ class RecordSetDigest:
         self.value = 0
 
     def add(self, record: dict) -> None:
-        digest = new_digest()
-        digest.update(canonical(record).encode("utf-8"))
-        self.value = (self.value + int.from_bytes(digest.digest())) % 2**256
+        digest = hashlib.sha256(canonical(record).encode("utf-8")).digest()
+        self.value = (self.value + int.from_bytes(digest)) % 2**256
 
 
 def sessions_digest() -> RecordSetDigest:
