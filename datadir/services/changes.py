@@ -52,11 +52,7 @@ def _delta(before: int | None, after: int | None) -> int:
 
 
 def _file_phrase(files: dict[str, Any]) -> str:
-    counts = [
-        (len(files.get(key, [])), word)
-        for key, word in (("added", "added"), ("changed", "changed"), ("removed", "removed"))
-    ]
-    shown = ", ".join(f"{number} {word}" for number, word in counts if number)
+    shown = ", ".join(f"{len(files[key])} {key}" for key in ("added", "changed", "removed") if files.get(key))
     return f"data files: {shown}" if shown else ""
 
 
