@@ -11,9 +11,10 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.contrib.auth import BACKEND_SESSION_KEY, get_user_model, login, logout
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.views.decorators.http import require_http_methods
 
 from datadir.errors import SnapshotNotFound, SnapshotsDisabled, StoreBusy
 from datadir.selectors import list_data_snapshots, restore_preview
@@ -27,9 +28,8 @@ TAKE_PERMISSION = "datadir.take_data_snapshot"
 DEFAULT_LOGIN_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 def data_snapshots_view(request: HttpRequest) -> HttpResponse:
-    if request.method not in ("GET", "HEAD", "POST"):
-        return HttpResponseNotAllowed(["GET", "POST"])
     if not request.user.has_perm(VIEW_PERMISSION):
         raise PermissionDenied
     if request.method == "POST":
@@ -64,10 +64,9 @@ def _take(request: HttpRequest) -> HttpResponse:
     return HttpResponseRedirect(reverse("data-snapshots"))
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 def restore_view(request: HttpRequest, name: str) -> HttpResponse:
     """GET: what the snapshot holds against now, and what the restore will do. POST (confirmed): restore it."""
-    if request.method not in ("GET", "HEAD", "POST"):
-        return HttpResponseNotAllowed(["GET", "POST"])
     if not request.user.is_superuser:
         raise PermissionDenied
     try:
