@@ -31,11 +31,11 @@ from typing import Any
 
 import msgspec
 
+from legacy.jsonl import check_epoch
 from legacy.located import Checks, RecordErrors, file_problems, is_syntax_error, load_json, problem_for
 from legacy.problems import Problem, RecordError
 from snapshots.models import AGENT_ID_RE
 from timeline.items import LEGACY_ITEM_TYPE, contains_nul, item_json, item_problems
-from timeline.models import EPOCH_MAX_LENGTH
 from timeline.rows import PaseoRow as PaseoShape
 from timeline.rows import ReadRow, RowKeys, paseo_name, problem, read_row
 
@@ -185,12 +185,6 @@ def _committed_at(value: dt.datetime | float, raw: dict, index: int) -> dt.datet
         raise _row_error(index, "timestamp", message) from None
 
 
-def _check_epoch(epoch: Any) -> str:
-    if not isinstance(epoch, str) or not epoch or len(epoch) > EPOCH_MAX_LENGTH or "\x00" in epoch:
-        raise RecordError(f"epoch must be a string of 1 to {EPOCH_MAX_LENGTH} characters")
-    return epoch
-
-
 @dataclass
 class _Seqs:
     """What reading a history's rows found: its seq range, its holes, its normalised items."""
@@ -284,7 +278,7 @@ def _read_history_file(path: Path, agent_id: str) -> PaseoHistory:
         raise RecordError("a history file must hold a JSON object")
     if document.get("version") != PASEO_VERSION:
         raise _UnknownVersion(document.get("version"))
-    epoch = _check_epoch(document.get("epoch"))
+    epoch = check_epoch(document.get("epoch"))
     rows = document.get("rows")
     if not isinstance(rows, list):
         raise RecordError("rows must be a JSON array")
@@ -355,7 +349,7 @@ def _scan_db_history(
         stores.problems.append(Problem(str(path), f"agent {agent_id!r}", "not a valid agent id"))
         return
     try:
-        epoch = _check_epoch(epoch)
+        epoch = check_epoch(epoch)
         seqs = _check_seqs(_db_rows(path, agent_id))
     except RecordError as exc:
         stores.problems.append(Problem(str(path), f"agent {agent_id!r}", str(exc)))
