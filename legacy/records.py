@@ -405,11 +405,10 @@ def parse_agent(record: Any) -> LegacyAgent:
 # --- files ----------------------------------------------------------------
 
 
-def newest_by(records: list, key) -> tuple[dict, list[str]]:
+def newest_by(records: list, key, notes: list[str]) -> dict:
     """Keep, per key, the record with the newest ``updated_at`` (the first one
-    on a tie); return the winners and a note for every record they superseded."""
+    on a tie); return the winners, adding to ``notes`` one for every record they superseded."""
     winners: dict = {}
-    notes: list[str] = []
     for record in records:
         current = winners.get(key(record))
         if current is None:
@@ -418,7 +417,7 @@ def newest_by(records: list, key) -> tuple[dict, list[str]]:
         newer, older = (record, current) if record.updated_at > current.updated_at else (current, record)
         winners[key(record)] = newer
         notes.append(f"{older.origin}: superseded by the newer {newer.origin}")
-    return winners, notes
+    return winners
 
 
 def agent_files(agents_dir: Path) -> tuple[list[Path], list[Path], list[Path]]:
