@@ -137,11 +137,8 @@ def _directory(record: dict, name: str) -> str:
 def _check_model(instance, *, exclude: list[str], keys: dict[str, str]) -> None:
     """The model's own field rules (lengths, choices), so a record that passes
     here never fails on a database constraint later, each said of the record's
-    key (``keys``: model field -> legacy key). PostgreSQL cannot store
-    U+0000 in text or jsonb at all, so it is refused on every database."""
-    values = [getattr(instance, f.attname) for f in instance._meta.concrete_fields if f.name not in exclude]
-    if contains_nul(values):
-        raise RecordError("contains a NUL character (\\u0000), which chartr cannot store")
+    key (``keys``: model field -> legacy key). A NUL was refused before, with
+    its key (``_checks``)."""
     try:
         validate_fields(instance, exclude=exclude)
     except ValidationError as exc:
