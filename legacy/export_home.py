@@ -21,16 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from kernel.files import replaced_atomically
+from legacy import records
 from legacy.export import write_all_timelines
-from registry.models import Project, ProjectKind, Workspace, WorkspaceKind
+from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
 
-PROJECT_KINDS = {ProjectKind.GIT: "git", ProjectKind.DIRECTORY: "non_git"}
-WORKSPACE_KINDS = {
-    WorkspaceKind.CHECKOUT: "local_checkout",
-    WorkspaceKind.DIRECTORY: "directory",
-    WorkspaceKind.WORKTREE: "worktree",
-}
+#: Each kind under Paseo's name for it: the import's mapping (``legacy.records``) read backwards.
+PROJECT_KINDS = {kind: name for name, kind in records.PROJECT_KINDS.items()}
+WORKSPACE_KINDS = {kind: name for name, kind in records.WORKSPACE_KINDS.items()}
 
 
 def paseo_time(value: dt.datetime | None) -> str | None:
