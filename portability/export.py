@@ -46,20 +46,7 @@ class _Writer:
             self.counts[kind] += 1
             done = self.counts[kind]
             if done % 1000 == 0 or done == 1 or kind not in ("row", "row_revision"):
-                self.progress(PHASES[kind], done, max(done, self.totals[kind]))
-
-
-PHASES = {
-    "project": "projects",
-    "workspace": "workspaces",
-    "agent": "agents",
-    "timeline": "timelines",
-    "row": "timeline rows",
-    "row_revision": "earlier row versions",
-    "claude_code_session": "Claude Code sessions",
-    "api_token": "API tokens",
-    "import_run": "legacy import runs",
-}
+                self.progress(fmt.KINDS[kind], done, max(done, self.totals[kind]))
 
 
 def write_instance_to(out: IO[str], *, with_tokens: bool = False, progress: Progress | None = None) -> dict[str, int]:

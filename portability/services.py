@@ -28,7 +28,6 @@ from kernel.migrations import not_migrated
 from legacy.report import Progress, no_progress
 from legacy.services import carry_over_import_runs
 from portability import format as fmt
-from portability.export import PHASES
 from portability.parse import carried_timeline, objects, parse_revision, parse_row, token_of
 from portability.records import AGENT, API_TOKEN, CLAUDE_CODE_SESSION, IMPORT_RUN, PROJECT, WORKSPACE, RecordInvalid
 from portability.selectors import RecordSetDigest, what_is_held
@@ -211,7 +210,7 @@ class _Load:
     def _count(self, kind: str, added: int) -> None:
         self.result.counts[kind] += added
         done = self.result.counts[kind]
-        self.progress(PHASES[kind], done, max(done, self.totals[kind]))
+        self.progress(fmt.KINDS[kind], done, max(done, self.totals[kind]))
 
     def _batches(self, kind: str, write: Callable[[list[fmt.Line]], None]) -> None:
         lines = self.reader.take(kind)
