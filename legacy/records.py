@@ -123,13 +123,8 @@ def _object(record: dict, name: str) -> dict:
 
 
 def _directory(record: dict, name: str) -> str:
-    value = record.get(name)
-    if value is None:
-        raise RecordError(f"{name} is required")
-    if not isinstance(value, str):
-        raise RecordError(f"{name} must be a string, not {type(value).__name__}")
     try:
-        return normalize_directory(value)
+        return normalize_directory(_string(record, name, required=True))
     except ValidationError as exc:
         raise RecordError(f"{name}: {' '.join(exc.messages)}") from None
 
