@@ -210,6 +210,11 @@ class LegacyAgent:
         return self.fields["extra"]
 
 
+#: The fields a legacy project or workspace carries into chartr's, beside its directory, times and archive.
+PROJECT_FIELDS = ("kind", "display_name", "git_remote", "extra")
+WORKSPACE_FIELDS = ("kind", "display_name", "branch", "worktree_root", "extra")
+
+
 def _checks(record: dict) -> Checks:
     """The checks of a record, started with the keys holding a NUL (PostgreSQL cannot store
     U+0000 in text or jsonb, so it is refused on every database)."""
@@ -242,13 +247,7 @@ def parse_project(record: Any) -> LegacyProject:
         extra=extra_keys(record, PROJECT_KEYS),
     )
     _check_model(
-        Project(
-            directory=directory,
-            kind=project.kind,
-            display_name=project.display_name,
-            git_remote=project.git_remote,
-            extra=project.extra,
-        ),
+        Project(directory=directory, **{name: getattr(project, name) for name in PROJECT_FIELDS}),
         exclude=["created_at", "updated_at"],
         keys={"directory": "rootPath", "display_name": "displayName", "git_remote": "gitRemote"},
     )
@@ -296,14 +295,7 @@ def parse_workspace(record: Any) -> LegacyWorkspace:
         extra=extra_keys(record, WORKSPACE_KEYS),
     )
     _check_model(
-        Workspace(
-            extra=workspace.extra,
-            directory=directory,
-            kind=workspace.kind,
-            display_name=workspace.display_name,
-            branch=workspace.branch,
-            worktree_root=workspace.worktree_root,
-        ),
+        Workspace(directory=directory, **{name: getattr(workspace, name) for name in WORKSPACE_FIELDS}),
         exclude=["project", "created_at", "updated_at"],
         keys={"directory": "cwd", "display_name": "displayName", "worktree_root": "worktreeRoot"},
     )

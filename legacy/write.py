@@ -14,7 +14,14 @@ import datetime as dt
 import uuid
 from typing import TYPE_CHECKING
 
-from legacy.records import HEAD_ACTIVITY_FIELDS, LegacyAgent, LegacyProject, LegacyWorkspace
+from legacy.records import (
+    HEAD_ACTIVITY_FIELDS,
+    PROJECT_FIELDS,
+    WORKSPACE_FIELDS,
+    LegacyAgent,
+    LegacyProject,
+    LegacyWorkspace,
+)
 from legacy.report import ImportReport
 from legacy.selectors import chunks, locked_rows
 from registry.directories import directories_above, directory_hash, last_segment
@@ -55,11 +62,6 @@ def _carry_archive(record, archived_at: dt.datetime | None) -> None:
     if record.archive_operation is None:
         record.archive_operation = uuid.uuid4()
     record.archived_at = archived_at
-
-
-#: The fields a legacy project or workspace carries into chartr's, beside its times and archive.
-PROJECT_FIELDS = ("kind", "display_name", "git_remote", "extra")
-WORKSPACE_FIELDS = ("kind", "display_name", "branch", "worktree_root", "extra")
 
 
 def _carry(record, legacy: LegacyProject | LegacyWorkspace, names: tuple[str, ...]) -> None:
