@@ -40,29 +40,29 @@ PROJECT_KEYS = frozenset({"rootPath", "kind", "displayName", "gitRemote", "creat
 WORKSPACE_KEYS = frozenset(
     {"cwd", "kind", "displayName", "branch", "worktreeRoot", "createdAt", "updatedAt", "archivedAt"}
 )
-AGENT_KEYS = frozenset(
-    {
-        "id",
-        "cwd",
-        "provider",
-        "title",
-        "labels",
-        "lastStatus",
-        "lastModeId",
-        "config",
-        "runtimeInfo",
-        "persistence",
-        "requiresAttention",
-        "attentionReason",
-        "attentionTimestamp",
-        "internal",
-        "createdAt",
-        "updatedAt",
-        "archivedAt",
-        "lastActivityAt",
-        "lastUserMessageAt",
-    }
-)
+#: The legacy key of each field of an agent: its AgentSnapshot's, and its timeline head's activity times.
+AGENT_FIELD_KEYS = {
+    "agent_id": "id",
+    "cwd": "cwd",
+    "provider": "provider",
+    "title": "title",
+    "labels": "labels",
+    "lifecycle": "lastStatus",
+    "last_mode_id": "lastModeId",
+    "config": "config",
+    "runtime_info": "runtimeInfo",
+    "persistence": "persistence",
+    "requires_attention": "requiresAttention",
+    "attention_reason": "attentionReason",
+    "attention_at": "attentionTimestamp",
+    "internal": "internal",
+    "created_at": "createdAt",
+    "updated_at": "updatedAt",
+    "archived_at": "archivedAt",
+    "last_activity_at": "lastActivityAt",
+    "last_user_message_at": "lastUserMessageAt",
+}
+AGENT_KEYS = frozenset(AGENT_FIELD_KEYS.values())
 
 
 def extra_keys(record: dict, modelled: frozenset[str]) -> dict:
@@ -323,21 +323,6 @@ def _reason(record: dict) -> str | None:
     if reason is not None and reason not in AttentionReason.values:
         raise RecordError(f"attentionReason must be one of {', '.join(AttentionReason.values)} or null")
     return reason
-
-
-#: The AgentSnapshot field each agent key is checked into.
-AGENT_FIELD_KEYS = {
-    "cwd": "cwd",
-    "provider": "provider",
-    "title": "title",
-    "labels": "labels",
-    "last_mode_id": "lastModeId",
-    "config": "config",
-    "runtime_info": "runtimeInfo",
-    "persistence": "persistence",
-    "attention_reason": "attentionReason",
-    "agent_id": "id",
-}
 
 
 def parse_agent(record: Any) -> LegacyAgent:
