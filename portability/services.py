@@ -53,12 +53,6 @@ class InstanceNotEmpty(TargetNotReady):
     """The database already holds records: an instance is imported only into an empty one."""
 
 
-def _check_migrated() -> None:
-    """Every migration applied, as ``runserver`` checks it: the import writes every table."""
-    if problem := not_migrated():
-        raise TargetNotReady(f"The database is not migrated ({problem}); run manage.py migrate first.")
-
-
 @dataclass
 class ImportResult:
     path: str
@@ -73,7 +67,8 @@ def import_instance(*, path: Path | str, dry_run: bool = False, progress: Progre
     """Load the export at ``path``; raise ``InstanceFileInvalid`` (bad input or a failed check) or
     ``TargetNotReady`` (not migrated, not empty), having written nothing."""
     progress = progress or no_progress
-    _check_migrated()
+    if problem := not_migrated():  # every migration applied, as runserver checks it: the import writes every table
+        raise TargetNotReady(f"The database is not migrated ({problem}); run manage.py migrate first.")
     with fmt.Reader(Path(path)) as reader:
         with_tokens = reader.header.get("with_tokens")
         if not isinstance(with_tokens, bool):
