@@ -18,7 +18,7 @@ from django.views.decorators.http import require_http_methods
 
 from datadir.errors import SnapshotNotFound, SnapshotsDisabled, StoreBusy
 from datadir.selectors import list_data_snapshots, restore_preview
-from datadir.services import RestoreResult, restore_snapshot, take_snapshot
+from datadir.services import restore_snapshot, take_snapshot
 from datadir.store import snapshots_keep, snapshots_root
 from kernel.errors import ChartrError
 
@@ -94,7 +94,11 @@ def _restore(request: HttpRequest, name: str) -> HttpResponse:
     except ChartrError as exc:
         messages.error(request, exc.message)
         return HttpResponseRedirect(reverse("data-restore", args=[name]))
-    done = _restored_message(result)
+    done = (
+        f"Restored data snapshot {result.restored}: {result.files_restored} files restored, "
+        f"{result.files_removed} removed, a new timeline epoch for {result.agents_with_new_epoch} agents. "
+        f"The state before is data snapshot {result.undo_snapshot}: restore it to undo this restore."
+    )
     operator = (
         get_user_model()
         ._default_manager.filter(pk=operator_pk, username=username, is_active=True, is_superuser=True)
@@ -114,11 +118,3 @@ def _restore(request: HttpRequest, name: str) -> HttpResponse:
     login(request, operator, backend=backend)
     messages.success(request, f"{done} You are still logged in as {username} (as the snapshot holds that user).")
     return HttpResponseRedirect(reverse("data-snapshots"))
-
-
-def _restored_message(result: RestoreResult) -> str:
-    return (
-        f"Restored data snapshot {result.restored}: {result.files_restored} files restored, "
-        f"{result.files_removed} removed, a new timeline epoch for {result.agents_with_new_epoch} agents. "
-        f"The state before is data snapshot {result.undo_snapshot}: restore it to undo this restore."
-    )
