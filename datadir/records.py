@@ -117,12 +117,7 @@ def _count(number: int, kind: str) -> str:
 def summarize_record_changes(changes: list[RecordChange]) -> list[str]:
     """Short phrases for a listing: "1 agent added", "1 workspace archived", "timeline rows +2,689 (3 agents)"."""
     phrases = []
-    for change, words in (
-        ("added", "added"),
-        ("removed", "deleted"),
-        ("archived", "archived"),
-        ("unarchived", "unarchived"),
-    ):
+    for change, words in PAST.items():
         for kind in KINDS:
             number = sum(1 for item in changes if item.kind == kind and item.change == change)
             if number:

@@ -69,24 +69,17 @@ def _sizes(path: Path) -> tuple[int, int]:
 def _info(root: Path, name: str, *, with_sizes: bool) -> DataSnapshotInfo:
     path = root / name
     size, own = _sizes(path) if with_sizes else (0, 0)
+    found = {"name": name, "path": path, "size_bytes": size, "own_bytes": own}
     try:
         manifest: dict[str, Any] = store.read_manifest(path)
     except store.ManifestError as exc:
-        return DataSnapshotInfo(
-            name=name,
-            path=path,
-            created=store.name_to_datetime(name),
-            problem=str(exc),
-            size_bytes=size,
-            own_bytes=own,
-        )
+        return DataSnapshotInfo(**found, created=store.name_to_datetime(name), problem=str(exc))
     try:
         created = dt.datetime.fromisoformat(manifest.get("created", ""))
     except (TypeError, ValueError):
         created = store.name_to_datetime(name)
     return DataSnapshotInfo(
-        name=name,
-        path=path,
+        **found,
         created=created,
         reason=str(manifest.get("reason", "")),
         note=str(manifest.get("note", "")),
@@ -95,8 +88,6 @@ def _info(root: Path, name: str, *, with_sizes: bool) -> DataSnapshotInfo:
         tables=dict(manifest["database"].get("tables") or {}),
         records=manifest.get("records") if isinstance(manifest.get("records"), dict) else None,
         files=len(manifest["files"]),
-        size_bytes=size,
-        own_bytes=own,
     )
 
 

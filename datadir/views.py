@@ -11,13 +11,14 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.contrib.auth import BACKEND_SESSION_KEY, get_user_model, login, logout
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.views.decorators.http import require_http_methods
 
 from datadir.errors import SnapshotNotFound, SnapshotsDisabled, StoreBusy
 from datadir.selectors import list_data_snapshots, restore_preview
-from datadir.services import RestoreResult, restore_snapshot, take_snapshot
+from datadir.services import restore_snapshot, take_snapshot
 from datadir.store import snapshots_keep, snapshots_root
 from kernel.errors import ChartrError
 
@@ -27,9 +28,8 @@ TAKE_PERMISSION = "datadir.take_data_snapshot"
 DEFAULT_LOGIN_BACKEND = "django.contrib.auth.backends.ModelBackend"
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 def data_snapshots_view(request: HttpRequest) -> HttpResponse:
-    if request.method not in ("GET", "HEAD", "POST"):
-        return HttpResponseNotAllowed(["GET", "POST"])
     if not request.user.has_perm(VIEW_PERMISSION):
         raise PermissionDenied
     if request.method == "POST":
@@ -64,10 +64,9 @@ def _take(request: HttpRequest) -> HttpResponse:
     return HttpResponseRedirect(reverse("data-snapshots"))
 
 
+@require_http_methods(["GET", "HEAD", "POST"])
 def restore_view(request: HttpRequest, name: str) -> HttpResponse:
     """GET: what the snapshot holds against now, and what the restore will do. POST (confirmed): restore it."""
-    if request.method not in ("GET", "HEAD", "POST"):
-        return HttpResponseNotAllowed(["GET", "POST"])
     if not request.user.is_superuser:
         raise PermissionDenied
     try:
@@ -95,7 +94,11 @@ def _restore(request: HttpRequest, name: str) -> HttpResponse:
     except ChartrError as exc:
         messages.error(request, exc.message)
         return HttpResponseRedirect(reverse("data-restore", args=[name]))
-    done = _restored_message(result)
+    done = (
+        f"Restored data snapshot {result.restored}: {result.files_restored} files restored, "
+        f"{result.files_removed} removed, a new timeline epoch for {result.agents_with_new_epoch} agents. "
+        f"The state before is data snapshot {result.undo_snapshot}: restore it to undo this restore."
+    )
     operator = (
         get_user_model()
         ._default_manager.filter(pk=operator_pk, username=username, is_active=True, is_superuser=True)
@@ -115,11 +118,3 @@ def _restore(request: HttpRequest, name: str) -> HttpResponse:
     login(request, operator, backend=backend)
     messages.success(request, f"{done} You are still logged in as {username} (as the snapshot holds that user).")
     return HttpResponseRedirect(reverse("data-snapshots"))
-
-
-def _restored_message(result: RestoreResult) -> str:
-    return (
-        f"Restored data snapshot {result.restored}: {result.files_restored} files restored, "
-        f"{result.files_removed} removed, a new timeline epoch for {result.agents_with_new_epoch} agents. "
-        f"The state before is data snapshot {result.undo_snapshot}: restore it to undo this restore."
-    )

@@ -1,4 +1,4 @@
-"""What the importers' and exporters' commands share (legacy, portability's neighbours, claude_code,
+"""What the importers' and exporters' commands share (legacy, portability, claude_code,
 codex): progress as a bar on a terminal and one line per phase elsewhere, report sections, and the
 refusal to run on a database that is not migrated."""
 

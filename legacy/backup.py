@@ -13,18 +13,8 @@ from pathlib import Path
 from django.conf import settings
 
 from kernel.files import ensure_private_dir
+from legacy.scan import READ_ENTRIES
 
-#: The parts of a legacy home an import reads, so the parts worth keeping.
-BACKED_UP = (
-    "projects",
-    "agents",
-    "timelines",
-    "agent-timelines",
-    "timelines.db",
-    "timelines.db-wal",
-    "timelines.db-shm",
-    "timelines.db-journal",
-)
 #: The prefix of a copy in progress; never a finished backup.
 PARTIAL_PREFIX = ".partial-"
 
@@ -36,7 +26,8 @@ def back_up_source(source: Path, started_at: dt.datetime) -> Path:
     partial, target = root / f"{PARTIAL_PREFIX}{name}", root / name
     partial.mkdir(mode=0o700)
     try:
-        for entry in BACKED_UP:
+        # The parts of the home an import reads, so the parts worth keeping.
+        for entry in sorted(READ_ENTRIES):
             if (source / entry).is_dir():
                 shutil.copytree(source / entry, partial / entry, symlinks=True)
             elif (source / entry).is_file():

@@ -8,8 +8,6 @@ transaction (which on SQLite would block every writer for the whole export).
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
@@ -18,9 +16,10 @@ from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils import timezone
 
 from kernel.errors import Conflict, NotFound
+from kernel.files import replaced_atomically
 from legacy import jsonl
 from snapshots.models import AgentSnapshot
-from timeline.models import TimelineHead, TimelineRow
+from timeline.models import ROW_FIELDS, TimelineHead, TimelineRow
 
 EXPORT_BATCH = 5000
 
@@ -47,17 +46,8 @@ def timeline_lines(*, agent_id: str, batch_size: int = EXPORT_BATCH) -> Iterator
         raise Conflict(f"Agent {agent_id}'s history was replaced during the export; export it again.")
 
 
-ROW_KEYS = (
-    "seq",
-    "committed_at",
-    "item_id",
-    "item",
-    "turn_id",
-    "provider_message_id",
-    "provider_timeline_item_id",
-    "revert_token",
-    "extra",
-)
+#: A row's columns as a line holds them: every one but ``item_type``, which is its item's own.
+ROW_KEYS = tuple(name for name in ROW_FIELDS if name != "item_type")
 
 
 def committed_rows(agent_id: str, *, after: int, head: int, limit: int) -> list[dict]:
@@ -81,19 +71,9 @@ def write_timeline(*, agent_id: str, out: TextIO) -> int:
 
 
 def write_timeline_file(*, agent_id: str, path: Path) -> int:
-    """Write to ``path`` atomically: a temp file in the same directory, renamed when complete."""
-    path = Path(path)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            rows = write_timeline(agent_id=agent_id, out=handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return rows
+    """Write to ``path`` atomically (``kernel.files.replaced_atomically``)."""
+    with replaced_atomically(Path(path)) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as handle:
+        return write_timeline(agent_id=agent_id, out=handle)
 
 
 def write_all_timelines(*, out_dir: Path) -> list[tuple[str, int]]:

@@ -17,21 +17,18 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from kernel.files import replaced_atomically
+from legacy import records
 from legacy.export import write_all_timelines
-from registry.models import Project, ProjectKind, Workspace, WorkspaceKind
+from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
 
-PROJECT_KINDS = {ProjectKind.GIT: "git", ProjectKind.DIRECTORY: "non_git"}
-WORKSPACE_KINDS = {
-    WorkspaceKind.CHECKOUT: "local_checkout",
-    WorkspaceKind.DIRECTORY: "directory",
-    WorkspaceKind.WORKTREE: "worktree",
-}
+#: Each kind under Paseo's name for it: the import's mapping (``legacy.records``) read backwards.
+PROJECT_KINDS = {kind: name for name, kind in records.PROJECT_KINDS.items()}
+WORKSPACE_KINDS = {kind: name for name, kind in records.WORKSPACE_KINDS.items()}
 
 
 def paseo_time(value: dt.datetime | None) -> str | None:
@@ -107,16 +104,10 @@ def agent_record(agent: AgentSnapshot) -> dict:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    """Atomically: a temp file in the same directory, renamed when complete."""
+    """Atomically (``kernel.files.replaced_atomically``); a home of many agent files is not synced file by file."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(value, handle, ensure_ascii=False, indent=2)
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    with replaced_atomically(path, sync=False) as tmp, open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(value, handle, ensure_ascii=False, indent=2)
 
 
 def write_home(*, out_dir: Path) -> dict[str, int]:

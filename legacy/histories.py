@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from legacy.paseo import PaseoHistory, PaseoRow, PaseoStores
-from legacy.problems import LegacyImportInvalid, Problem, RecordError
+from legacy.problems import LegacyImportInvalid, Problem, RecordError, changed_during_import
 from legacy.report import ImportReport, Progress
 from legacy.selectors import locked_rows, stored_timeline_row
 from timeline.models import TimelineHead
@@ -200,7 +200,4 @@ def _rows_to_append(plan: HistoryPlan, report: ImportReport) -> Iterable[PaseoRo
 
 
 def _changed(history: PaseoHistory, reason: str) -> LegacyImportInvalid:
-    problem = Problem(str(history.source), f"agent {history.agent_id!r}", f"changed during the import: {reason}")
-    return LegacyImportInvalid(
-        [problem], message=f"{history.source} changed during the import; nothing was imported.", skippable=False
-    )
+    return changed_during_import(history.source, f"agent {history.agent_id!r}", reason)

@@ -85,13 +85,18 @@ def parse_header(value: Any) -> Header:
         agent_id_validator(agent_id)
     except Exception:
         raise RecordError(f"header agent_id {agent_id!r} is not a valid agent id") from None
-    epoch = value.get("epoch")
-    if not isinstance(epoch, str) or not epoch or len(epoch) > EPOCH_MAX_LENGTH or "\x00" in epoch:
-        raise RecordError(f"header epoch must be a string of 1 to {EPOCH_MAX_LENGTH} characters")
+    epoch = check_epoch(value.get("epoch"), "header epoch")
     min_seq = value.get("min_seq", 1)
     if not isinstance(min_seq, int) or isinstance(min_seq, bool) or min_seq < 1:
         raise RecordError(f"header min_seq must be a positive integer, not {min_seq!r}")
     return Header(agent_id=agent_id, epoch=epoch, min_seq=min_seq)
+
+
+def check_epoch(epoch: Any, name: str = "epoch") -> str:
+    """An epoch as a timeline stores one (a Paseo history's too)."""
+    if not isinstance(epoch, str) or not epoch or len(epoch) > EPOCH_MAX_LENGTH or "\x00" in epoch:
+        raise RecordError(f"{name} must be a string of 1 to {EPOCH_MAX_LENGTH} characters")
+    return epoch
 
 
 #: A row line: ``timeline.rows.Row`` with the export's ``item_id`` and ``extra``, its time read as every

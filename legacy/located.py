@@ -67,10 +67,6 @@ def _path(key: str | JsonPath | None) -> JsonPath:
     return (key,) if isinstance(key, str) else tuple(key)
 
 
-def errors_of(exc: RecordError) -> list[tuple[JsonPath, str]]:
-    return exc.errors if isinstance(exc, RecordErrors) else [((), str(exc))]
-
-
 def file_problems(path: Path, failures: list[tuple[JsonPath, str, RecordError]]) -> list[Problem]:
     """One ``Problem`` per error of each failure ``(prefix, label, error)``, on its line in
     ``path``, in the order of the lines: ``prefix`` is where the failed record sits in the
@@ -83,16 +79,20 @@ def file_problems(path: Path, failures: list[tuple[JsonPath, str, RecordError]])
         lines = {}
     located = []
     for prefix, label, exc in failures:
-        for json_path, message in errors_of(exc):
+        for json_path, message in exc.errors if isinstance(exc, RecordErrors) else [((), str(exc))]:
             line = _nearest_line(lines, prefix + json_path)
             where = " ".join(part for part in (f"line {line}" if line else "", label) if part)
             located.append((line or 0, Problem(str(path), where, message)))
     located.sort(key=lambda pair: pair[0])
-    problems = [problem for _, problem in located[:MAX_PROBLEMS_PER_FILE]]
-    if len(located) > MAX_PROBLEMS_PER_FILE:
-        more = len(located) - MAX_PROBLEMS_PER_FILE
-        problems.append(Problem(str(path), "", f"and {more} more problem(s) not listed"))
-    return problems
+    return capped(path, [problem for _, problem in located])
+
+
+def capped(path: Path, problems: list[Problem]) -> list[Problem]:
+    """The first ``MAX_PROBLEMS_PER_FILE`` problems of the file ``path``, then how many more it has."""
+    if len(problems) <= MAX_PROBLEMS_PER_FILE:
+        return problems
+    more = len(problems) - MAX_PROBLEMS_PER_FILE
+    return [*problems[:MAX_PROBLEMS_PER_FILE], Problem(str(path), "", f"and {more} more problem(s) not listed")]
 
 
 def _nearest_line(lines: dict[JsonPath, int], json_path: JsonPath) -> int | None:

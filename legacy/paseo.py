@@ -31,11 +31,11 @@ from typing import Any
 
 import msgspec
 
+from legacy.jsonl import check_epoch
 from legacy.located import Checks, RecordErrors, file_problems, is_syntax_error, load_json, problem_for
 from legacy.problems import Problem, RecordError
 from snapshots.models import AGENT_ID_RE
 from timeline.items import LEGACY_ITEM_TYPE, contains_nul, item_json, item_problems
-from timeline.models import EPOCH_MAX_LENGTH
 from timeline.rows import PaseoRow as PaseoShape
 from timeline.rows import ReadRow, RowKeys, paseo_name, problem, read_row
 
@@ -185,12 +185,6 @@ def _committed_at(value: dt.datetime | float, raw: dict, index: int) -> dt.datet
         raise _row_error(index, "timestamp", message) from None
 
 
-def _check_epoch(epoch: Any) -> str:
-    if not isinstance(epoch, str) or not epoch or len(epoch) > EPOCH_MAX_LENGTH or "\x00" in epoch:
-        raise RecordError(f"epoch must be a string of 1 to {EPOCH_MAX_LENGTH} characters")
-    return epoch
-
-
 @dataclass
 class _Seqs:
     """What reading a history's rows found: its seq range, its holes, its normalised items."""
@@ -199,6 +193,14 @@ class _Seqs:
     last: int | None = None
     holes: list[tuple[int, int]] = field(default_factory=list)
     normalised: list[tuple[int, tuple[str, ...]]] = field(default_factory=list)
+
+    def history(
+        self, agent_id: str, source: Path, epoch: str, *, from_db: bool, next_seq: int | None = None
+    ) -> PaseoHistory:
+        """The history these rows make; one retaining no row goes on at ``next_seq`` (1 without one)."""
+        first = (next_seq or 1) if self.first is None else self.first
+        last = first - 1 if self.last is None else self.last
+        return PaseoHistory(agent_id, source, from_db, epoch, first, last, self.holes, self.normalised)
 
 
 def _check_seqs(rows: Iterator[PaseoRow]) -> _Seqs:
@@ -276,31 +278,17 @@ def _read_history_file(path: Path, agent_id: str) -> PaseoHistory:
         raise RecordError("a history file must hold a JSON object")
     if document.get("version") != PASEO_VERSION:
         raise _UnknownVersion(document.get("version"))
-    epoch = _check_epoch(document.get("epoch"))
+    epoch = check_epoch(document.get("epoch"))
     rows = document.get("rows")
     if not isinstance(rows, list):
         raise RecordError("rows must be a JSON array")
     seqs = _check_seqs(_file_rows(rows))
-    first, last = seqs.first, seqs.last
     next_seq = document.get("nextSeq")
     if next_seq is not None and (not isinstance(next_seq, int) or isinstance(next_seq, bool) or next_seq < 1):
         raise RecordError(f"nextSeq must be a positive integer, not {next_seq!r}")
-    if first is None:
-        # Nothing retained: the history still goes on at nextSeq.
-        first = next_seq or 1
-        last = first - 1
-    elif next_seq is not None and next_seq != last + 1:
-        raise RecordError(f"nextSeq {next_seq} does not follow the last row's seq {last}")
-    return PaseoHistory(
-        agent_id=agent_id,
-        source=path,
-        from_db=False,
-        epoch=epoch,
-        first_seq=first,
-        last_seq=last,
-        holes=seqs.holes,
-        normalised=seqs.normalised,
-    )
+    if seqs.last is not None and next_seq is not None and next_seq != seqs.last + 1:
+        raise RecordError(f"nextSeq {next_seq} does not follow the last row's seq {seqs.last}")
+    return seqs.history(agent_id, path, epoch, from_db=False, next_seq=next_seq)
 
 
 # --- timelines.db ---------------------------------------------------------------
@@ -361,24 +349,13 @@ def _scan_db_history(
         stores.problems.append(Problem(str(path), f"agent {agent_id!r}", "not a valid agent id"))
         return
     try:
-        epoch = _check_epoch(epoch)
+        epoch = check_epoch(epoch)
         seqs = _check_seqs(_db_rows(path, agent_id))
     except RecordError as exc:
         stores.problems.append(Problem(str(path), f"agent {agent_id!r}", str(exc)))
         stores.skipped_rows += count
         return
-    first = seqs.first or 1
-    last = first - 1 if seqs.last is None else seqs.last
-    stores.histories[agent_id] = PaseoHistory(
-        agent_id=agent_id,
-        source=path,
-        from_db=True,
-        epoch=epoch,
-        first_seq=first,
-        last_seq=last,
-        holes=seqs.holes,
-        normalised=seqs.normalised,
-    )
+    stores.histories[agent_id] = seqs.history(agent_id, path, epoch, from_db=True)
 
 
 def scan_paseo_stores(home: Path) -> PaseoStores:

@@ -44,3 +44,11 @@ class LegacyImportInvalid(ChartrError):
             "nothing was imported.",
             extra={"problems": [str(problem) for problem in self.problems]},
         )
+
+
+def changed_during_import(path, location: str, reason: str) -> LegacyImportInvalid:
+    """A file that changed between its check and its write: nothing is imported, and no skipping helps."""
+    problem = Problem(str(path), location, f"changed during the import: {reason}")
+    return LegacyImportInvalid(
+        [problem], message=f"{path} changed during the import; nothing was imported.", skippable=False
+    )

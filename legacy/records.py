@@ -40,29 +40,29 @@ PROJECT_KEYS = frozenset({"rootPath", "kind", "displayName", "gitRemote", "creat
 WORKSPACE_KEYS = frozenset(
     {"cwd", "kind", "displayName", "branch", "worktreeRoot", "createdAt", "updatedAt", "archivedAt"}
 )
-AGENT_KEYS = frozenset(
-    {
-        "id",
-        "cwd",
-        "provider",
-        "title",
-        "labels",
-        "lastStatus",
-        "lastModeId",
-        "config",
-        "runtimeInfo",
-        "persistence",
-        "requiresAttention",
-        "attentionReason",
-        "attentionTimestamp",
-        "internal",
-        "createdAt",
-        "updatedAt",
-        "archivedAt",
-        "lastActivityAt",
-        "lastUserMessageAt",
-    }
-)
+#: The legacy key of each field of an agent: its AgentSnapshot's, and its timeline head's activity times.
+AGENT_FIELD_KEYS = {
+    "agent_id": "id",
+    "cwd": "cwd",
+    "provider": "provider",
+    "title": "title",
+    "labels": "labels",
+    "lifecycle": "lastStatus",
+    "last_mode_id": "lastModeId",
+    "config": "config",
+    "runtime_info": "runtimeInfo",
+    "persistence": "persistence",
+    "requires_attention": "requiresAttention",
+    "attention_reason": "attentionReason",
+    "attention_at": "attentionTimestamp",
+    "internal": "internal",
+    "created_at": "createdAt",
+    "updated_at": "updatedAt",
+    "archived_at": "archivedAt",
+    "last_activity_at": "lastActivityAt",
+    "last_user_message_at": "lastUserMessageAt",
+}
+AGENT_KEYS = frozenset(AGENT_FIELD_KEYS.values())
 
 
 def extra_keys(record: dict, modelled: frozenset[str]) -> dict:
@@ -123,13 +123,8 @@ def _object(record: dict, name: str) -> dict:
 
 
 def _directory(record: dict, name: str) -> str:
-    value = record.get(name)
-    if value is None:
-        raise RecordError(f"{name} is required")
-    if not isinstance(value, str):
-        raise RecordError(f"{name} must be a string, not {type(value).__name__}")
     try:
-        return normalize_directory(value)
+        return normalize_directory(_string(record, name, required=True))
     except ValidationError as exc:
         raise RecordError(f"{name}: {' '.join(exc.messages)}") from None
 
@@ -137,11 +132,8 @@ def _directory(record: dict, name: str) -> str:
 def _check_model(instance, *, exclude: list[str], keys: dict[str, str]) -> None:
     """The model's own field rules (lengths, choices), so a record that passes
     here never fails on a database constraint later, each said of the record's
-    key (``keys``: model field -> legacy key). PostgreSQL cannot store
-    U+0000 in text or jsonb at all, so it is refused on every database."""
-    values = [getattr(instance, f.attname) for f in instance._meta.concrete_fields if f.name not in exclude]
-    if contains_nul(values):
-        raise RecordError("contains a NUL character (\\u0000), which chartr cannot store")
+    key (``keys``: model field -> legacy key). A NUL was refused before, with
+    its key (``_checks``)."""
     try:
         validate_fields(instance, exclude=exclude)
     except ValidationError as exc:
@@ -218,6 +210,11 @@ class LegacyAgent:
         return self.fields["extra"]
 
 
+#: The fields a legacy project or workspace carries into chartr's, beside its directory, times and archive.
+PROJECT_FIELDS = ("kind", "display_name", "git_remote", "extra")
+WORKSPACE_FIELDS = ("kind", "display_name", "branch", "worktree_root", "extra")
+
+
 def _checks(record: dict) -> Checks:
     """The checks of a record, started with the keys holding a NUL (PostgreSQL cannot store
     U+0000 in text or jsonb, so it is refused on every database)."""
@@ -250,13 +247,7 @@ def parse_project(record: Any) -> LegacyProject:
         extra=extra_keys(record, PROJECT_KEYS),
     )
     _check_model(
-        Project(
-            directory=directory,
-            kind=project.kind,
-            display_name=project.display_name,
-            git_remote=project.git_remote,
-            extra=project.extra,
-        ),
+        Project(directory=directory, **{name: getattr(project, name) for name in PROJECT_FIELDS}),
         exclude=["created_at", "updated_at"],
         keys={"directory": "rootPath", "display_name": "displayName", "git_remote": "gitRemote"},
     )
@@ -304,14 +295,7 @@ def parse_workspace(record: Any) -> LegacyWorkspace:
         extra=extra_keys(record, WORKSPACE_KEYS),
     )
     _check_model(
-        Workspace(
-            extra=workspace.extra,
-            directory=directory,
-            kind=workspace.kind,
-            display_name=workspace.display_name,
-            branch=workspace.branch,
-            worktree_root=workspace.worktree_root,
-        ),
+        Workspace(directory=directory, **{name: getattr(workspace, name) for name in WORKSPACE_FIELDS}),
         exclude=["project", "created_at", "updated_at"],
         keys={"directory": "cwd", "display_name": "displayName", "worktree_root": "worktreeRoot"},
     )
@@ -339,21 +323,6 @@ def _reason(record: dict) -> str | None:
     if reason is not None and reason not in AttentionReason.values:
         raise RecordError(f"attentionReason must be one of {', '.join(AttentionReason.values)} or null")
     return reason
-
-
-#: The AgentSnapshot field each agent key is checked into.
-AGENT_FIELD_KEYS = {
-    "cwd": "cwd",
-    "provider": "provider",
-    "title": "title",
-    "labels": "labels",
-    "last_mode_id": "lastModeId",
-    "config": "config",
-    "runtime_info": "runtimeInfo",
-    "persistence": "persistence",
-    "attention_reason": "attentionReason",
-    "agent_id": "id",
-}
 
 
 def parse_agent(record: Any) -> LegacyAgent:
@@ -405,11 +374,10 @@ def parse_agent(record: Any) -> LegacyAgent:
 # --- files ----------------------------------------------------------------
 
 
-def newest_by(records: list, key) -> tuple[dict, list[str]]:
+def newest_by(records: list, key, notes: list[str]) -> dict:
     """Keep, per key, the record with the newest ``updated_at`` (the first one
-    on a tie); return the winners and a note for every record they superseded."""
+    on a tie); return the winners, adding to ``notes`` one for every record they superseded."""
     winners: dict = {}
-    notes: list[str] = []
     for record in records:
         current = winners.get(key(record))
         if current is None:
@@ -418,7 +386,7 @@ def newest_by(records: list, key) -> tuple[dict, list[str]]:
         newer, older = (record, current) if record.updated_at > current.updated_at else (current, record)
         winners[key(record)] = newer
         notes.append(f"{older.origin}: superseded by the newer {newer.origin}")
-    return winners, notes
+    return winners
 
 
 def agent_files(agents_dir: Path) -> tuple[list[Path], list[Path], list[Path]]:

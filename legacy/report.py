@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 KINDS = ("projects", "workspaces", "agents", "timeline_rows")
 
@@ -21,9 +21,6 @@ class KindCounts:
     updated: int = 0
     unchanged: int = 0
     skipped: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return {"created": self.created, "updated": self.updated, "unchanged": self.unchanged, "skipped": self.skipped}
 
 
 @dataclass
@@ -64,7 +61,7 @@ class ImportReport:
         return sum(getattr(counts, column) for counts in self.counts.values())
 
     def counts_dict(self) -> dict[str, dict[str, int]]:
-        return {kind: counts.as_dict() for kind, counts in self.counts.items()}
+        return {kind: asdict(counts) for kind, counts in self.counts.items()}
 
     @property
     def changed_anything(self) -> bool:

@@ -35,7 +35,7 @@ EXPECTED_ENTRIES = (
     f"{AGENT_TIMELINES}/",
     TIMELINES_DB,
 )
-#: The top-level entries of a home an import reads; any other is listed as not read.
+#: The top-level entries of a home an import reads (and backs up); any other is listed as not read.
 READ_ENTRIES = frozenset({"projects", "agents", "timelines", AGENT_TIMELINES, TIMELINES_DB, *TIMELINES_DB_COMPANIONS})
 
 Problems = dict[str, list[Problem]]
@@ -119,10 +119,8 @@ def _scan_projects(
     """
     parsed = parse_array_file(source / "projects" / "projects.json", parse_project, "projectId")
     problems["projects"] += parsed.problems
-    by_id, notes = newest_by(parsed.records, key=lambda p: p.legacy_id)
-    report.warnings += notes
-    by_dir, notes = newest_by(list(by_id.values()), key=lambda p: p.directory)
-    report.warnings += notes
+    by_id = newest_by(parsed.records, lambda p: p.legacy_id, report.warnings)
+    by_dir = newest_by(list(by_id.values()), lambda p: p.directory, report.warnings)
     return list(by_dir.values()), {p.legacy_id: p.directory for p in by_id.values()}, parsed.invalid_ids
 
 
@@ -155,10 +153,8 @@ def _scan_workspaces(
             continue
         workspace.project_directory = project_dir
         valid.append(workspace)
-    by_id, notes = newest_by(valid, key=lambda w: w.legacy_id)
-    report.warnings += notes
-    by_dir, notes = newest_by(list(by_id.values()), key=lambda w: w.directory)
-    report.warnings += notes
+    by_id = newest_by(valid, lambda w: w.legacy_id, report.warnings)
+    by_dir = newest_by(list(by_id.values()), lambda w: w.directory, report.warnings)
     return list(by_dir.values())
 
 
@@ -175,9 +171,7 @@ def _scan_agents(source: Path, problems: Problems, report: ImportReport) -> tupl
             invalid_ids.add(path.stem)
         else:
             valid.append(agent)
-    by_id, notes = newest_by(valid, key=lambda a: a.agent_id)
-    report.warnings += notes
-    return by_id, invalid_ids
+    return newest_by(valid, lambda a: a.agent_id, report.warnings), invalid_ids
 
 
 def _settle_problems(problems: Problems, report: ImportReport, *, skip_invalid: bool) -> None:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from legacy import jsonl
-from legacy.problems import LegacyImportInvalid, Problem, RecordError
+from legacy.located import capped
+from legacy.problems import Problem, RecordError, changed_during_import
 from legacy.report import ImportReport, Progress
 from legacy.selectors import locked_rows, stored_timeline_row
 from timeline.items import same_item
@@ -27,8 +28,6 @@ from timeline.services import bulk_append_timeline_rows
 #: Timeline rows per INSERT batch: big enough to amortise the round trip,
 #: small enough that memory stays flat at any file size.
 ROW_BATCH = 5000
-#: Problems listed per timeline file before the rest are summed up.
-MAX_PROBLEMS_PER_FILE = 20
 
 
 @dataclass
@@ -119,7 +118,7 @@ def scan_timeline(
         report.warnings.append(f"{path}: empty or only a truncated header; ignored")
         return None, [], 0
     if scan.problems:
-        return None, _capped(path, scan.problems), scan.row_lines
+        return None, capped(path, scan.problems), scan.row_lines
     if agent is not None and scan.shared_row is not None:
         mismatch = _continuity_problem(path, agent, scan.header, *scan.shared_row)
         if mismatch is not None:
@@ -215,13 +214,6 @@ class _FileScan:
             self.shared_row = (line.lineno, row)
 
 
-def _capped(path: Path, problems: list[Problem]) -> list[Problem]:
-    if len(problems) <= MAX_PROBLEMS_PER_FILE:
-        return problems
-    more = len(problems) - MAX_PROBLEMS_PER_FILE
-    return problems[:MAX_PROBLEMS_PER_FILE] + [Problem(str(path), "", f"... and {more} more problem(s)")]
-
-
 def _continuity_problem(
     path: Path, agent: TimelineHead, header: jsonl.Header, lineno: int, row: ReadRow
 ) -> Problem | None:
@@ -292,20 +284,13 @@ def _rows_to_append(timeline: TimelinePlan) -> Iterator[ReadRow]:
         if expected > timeline.last_seq:
             return
         if line.error is not None:
-            raise _changed(timeline.path, line.lineno, line.error)
+            raise changed_during_import(timeline.path, f"line {line.lineno}", line.error)
         try:
             row = jsonl.parse_row(line.value, expected_seq=expected)
         except RecordError as exc:
-            raise _changed(timeline.path, line.lineno, str(exc)) from None
+            raise changed_during_import(timeline.path, f"line {line.lineno}", str(exc)) from None
         expected += 1
         if row.seq > timeline.start_seq:
             yield row
     if expected <= timeline.last_seq:
-        raise _changed(timeline.path, 0, f"ends before seq {timeline.last_seq}")
-
-
-def _changed(path: Path, lineno: int, reason: str) -> LegacyImportInvalid:
-    problem = Problem(str(path), f"line {lineno}" if lineno else "", f"changed during the import: {reason}")
-    return LegacyImportInvalid(
-        [problem], message=f"{path} changed during the import; nothing was imported.", skippable=False
-    )
+        raise changed_during_import(timeline.path, "", f"ends before seq {timeline.last_seq}")

@@ -14,7 +14,14 @@ import datetime as dt
 import uuid
 from typing import TYPE_CHECKING
 
-from legacy.records import HEAD_ACTIVITY_FIELDS, LegacyAgent, LegacyProject, LegacyWorkspace
+from legacy.records import (
+    HEAD_ACTIVITY_FIELDS,
+    PROJECT_FIELDS,
+    WORKSPACE_FIELDS,
+    LegacyAgent,
+    LegacyProject,
+    LegacyWorkspace,
+)
 from legacy.report import ImportReport
 from legacy.selectors import chunks, locked_rows
 from registry.directories import directories_above, directory_hash, last_segment
@@ -57,6 +64,14 @@ def _carry_archive(record, archived_at: dt.datetime | None) -> None:
     record.archived_at = archived_at
 
 
+def _carry(record, legacy: LegacyProject | LegacyWorkspace, names: tuple[str, ...]) -> None:
+    """Copy the legacy record's ``names``, its ``updated_at`` and its archive onto chartr's ``record``."""
+    for name in names:
+        setattr(record, name, getattr(legacy, name))
+    record.updated_at = legacy.updated_at
+    _carry_archive(record, legacy.archived_at)
+
+
 def _write_projects(projects: list[LegacyProject], report: ImportReport) -> dict[str, int]:
     counts = report.counts["projects"]
     existing = {
@@ -67,26 +82,13 @@ def _write_projects(projects: list[LegacyProject], report: ImportReport) -> dict
     for legacy in projects:
         project = existing.get(legacy.directory)
         if project is None:
-            project = Project(
-                directory=legacy.directory,
-                kind=legacy.kind,
-                display_name=legacy.display_name,
-                git_remote=legacy.git_remote,
-                extra=legacy.extra,
-                created_at=legacy.created_at,
-                updated_at=legacy.updated_at,
-            )
-            _carry_archive(project, legacy.archived_at)
+            project = Project(directory=legacy.directory, created_at=legacy.created_at)
+            _carry(project, legacy, PROJECT_FIELDS)
             new.append(project)
             report.count_extra("projects", legacy.extra)
         elif legacy.updated_at > project.updated_at:
-            project.kind = legacy.kind
-            project.display_name = legacy.display_name
-            project.git_remote = legacy.git_remote
-            project.extra = legacy.extra
+            _carry(project, legacy, PROJECT_FIELDS)
             report.count_extra("projects", legacy.extra)
-            project.updated_at = legacy.updated_at
-            _carry_archive(project, legacy.archived_at)
             changed.append(project)
         else:
             counts.unchanged += 1
@@ -109,18 +111,8 @@ def _write_workspaces(
         project_pk = project_pk_by_dir[legacy.project_directory]
         workspace = existing.get(legacy.directory)
         if workspace is None:
-            workspace = Workspace(
-                project_id=project_pk,
-                directory=legacy.directory,
-                kind=legacy.kind,
-                display_name=legacy.display_name,
-                branch=legacy.branch,
-                worktree_root=legacy.worktree_root,
-                extra=legacy.extra,
-                created_at=legacy.created_at,
-                updated_at=legacy.updated_at,
-            )
-            _carry_archive(workspace, legacy.archived_at)
+            workspace = Workspace(project_id=project_pk, directory=legacy.directory, created_at=legacy.created_at)
+            _carry(workspace, legacy, WORKSPACE_FIELDS)
             new.append(workspace)
             report.count_extra("workspaces", legacy.extra)
             continue
@@ -129,14 +121,8 @@ def _write_workspaces(
                 f"{legacy.origin}: workspace {legacy.directory} belongs to another project in chartr; it stays there"
             )
         if legacy.updated_at > workspace.updated_at:
-            workspace.kind = legacy.kind
-            workspace.display_name = legacy.display_name
-            workspace.branch = legacy.branch
-            workspace.worktree_root = legacy.worktree_root
-            workspace.extra = legacy.extra
-            workspace.updated_at = legacy.updated_at
+            _carry(workspace, legacy, WORKSPACE_FIELDS)
             report.count_extra("workspaces", legacy.extra)
-            _carry_archive(workspace, legacy.archived_at)
             changed.append(workspace)
         else:
             counts.unchanged += 1

@@ -10,9 +10,6 @@ runs may or may not be in the file.
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -20,7 +17,9 @@ from django.db import connection
 from django.utils import timezone
 
 from claude_code.models import ClaudeCodeSession
+from kernel.files import replaced_atomically
 from legacy.models import ImportRun
+from legacy.report import Progress, no_progress
 from portability import format as fmt
 from portability.records import AGENT, API_TOKEN, CLAUDE_CODE_SESSION, IMPORT_RUN, PROJECT, WORKSPACE, record_of
 from portability.selectors import (
@@ -33,13 +32,6 @@ from portability.selectors import (
 )
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
-
-#: ``progress(phase, done, total)``.
-Progress = Callable[[str, int, int], None]
-
-
-def _no_progress(phase: str, done: int, total: int) -> None:
-    pass
 
 
 class _Writer:
@@ -54,25 +46,12 @@ class _Writer:
             self.counts[kind] += 1
             done = self.counts[kind]
             if done % 1000 == 0 or done == 1 or kind not in ("row", "row_revision"):
-                self.progress(PHASES[kind], done, max(done, self.totals[kind]))
-
-
-PHASES = {
-    "project": "projects",
-    "workspace": "workspaces",
-    "agent": "agents",
-    "timeline": "timelines",
-    "row": "timeline rows",
-    "row_revision": "earlier row versions",
-    "claude_code_session": "Claude Code sessions",
-    "api_token": "API tokens",
-    "import_run": "legacy import runs",
-}
+                self.progress(fmt.KINDS[kind], done, max(done, self.totals[kind]))
 
 
 def write_instance_to(out: IO[str], *, with_tokens: bool = False, progress: Progress | None = None) -> dict[str, int]:
     """Write the whole instance to ``out``; the count of each kind of record written."""
-    progress = progress or _no_progress
+    progress = progress or no_progress
     totals = held_counts(with_tokens=with_tokens)
     writer = _Writer(out, totals, progress)
     head = fmt.header(exported_at=timezone.now(), engine=connection.vendor, with_tokens=with_tokens, counts=totals)
@@ -114,17 +93,5 @@ def _write_timeline(writer: _Writer, agent: AgentSnapshot) -> None:
 
 def write_instance(*, path: Path | str, with_tokens: bool = False, progress: Progress | None = None) -> dict[str, int]:
     """Write the whole instance to ``path`` (gzip-compressed when it ends in ``.gz``), atomically."""
-    path = Path(path)
-    fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp" + path.suffix)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        with fmt.open_for_writing(tmp) as out:
-            counts = write_instance_to(out, with_tokens=with_tokens, progress=progress)
-        with open(tmp, "rb") as written:
-            os.fsync(written.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return counts
+    with replaced_atomically(Path(path)) as tmp, fmt.open_for_writing(tmp) as out:
+        return write_instance_to(out, with_tokens=with_tokens, progress=progress)

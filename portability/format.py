@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
-import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,18 +22,19 @@ from django.utils.dateparse import parse_datetime
 
 FORMAT = "chartr.instance"
 VERSION = 1
-#: The kinds of record, in the order a file holds them, and the counts the ``end`` record gives.
-KINDS = (
-    "project",
-    "workspace",
-    "agent",
-    "timeline",
-    "row",
-    "row_revision",
-    "claude_code_session",
-    "api_token",
-    "import_run",
-)
+#: The kinds of record, in the order a file holds them, and the counts the ``end`` record gives; each
+#: with the words the commands' progress names it by.
+KINDS = {
+    "project": "projects",
+    "workspace": "workspaces",
+    "agent": "agents",
+    "timeline": "timelines",
+    "row": "timeline rows",
+    "row_revision": "earlier row versions",
+    "claude_code_session": "Claude Code sessions",
+    "api_token": "API tokens",
+    "import_run": "legacy import runs",
+}
 #: Kinds added since version 1 of the format: a file written before them has no count for them
 #: (in its header and its ``end``), which reads as 0.
 ADDED_KINDS = frozenset({"claude_code_session"})
@@ -61,10 +61,6 @@ class InstanceFileInvalid(Exception):
 def canonical(record: dict) -> str:
     """A record as one line: compact JSON with sorted keys, so the same content is always the same text."""
     return json.dumps(record, ensure_ascii=False, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-def new_digest():
-    return hashlib.sha256()
 
 
 def time_text(value: dt.datetime | None) -> str | None:

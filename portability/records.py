@@ -9,7 +9,6 @@ field's own validation (choices, lengths); the database's constraints hold the r
 
 from __future__ import annotations
 
-import datetime as dt
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,7 @@ from django.db import models
 
 from claude_code.models import ClaudeCodeSession
 from legacy.models import ImportRun
-from portability.format import parse_time
+from portability.format import parse_time, time_text
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
 from timeline.models import TimelineHead
@@ -58,7 +57,7 @@ def _to_json(field: models.Field, value: Any) -> Any:
     if value is None:
         return None
     if isinstance(field, models.DateTimeField):
-        return value.astimezone(dt.UTC).isoformat()
+        return time_text(value)
     if isinstance(field, models.UUIDField):
         return str(value)
     return value

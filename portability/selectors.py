@@ -7,13 +7,14 @@ much an instance holds, and no query holds a cursor open across pages.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 
 from django.db.models import BooleanField, ExpressionWrapper, F, Model, Q, QuerySet
 
 from claude_code.models import ClaudeCodeSession
 from legacy.models import ImportRun
-from portability.format import canonical, new_digest, time_text
+from portability.format import canonical, time_text
 from portability.records import AGENT, CLAUDE_CODE_SESSION, TIMELINE, record_of
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
@@ -96,16 +97,20 @@ def row_records(agent_id: str, *, after: int, head_seq: int, size: int | None = 
         if not page:
             return
         for row in page:
-            yield _row_record(row)
+            yield _record("row", row, ROW_KEYS, times=("committed_at",))
         after = page[-1]["seq"]
 
 
-def _row_record(row: dict) -> dict:
-    record = {"type": "row", **{key: row[key] for key in ROW_KEYS if key not in OMITTED_WHEN_NULL}}
-    record["committed_at"] = time_text(row["committed_at"])
-    if row["has_revert_token"]:
-        record["revert_token"] = row["revert_token"]
-    record.update((key, row[key]) for key in OMITTED_WHEN_NULL if row[key] is not None)
+def _record(kind: str, values: dict, keys: tuple[str, ...], *, times: tuple[str, ...]) -> dict:
+    """A row's or an earlier version's ``values()`` as a record: ``times`` as text, a key of
+    ``OMITTED_WHEN_NULL`` left out when null, ``revert_token`` only when it has one (a null one is kept)."""
+    record = {
+        "type": kind,
+        **{key: values[key] for key in keys if key not in OMITTED_WHEN_NULL or values[key] is not None},
+    }
+    record.update((key, time_text(values[key])) for key in times)
+    if values["has_revert_token"]:
+        record["revert_token"] = values["revert_token"]
     return record
 
 
@@ -143,15 +148,7 @@ def revision_records(agent_id: str, *, size: int | None = None) -> Iterator[dict
         later = Q(seq__gt=after[0]) | Q(seq=after[0], revision__gt=after[1])
         page = list(revisions.filter(later).values(*REVISION_KEYS, "revert_token", "has_revert_token")[:size])
         for revision in page:
-            record = {"type": "row_revision", **{key: revision[key] for key in REVISION_KEYS}}
-            record["committed_at"] = time_text(revision["committed_at"])
-            record["replaced_at"] = time_text(revision["replaced_at"])
-            for key in ("update_seq", "extra"):
-                if record[key] is None:
-                    del record[key]
-            if revision["has_revert_token"]:
-                record["revert_token"] = revision["revert_token"]
-            yield record
+            yield _record("row_revision", revision, REVISION_KEYS, times=("committed_at", "replaced_at"))
         if len(page) < size:
             return
         after = (page[-1]["seq"], page[-1]["revision"])
@@ -172,7 +169,7 @@ class AgentDigest:
 
     def __init__(self, agent: AgentSnapshot, *, left_out: frozenset[str] = frozenset()):
         """``left_out``: keys of ``AGENT.added`` that the file's record did not have (null here)."""
-        self._hash = new_digest()
+        self._hash = hashlib.sha256()
         self.rows = 0
         record = record_of(AGENT, agent)
         for key in left_out:
@@ -205,9 +202,8 @@ class RecordSetDigest:
         self.value = 0
 
     def add(self, record: dict) -> None:
-        digest = new_digest()
-        digest.update(canonical(record).encode("utf-8"))
-        self.value = (self.value + int.from_bytes(digest.digest())) % 2**256
+        digest = hashlib.sha256(canonical(record).encode("utf-8")).digest()
+        self.value = (self.value + int.from_bytes(digest)) % 2**256
 
 
 def sessions_digest() -> RecordSetDigest:

@@ -25,9 +25,9 @@ from claude_code.keys import SessionKey
 from claude_code.services import carry_over_sessions
 from kernel.errors import ChartrError
 from kernel.migrations import not_migrated
+from legacy.report import Progress, no_progress
 from legacy.services import carry_over_import_runs
 from portability import format as fmt
-from portability.export import PHASES, Progress
 from portability.parse import carried_timeline, objects, parse_revision, parse_row, token_of
 from portability.records import AGENT, API_TOKEN, CLAUDE_CODE_SESSION, IMPORT_RUN, PROJECT, WORKSPACE, RecordInvalid
 from portability.selectors import RecordSetDigest, what_is_held
@@ -53,12 +53,6 @@ class InstanceNotEmpty(TargetNotReady):
     """The database already holds records: an instance is imported only into an empty one."""
 
 
-def _check_migrated() -> None:
-    """Every migration applied, as ``runserver`` checks it: the import writes every table."""
-    if problem := not_migrated():
-        raise TargetNotReady(f"The database is not migrated ({problem}); run manage.py migrate first.")
-
-
 @dataclass
 class ImportResult:
     path: str
@@ -72,8 +66,9 @@ class ImportResult:
 def import_instance(*, path: Path | str, dry_run: bool = False, progress: Progress | None = None) -> ImportResult:
     """Load the export at ``path``; raise ``InstanceFileInvalid`` (bad input or a failed check) or
     ``TargetNotReady`` (not migrated, not empty), having written nothing."""
-    progress = progress or (lambda phase, done, total: None)
-    _check_migrated()
+    progress = progress or no_progress
+    if problem := not_migrated():  # every migration applied, as runserver checks it: the import writes every table
+        raise TargetNotReady(f"The database is not migrated ({problem}); run manage.py migrate first.")
     with fmt.Reader(Path(path)) as reader:
         with_tokens = reader.header.get("with_tokens")
         if not isinstance(with_tokens, bool):
@@ -210,7 +205,7 @@ class _Load:
     def _count(self, kind: str, added: int) -> None:
         self.result.counts[kind] += added
         done = self.result.counts[kind]
-        self.progress(PHASES[kind], done, max(done, self.totals[kind]))
+        self.progress(fmt.KINDS[kind], done, max(done, self.totals[kind]))
 
     def _batches(self, kind: str, write: Callable[[list[fmt.Line]], None]) -> None:
         lines = self.reader.take(kind)

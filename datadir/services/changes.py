@@ -47,16 +47,8 @@ def changes(
     }
 
 
-def _delta(before: int | None, after: int | None) -> int:
-    return (after or 0) - (before or 0)
-
-
 def _file_phrase(files: dict[str, Any]) -> str:
-    counts = [
-        (len(files.get(key, [])), word)
-        for key, word in (("added", "added"), ("changed", "changed"), ("removed", "removed"))
-    ]
-    shown = ", ".join(f"{number} {word}" for number, word in counts if number)
+    shown = ", ".join(f"{len(files[key])} {key}" for key in ("added", "changed", "removed") if files.get(key))
     return f"data files: {shown}" if shown else ""
 
 
@@ -71,7 +63,7 @@ def summarize_changes(changes: dict[str, Any]) -> str:
         parts = phrases or ["no project, workspace, agent or timeline changed"]
     else:
         # A snapshot of a previous snapshot without records: the row totals alone.
-        delta = sum(_delta(before, after) for before, after in changes.get("rows", {}).values())
+        delta = sum((after or 0) - (before or 0) for before, after in changes.get("rows", {}).values())
         parts = [f"rows {delta:+,} in all tables" if delta else "no row count changes"]
     return "; ".join(part for part in [*parts, files] if part)
 

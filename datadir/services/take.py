@@ -14,7 +14,7 @@ from typing import Any
 from datadir import store
 from datadir.backends import database_backend
 from datadir.backends.base import DatabaseBackend
-from datadir.errors import SnapshotFailed, SnapshotsDisabled
+from datadir.errors import SnapshotFailed
 from datadir.services.changes import changes, changes_text, summarize_changes
 from datadir.services.files import Previous, snapshot_files
 from datadir.services.marker import MARKER_KEY, change_marker, unchanged_since
@@ -46,13 +46,11 @@ class _Written:
 def take_locked(
     *, reason: str, note: str, protect: frozenset[str] = frozenset(), if_changed: bool = False
 ) -> SnapshotResult | None:
-    """Take a snapshot, then rotate; the caller holds the store lock.
+    """Take a snapshot, then rotate; the caller holds the store lock and has refused a
+    CHARTR_SNAPSHOTS_KEEP of 0 (``take_snapshot``, ``restore_snapshot``).
     Snapshots named in ``protect`` are never rotated away. With ``if_changed``,
     nothing is taken (and None returned) when the newest snapshot's change
     marker matches the live data."""
-    keep = store.snapshots_keep()
-    if keep == 0:
-        raise SnapshotsDisabled("Data snapshots are disabled (CHARTR_SNAPSHOTS_KEEP=0); nothing was done.")
     backend = database_backend()
     root = store.snapshots_root(create=True)
     previous = _newest_complete(root)
@@ -82,7 +80,7 @@ def take_locked(
     except BaseException:
         shutil.rmtree(work, ignore_errors=True)
         raise
-    rotated = _rotate(root, keep, set(protect) | {name})
+    rotated = _rotate(root, store.snapshots_keep(), set(protect) | {name})
     manifest = written.manifest
     return SnapshotResult(
         name=name,

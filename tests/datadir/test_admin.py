@@ -108,3 +108,12 @@ def test_disabled_snapshots_show_no_button(data_dir, settings):
     response = client.post(URL, follow=True)
     assert "nothing was done" in response.content.decode()
     assert snapshot_dirs(data_dir) == []
+
+
+def test_the_pages_answer_get_and_post_only(data_dir):
+    superuser = client_for(User.objects.create_superuser("root", password="pw-long-enough-123"))
+    name = take_snapshot().name
+    for url in (URL, f"{URL}{name}/restore/"):
+        refused = superuser.put(url)
+        assert refused.status_code == 405 and refused["Allow"] == "GET, HEAD, POST"
+    assert len(snapshot_dirs(data_dir)) == 1

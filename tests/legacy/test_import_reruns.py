@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import shutil
+from dataclasses import asdict
 
 import pytest
 from django.core.management import CommandError
@@ -110,7 +111,7 @@ class TestIdempotence:
         reordered = {**big, "item": {"n": 1e300, "text": "big", "type": "assistant_message"}}
         legacy_home.timeline("a1", [row(1), reordered, row(3)])
         report = import_legacy(source=legacy_home.root)
-        assert report.counts["timeline_rows"].as_dict() == {"created": 1, "updated": 0, "unchanged": 2, "skipped": 0}
+        assert asdict(report.counts["timeline_rows"]) == {"created": 1, "updated": 0, "unchanged": 2, "skipped": 0}
 
     def test_a_new_row_reusing_an_item_id_the_agent_committed_is_an_item_conflict(self, legacy_home):
         legacy_home.agent("a1", "/srv/app")
@@ -144,7 +145,7 @@ class TestIdempotence:
         import_legacy(source=legacy_home.root)
         legacy_home.timeline("a1", 2)
         report = import_legacy(source=legacy_home.root)
-        assert report.counts["timeline_rows"].as_dict() == {"created": 0, "updated": 0, "unchanged": 2, "skipped": 0}
+        assert asdict(report.counts["timeline_rows"]) == {"created": 0, "updated": 0, "unchanged": 2, "skipped": 0}
         assert TimelineHead.objects.get().head_seq == 5
 
 

@@ -102,3 +102,17 @@ def test_value_lines_finds_keys_elements_and_the_last_of_a_repeated_key():
     assert lines[(1,)] == 5 and lines[(2,)] == 5 and lines[(2, "a")] == 5
     assert value_lines('{"k":\n\n 1}')[("k",)] == 1  # a member is on its key's line
     assert value_lines('{"k": 1,\n "k": 2}')[("k",)] == 2
+
+
+def test_a_file_lists_twenty_problems_then_how_many_more(legacy_home):
+    for n in range(25):
+        legacy_home.project(f"p{n}", f"/srv/p{n}", kind="svn")
+    legacy_home.agent("a1", "/srv/p0")
+    # Every row's seq is off by one from the row before it: each line is a problem.
+    legacy_home.timeline("a1", [{"seq": 2 * n + 2} for n in range(25)])
+    legacy_home.save()
+    found = problems_of(legacy_home)
+    for path in ("projects/projects.json", "timelines/a1.jsonl"):
+        listed = [(location, reason) for where, location, reason in found if where == path]
+        assert len(listed) == 21
+        assert listed[-1] == ("", "and 5 more problem(s) not listed")

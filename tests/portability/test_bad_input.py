@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 
 import pytest
@@ -11,7 +12,7 @@ from django.core.management.base import CommandError
 
 from claude_code.models import ClaudeCodeSession
 from legacy.models import ImportRun
-from portability.format import canonical, new_digest
+from portability.format import canonical
 from registry.models import Project
 from snapshots.models import AgentSnapshot
 from tests.portability.builders import build_instance
@@ -222,7 +223,7 @@ def _rehashed(records: list[dict]) -> list[str]:
     digest = None
     for record in records:
         if record.get("type") == "timeline":
-            digest = new_digest()
+            digest = hashlib.sha256()
             digest.update((canonical(agents[record["agent_id"]]) + "\n").encode())
         if record.get("type") == "timeline_end":
             record["sha256"], digest = digest.hexdigest(), None

@@ -34,15 +34,7 @@ class Command(BaseCommand):
             help="Check the snapshot completely (hashes, integrity, row counts) and change nothing.",
         )
 
-    def handle(
-        self,
-        *args,
-        list_only: bool = False,
-        name: str | None = None,
-        no_wait: bool = False,
-        dry_run: bool = False,
-        **options,
-    ):
+    def handle(self, *args, list_only: bool, name: str | None, no_wait: bool, dry_run: bool, **options):
         if list_only:
             if name or dry_run:
                 raise CommandError("--list cannot be combined with --from or --dry-run.")

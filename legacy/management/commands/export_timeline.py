@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from kernel.errors import ChartrError
-from legacy.export import write_all_timelines, write_timeline, write_timeline_file
+from legacy.export import timeline_lines, write_all_timelines, write_timeline_file
 from legacy.export_home import write_home
 
 
@@ -50,18 +50,9 @@ class Command(BaseCommand):
                 rows = write_timeline_file(agent_id=agent_id, path=out)
                 self.stderr.write(f"Exported {rows} row(s) of {agent_id} to {out}")
             else:
-                write_timeline(agent_id=agent_id, out=_Raw(self.stdout))
+                for line in timeline_lines(agent_id=agent_id):
+                    self.stdout.write(line, ending="")  # each line as produced, its own newline included
         except ChartrError as exc:
             raise CommandError(exc.message) from exc
         except OSError as exc:
             raise CommandError(f"Cannot write: {exc}") from exc
-
-
-class _Raw:
-    """Lines go to stdout exactly as produced (OutputWrapper would add endings)."""
-
-    def __init__(self, wrapper):
-        self._wrapper = wrapper
-
-    def write(self, text: str) -> None:
-        self._wrapper.write(text, ending="")

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from kernel.commands import ProgressCommand
 from portability.export import write_instance
-from portability.progress import CommandProgress
 
 
-class Command(BaseCommand):
+class Command(ProgressCommand):
     help = (
         "Write every project, workspace, agent, timeline (rows and heads), Claude Code session and legacy import "
         "run to FILE in the chartr instance format (JSON Lines; gzip when FILE ends in .gz), for import_instance "
@@ -20,11 +20,10 @@ class Command(BaseCommand):
         parser.add_argument("--with-tokens", action="store_true", help="include the API tokens (their hashes)")
 
     def handle(self, *args, file: str, with_tokens: bool, **options):
-        progress = CommandProgress(self.stderr)
         try:
-            counts = write_instance(path=file, with_tokens=with_tokens, progress=progress)
+            counts = write_instance(path=file, with_tokens=with_tokens, progress=self.progress())
         except OSError as exc:
             raise CommandError(f"Cannot write {file}: {exc.strerror or exc}") from exc
         finally:
-            progress.end()
-        self.stderr.write(f"Exported to {file}: " + ", ".join(f"{n} {kind}" for kind, n in counts.items()))
+            self.end_progress()
+        self.stdout.write(f"Exported to {file}: " + ", ".join(f"{n} {kind}" for kind, n in counts.items()))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from kernel.commands import ProgressCommand
 from portability.format import InstanceFileInvalid
-from portability.progress import CommandProgress
 from portability.services import TargetNotReady, import_instance
 
 
-class Command(BaseCommand):
+class Command(ProgressCommand):
     help = (
         "Load an export_instance FILE into this database, which must be empty (migrated, holding no project, "
         "workspace, agent or timeline row), in one transaction, then verify the counts and each agent's content "
@@ -21,13 +21,12 @@ class Command(BaseCommand):
         parser.add_argument("--dry-run", action="store_true", help="import and verify, then roll back")
 
     def handle(self, *args, file: str, dry_run: bool, **options):
-        progress = CommandProgress(self.stdout)
         try:
-            result = import_instance(path=file, dry_run=dry_run, progress=progress)
+            result = import_instance(path=file, dry_run=dry_run, progress=self.progress())
         except (InstanceFileInvalid, TargetNotReady) as exc:
-            progress.end()
             raise CommandError(f"{exc} Nothing was imported.") from exc
-        progress.end()
+        finally:
+            self.end_progress()
         counts = ", ".join(f"{n} {kind}" for kind, n in result.counts.items())
         self.stdout.write(
             f"Imported from {file} (exported on {result.source_engine or 'an unknown engine'}): {counts}."

@@ -12,10 +12,6 @@ from django.utils import timezone
 from tokens.services import create_api_token
 
 
-class DryRunRollback(Exception):
-    pass
-
-
 class Command(BaseCommand):
     help = (
         "Create an API token and print it. Only its hash is stored, so this is the only time it is shown. "
@@ -39,13 +35,13 @@ class Command(BaseCommand):
             with transaction.atomic():
                 token, raw = create_api_token(name=name, read_only=read_only, expires_at=expires_at)
                 if dry_run:
-                    raise DryRunRollback
-        except DryRunRollback:
-            self.stderr.write(f"Dry run: would create {self._describe(token)}; nothing was saved.")
-            return
+                    transaction.set_rollback(True)
         except ValidationError as exc:
             problems = "; ".join(f"{field}: {' '.join(messages)}" for field, messages in exc.message_dict.items())
             raise CommandError(f"Cannot create the token: {problems}") from None
+        if dry_run:
+            self.stderr.write(f"Dry run: would create {self._describe(token)}; nothing was saved.")
+            return
         self.stdout.write(raw)
         self.stderr.write(f"Created {self._describe(token)}. It is shown only this once; store it now.")
 
