@@ -16,15 +16,10 @@ from timeline.api.shapes import render_timestamp
 KEEPALIVE = b": keep-alive\n\n"
 
 
-def _iso(value: dt.datetime | None) -> str | None:
-    """ISO 8601 with an explicit offset, as every API response renders timestamps."""
-    return render_timestamp(value)
-
-
 class _Encoder(DjangoJSONEncoder):
     def default(self, o):
         if isinstance(o, dt.datetime):
-            return _iso(o)
+            return render_timestamp(o)
         return super().default(o)
 
 
@@ -44,7 +39,7 @@ def encode_committed_row(row) -> bytes:
     ``timeline.selectors.rows_after``)."""
     data = {
         "seq": row.seq,
-        "committed_at": _iso(row.committed_at),
+        "committed_at": render_timestamp(row.committed_at),
         "item_type": row.item_type,
         "item": row.item,
         "item_id": row.item_id,
@@ -68,9 +63,9 @@ def agent_event(state: dict, reason: str, *, event_id: int | None = None) -> byt
             "lifecycle": state["lifecycle"],
             "requires_attention": state["requires_attention"],
             "attention_reason": state["attention_reason"],
-            "attention_at": _iso(state["attention_at"]),
-            "archived_at": _iso(state["archived_at"]),
-            "updated_at": _iso(state["updated_at"]),
+            "attention_at": render_timestamp(state["attention_at"]),
+            "archived_at": render_timestamp(state["archived_at"]),
+            "updated_at": render_timestamp(state["updated_at"]),
             "version": state["version"],
             "head_seq": state["head_seq"],
             "epoch": state["timeline_epoch"],
