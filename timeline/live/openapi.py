@@ -11,10 +11,8 @@ and docs/timeline.md.
 from __future__ import annotations
 
 from typing import Annotated, Literal
-from urllib.parse import unquote
 
 import msgspec
-from django.urls import get_script_prefix, reverse
 
 from kernel.api.plain import DescribedOperation
 from snapshots.models import AttentionReason, Lifecycle
@@ -59,12 +57,6 @@ LAST_EVENT_ID_PARAMETER = {
     "description": "The `id` of the last event the client received (a seq, or `seq:update_seq`). "
     "One beyond the head gets `reset`.",
 }
-
-
-def stream_path() -> str:
-    """The stream's path template in the document, from timeline/urls.py (its only spelling)."""
-    path = reverse("timeline-stream", kwargs={"agent_id": "{agent_id}"}).removeprefix(get_script_prefix())
-    return "/" + unquote(path)
 
 
 STREAM_DESCRIPTION = """\
