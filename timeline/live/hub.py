@@ -270,10 +270,14 @@ class Hub:
 
     def end_streams_soon(self) -> None:
         """``end_streams`` on the hub's loop; callable from any thread or a signal handler."""
+        self._call_soon(self.end_streams)
+
+    def _call_soon(self, callback, *args) -> None:
+        """``callback(*args)`` on the hub's loop, if it runs; from any thread."""
         loop = self.loop
         if loop is not None and not loop.is_closed():
             try:
-                loop.call_soon_threadsafe(self.end_streams)
+                loop.call_soon_threadsafe(callback, *args)
             except RuntimeError:  # the loop closed in between
                 pass
 
@@ -293,12 +297,7 @@ class Hub:
         """Deliver locally and send to the other processes (``sent``: the
         transport already has it). Never raises: the caller has usually just
         committed, and its client must get its answer."""
-        loop = self.loop
-        if loop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(self.deliver, message)
-            except RuntimeError:  # the loop closed in between
-                pass
+        self._call_soon(self.deliver, message)
         if sent:
             return
         try:
