@@ -16,11 +16,10 @@ from typing import Annotated, Any
 
 import msgspec
 
-from timeline.items import MAX_ITEM_TYPE_LENGTH, item_json
-from timeline.models import MAX_ROW_KEY_LENGTH, TimelineRow
+from timeline.items import MAX_ITEM_ID_LENGTH, MAX_ITEM_TYPE_LENGTH, item_json
+from timeline.models import MAX_ROW_KEY_LENGTH
 
 ITEM_REF = {"$ref": "#/components/schemas/TimelineItem"}
-MAX_ITEM_ID_LENGTH = TimelineRow._meta.get_field("item_id").max_length
 
 Seq = Annotated[int, msgspec.Meta(ge=1)]
 #: RFC 3339 with its offset.
