@@ -15,12 +15,11 @@ import msgspec
 from kernel.api.plain import Answer, Operation, json_view
 from timeline.api.shapes import Window
 from timeline.items import item_json
-from timeline.rows import Row, read_row
+from timeline.rows import ReadRow, Row, read_row
 from timeline.selectors import RetainedRange
 from timeline.writes.history import (
     MAX_ROW_SEQ,
     HistoryResult,
-    StoreRow,
     begin_backfill,
     complete_backfill,
     delete_history,
@@ -69,8 +68,9 @@ class TimelineHistory(msgspec.Struct):
     changed: Annotated[bool, msgspec.Meta(description="False when the call was a repeat that changed nothing.")]
 
 
-def store_rows(sent: list[WrittenRow]) -> list[StoreRow]:
-    return [read_row(row, StoreRow, item_json=_json_or_none(row.item)) for row in sent]
+def store_rows(sent: list[WrittenRow]) -> list[ReadRow]:
+    # An item without a string type is refused by the write's checks (timeline.writes.history.check_store_rows).
+    return [read_row(row, item_type=row.item.get("type"), item_json=_json_or_none(row.item)) for row in sent]
 
 
 def _json_or_none(item: dict) -> str | None:
