@@ -36,7 +36,7 @@ from timeline.errors import SeqConflict
 from timeline.items import MAX_ITEMS_PER_APPEND, known_item_bytes, validate_new_items
 from timeline.models import TimelineHead, TimelineRow
 from timeline.search import timeline_search
-from timeline.signals import live_notice, timeline_committed, timeline_committing
+from timeline.signals import live_notice, timeline_committed
 from timeline.writes.append_sql import append_sql, row_params
 from timeline.writes.group_commit import run_grouped_append
 from timeline.writes.head import AgentHead, head_params, lock_agent, save_head
@@ -398,15 +398,13 @@ def _count_batch(agent: AgentHead, batch: Sequence[CheckedRow]) -> int:
 
 
 def _announce(agent: AgentHead, *, notified: bool = False) -> None:
-    """Tell the transaction's listeners the head moved, and everyone once it has committed.
+    """Tell the live hub the head moved, inside the transaction, and everyone once it has committed.
 
     ``notified``: the live hub's notice already went with the rows' statement."""
     agent_id, head, epoch = agent.agent_id, agent.head_seq, agent.timeline_epoch
     notice = live_notice()
     if notice is not None and not notified:
         notice.send(agent_id=agent_id, head_seq=head, epoch=epoch)
-    # Nothing of chartr's listens: with no receiver, sending costs a dictionary lookup.
-    timeline_committing.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
     agent.connection.on_commit(
         lambda: timeline_committed.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
     )
