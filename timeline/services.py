@@ -359,7 +359,7 @@ def _append_locked(
     if agent.head_seq == start_head:
         return
     save_head(agent)
-    _announce(agent)
+    announce(agent_id=agent.agent_id, head_seq=agent.head_seq, epoch=agent.timeline_epoch)
 
 
 def _append_in_one_statement(agent: AgentHead, rows: Iterable[CheckedRow], *, batch_size: int) -> bool:
@@ -382,7 +382,7 @@ def _append_in_one_statement(agent: AgentHead, rows: Iterable[CheckedRow], *, ba
     params = [value for row in values for value in row] + head_params(agent)
     statement.execute(params + list(notify) if notify else params, connection=db)
     _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes)
-    _announce(agent, notified=notify is not None)
+    announce(agent_id=agent.agent_id, head_seq=agent.head_seq, epoch=agent.timeline_epoch, notified=notify is not None)
     return True
 
 
@@ -397,16 +397,17 @@ def _count_batch(agent: AgentHead, batch: Sequence[CheckedRow]) -> int:
     return batch_bytes
 
 
-def _announce(agent: AgentHead, *, notified: bool = False) -> None:
-    """Tell the live hub the head moved, inside the transaction, and everyone once it has committed.
+def announce(*, agent_id: str, head_seq: int, epoch: str, notified: bool = False) -> None:
+    """Tell the live stream the head is now ``head_seq`` in ``epoch``: inside the transaction (the hub's
+    notice) and once it has committed (``timeline_committed``). A reader whose cursor is now in another
+    epoch or beyond the head gets ``reset``.
 
     ``notified``: the live hub's notice already went with the rows' statement."""
-    agent_id, head, epoch = agent.agent_id, agent.head_seq, agent.timeline_epoch
     notice = live_notice()
     if notice is not None and not notified:
-        notice.send(agent_id=agent_id, head_seq=head, epoch=epoch)
-    agent.connection.on_commit(
-        lambda: timeline_committed.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
+        notice.send(agent_id=agent_id, head_seq=head_seq, epoch=epoch)
+    transaction.on_commit(
+        lambda: timeline_committed.send(sender=TimelineRow, agent_id=agent_id, head_seq=head_seq, epoch=epoch)
     )
 
 

@@ -39,8 +39,7 @@ from timeline.errors import SeqConflict
 from timeline.items import check_item_size, json_bytes, new_item_problems, same_item
 from timeline.models import TimelineHead, TimelineRow
 from timeline.rows import ReadRow
-from timeline.services import bulk_append_timeline_rows
-from timeline.signals import live_notice, timeline_committed
+from timeline.services import announce, bulk_append_timeline_rows
 from timeline.writes.head import AgentHead, lock_agent
 from timeline.writes.idempotency import ID_CHUNK
 
@@ -229,18 +228,6 @@ def complete_backfill(*, agent_id: str) -> HistoryResult:
 
 
 # --- shared -------------------------------------------------------------------
-
-
-def announce(*, agent_id: str, head_seq: int, epoch: str) -> None:
-    """Tell the live stream the head is now ``head_seq`` in ``epoch``: inside the transaction (the hub's
-    notice) and once it has committed (``timeline_committed``). A reader whose cursor is now in another
-    epoch or beyond the head gets ``reset``."""
-    notice = live_notice()
-    if notice is not None:
-        notice.send(agent_id=agent_id, head_seq=head_seq, epoch=epoch)
-    transaction.on_commit(
-        lambda: timeline_committed.send(sender=TimelineRow, agent_id=agent_id, head_seq=head_seq, epoch=epoch)
-    )
 
 
 def _result(agent_id: str, *, rows: int, changed: bool) -> HistoryResult:
