@@ -14,7 +14,7 @@ import msgspec
 
 from kernel.api.plain import Answer, Operation, json_view
 from timeline.api.shapes import Window
-from timeline.items import item_json
+from timeline.items import encoded_or_none
 from timeline.rows import ReadRow, Row, read_row
 from timeline.selectors import RetainedRange
 from timeline.writes.history import (
@@ -70,14 +70,7 @@ class TimelineHistory(msgspec.Struct):
 
 def store_rows(sent: list[WrittenRow]) -> list[ReadRow]:
     # An item without a string type is refused by the write's checks (timeline.writes.history.check_store_rows).
-    return [read_row(row, item_type=row.item.get("type"), item_json=_json_or_none(row.item)) for row in sent]
-
-
-def _json_or_none(item: dict) -> str | None:
-    try:
-        return item_json(item)
-    except (TypeError, ValueError):
-        return None
+    return [read_row(row, item_type=row.item.get("type"), item_json=encoded_or_none(row.item)) for row in sent]
 
 
 def history_document(result: HistoryResult, *, inserted: int = 0, deleted: int = 0) -> TimelineHistory:

@@ -36,7 +36,7 @@ from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils import timezone
 
 from timeline.errors import SeqConflict
-from timeline.items import check_item_size, json_bytes, new_item_problems, same_item
+from timeline.items import check_item_size, new_item_problems, same_item
 from timeline.models import TimelineHead, TimelineRow
 from timeline.rows import ReadRow
 from timeline.services import announce, bulk_append_timeline_rows
@@ -86,7 +86,7 @@ def check_store_rows(rows: Sequence[ReadRow], *, allow_empty: bool = False) -> l
     if errors:
         raise ValidationError(errors, code="invalid")
     for index, row in enumerate(rows):
-        check_item_size(row.item, index=index, size=None if row.item_json is None else json_bytes(row.item_json))
+        check_item_size(row.item, index=index, encoded=row.item_json)
     return sorted(rows, key=lambda row: row.seq)
 
 
