@@ -353,7 +353,9 @@ def _append_locked(
         first_seq = agent.head_seq + 1
         _insert_batch(agent_id=agent.agent_id, first_seq=first_seq, rows=batch)
         batch_bytes = _count_batch(agent, batch)
-        _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes)
+        timeline_search(agent.connection).index_rows(
+            agent_id=agent.agent_id, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes
+        )
         if on_batch is not None:
             on_batch(len(batch))
     if agent.head_seq == start_head:
@@ -381,7 +383,9 @@ def _append_in_one_statement(agent: AgentHead, rows: Iterable[CheckedRow], *, ba
     values = row_params(db, agent_id=agent.agent_id, first_seq=first_seq, rows=rows, adapt_datetime=agent.adapt)
     params = [value for row in values for value in row] + head_params(agent)
     statement.execute(params + list(notify) if notify else params, connection=db)
-    _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes)
+    timeline_search(agent.connection).index_rows(
+        agent_id=agent.agent_id, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes
+    )
     announce(agent_id=agent.agent_id, head_seq=agent.head_seq, epoch=agent.timeline_epoch, notified=notify is not None)
     return True
 
@@ -451,19 +455,6 @@ def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) 
         insert.execute(params[0], connection=db)
     else:
         insert.executemany(params, connection=db)
-
-
-# --- the search index -------------------------------------------------------
-
-
-def _index_for_search(*, agent: AgentHead, first_seq: int, last_seq: int, item_bytes: int) -> None:
-    """Tell the search index about the rows just inserted, in the transaction that
-    inserted them: both appends come through here, so a committed row is always
-    searchable (SQLite's FTS5 table takes them in batches and its searches read the
-    rows not yet indexed; PostgreSQL's expression index needs nothing)."""
-    timeline_search(agent.connection).index_rows(
-        agent_id=agent.agent_id, first_seq=first_seq, last_seq=last_seq, item_bytes=item_bytes
-    )
 
 
 # --- the API append's answer ------------------------------------------------
