@@ -113,10 +113,6 @@ class AppendSQL:
     lock_suffix = ""
     placeholder = "%s"
 
-    @staticmethod
-    def cursor_class() -> Callable[[Any], Any] | None:
-        return None
-
     def __init__(self, quote_name):
         agent_meta, head_meta, row_meta = AgentSnapshot._meta, TimelineHead._meta, TimelineRow._meta
         agent_table, head_table = quote_name(agent_meta.db_table), quote_name(head_meta.db_table)
@@ -151,7 +147,7 @@ class AppendSQL:
         self.insert_row = self.statement(self._insert_into + _row_values(1))
 
     def statement(self, sql: str) -> Statement:
-        return Statement(sql, placeholder=self.placeholder, cursor_class=self.cursor_class())
+        return Statement(sql, placeholder=self.placeholder)
 
     #: Whether ``insert_rows_and_save_head`` has a statement (else the rows and the head go apart).
     inserts_rows_and_saves_head = False
