@@ -77,12 +77,11 @@ class Channel:
         pre-encoded frames without a query, a wait or a future of its own.
         A subscriber elsewhere (catching up, another epoch) reads for itself.
         """
-        self.generation += 1
         tip = self.tip
         if tip is None or message.head_seq <= tip:
-            for subscriber in list(self.subscribers):
-                subscriber.put(self.generation, message)
+            self.dispatch(message)
             return
+        self.generation += 1
         future = self._start_read(hub, after_seq=tip, limit=limit)
         subscribers = list(self.subscribers)
         for subscriber in subscribers:
