@@ -12,6 +12,7 @@ import json
 from django.core.serializers.json import DjangoJSONEncoder
 
 from timeline.api.shapes import render_timestamp
+from timeline.models import ROW_FIELDS
 
 KEEPALIVE = b": keep-alive\n\n"
 
@@ -37,18 +38,10 @@ def encode_committed_row(row) -> bytes:
     """A row's ``committed`` event, its id the seq: the row as the REST read renders it
     (``revert_token`` left out when the row has none: ``has_revert_token``, from
     ``timeline.selectors.rows_after``)."""
-    data = {
-        "seq": row.seq,
-        "committed_at": render_timestamp(row.committed_at),
-        "item_type": row.item_type,
-        "item": row.item,
-        "item_id": row.item_id,
-        "turn_id": row.turn_id,
-        "provider_message_id": row.provider_message_id,
-        "provider_timeline_item_id": row.provider_timeline_item_id,
-        "extra": row.extra or {},
-        "revision": row.revision or 1,
-    }
+    data = {key: getattr(row, key) for key in ROW_FIELDS if key != "revert_token"}
+    data["committed_at"] = render_timestamp(row.committed_at)
+    data["extra"] = row.extra or {}
+    data["revision"] = row.revision or 1
     if getattr(row, "has_revert_token", row.revert_token is not None):
         data["revert_token"] = row.revert_token
     return sse_frame("committed", data, event_id=row.seq)
