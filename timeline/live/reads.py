@@ -18,24 +18,13 @@ from django.db import DatabaseError, connections
 from django.db.models import F
 
 from snapshots.models import AgentSnapshot
-from timeline.live.sse import encode_committed_row
+from timeline.live.sse import AGENT_STATE_FIELDS, encode_committed_row
 from timeline.models import ROW_FIELDS, TimelineRow, TimelineRowRevision
 from timeline.selectors import RetainedRange, rows_after
 
 T = TypeVar("T")
 
-#: The agent snapshot fields an ``agent`` event carries, then its timeline head's (one query).
-AGENT_STATE_FIELDS = (
-    "agent_id",
-    "lifecycle",
-    "requires_attention",
-    "attention_reason",
-    "attention_at",
-    "archived_at",
-    "updated_at",
-    "version",
-)
-#: The head's, by the names the event gives them.
+#: The agent's timeline head's fields beside ``AGENT_STATE_FIELDS`` (one query), by the names the event gives them.
 HEAD_STATE_FIELDS = {
     "head_seq": F("timeline_head__head_seq"),
     "min_seq": F("timeline_head__min_seq"),

@@ -15,6 +15,17 @@ from timeline.api.shapes import render_timestamp
 from timeline.models import ROW_FIELDS
 
 KEEPALIVE = b": keep-alive\n\n"
+#: The agent snapshot fields an ``agent`` event carries, in its order (then its timeline head's).
+AGENT_STATE_FIELDS = (
+    "agent_id",
+    "lifecycle",
+    "requires_attention",
+    "attention_reason",
+    "attention_at",
+    "archived_at",
+    "updated_at",
+    "version",
+)
 
 
 class _Encoder(DjangoJSONEncoder):
@@ -48,20 +59,7 @@ def encode_committed_row(row) -> bytes:
 
 
 def agent_event(state: dict, reason: str, *, event_id: int | None = None) -> bytes:
-    return sse_frame(
-        "agent",
-        {
-            "agent_id": state["agent_id"],
-            "reason": reason,
-            "lifecycle": state["lifecycle"],
-            "requires_attention": state["requires_attention"],
-            "attention_reason": state["attention_reason"],
-            "attention_at": render_timestamp(state["attention_at"]),
-            "archived_at": render_timestamp(state["archived_at"]),
-            "updated_at": render_timestamp(state["updated_at"]),
-            "version": state["version"],
-            "head_seq": state["head_seq"],
-            "epoch": state["timeline_epoch"],
-        },
-        event_id=event_id,
-    )
+    """The ``agent`` event of ``state`` (``timeline.live.reads.read_agent_state``'s), its times rendered by the encoder."""
+    data = {"agent_id": state["agent_id"], "reason": reason, **{key: state[key] for key in AGENT_STATE_FIELDS[1:]}}
+    data.update(head_seq=state["head_seq"], epoch=state["timeline_epoch"])
+    return sse_frame("agent", data, event_id=event_id)
