@@ -50,7 +50,6 @@ def encode_committed_row(row) -> bytes:
     (``revert_token`` left out when the row has none: ``has_revert_token``, from
     ``timeline.selectors.rows_after``)."""
     data = {key: getattr(row, key) for key in ROW_FIELDS if key != "revert_token"}
-    data["committed_at"] = render_timestamp(row.committed_at)
     data["extra"] = row.extra or {}
     data["revision"] = row.revision or 1
     if getattr(row, "has_revert_token", row.revert_token is not None):
