@@ -114,14 +114,6 @@ class TimelinePage:
     start_seq: int | None = None
     end_seq: int | None = None
 
-    @property
-    def head_seq(self) -> int:
-        return self.retained.head_seq
-
-    @property
-    def next_seq(self) -> int:
-        return self.retained.next_seq
-
 
 def get_agent_for_timeline(*, agent_id: str) -> AgentSnapshot:
     # order_by(): a primary-key lookup needs no ORDER BY (first() would add one).
