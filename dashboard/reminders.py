@@ -28,10 +28,6 @@ class InitialPasswordReminder:
     unchanged: bool
 
 
-def initial_password_file() -> Path:
-    return Path(settings.CONFIG_DIR) / INITIAL_ADMIN_PASSWORD_FILENAME
-
-
 def _still_initial(request: HttpRequest, path: Path) -> bool:
     user = request.user
     try:
@@ -52,7 +48,7 @@ def initial_password_reminder(request: HttpRequest) -> dict[str, InitialPassword
     sees while the file exists, else None."""
     # A token's client (the API docs) is no user: only a logged-in superuser is told.
     user = getattr(request, "user", None)
-    path = initial_password_file()
+    path = Path(settings.CONFIG_DIR) / INITIAL_ADMIN_PASSWORD_FILENAME
     if not getattr(user, "is_superuser", False) or not hasattr(request, "session") or not path.is_file():
         return {"initial_password_reminder": None}
     return {"initial_password_reminder": InitialPasswordReminder(path=path, unchanged=_still_initial(request, path))}

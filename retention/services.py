@@ -23,7 +23,8 @@ class PurgeResult:
     snapshot: str
 
 
-def purge_cutoff(*, older_than_days: int, now: dt.datetime | None = None) -> dt.datetime:
+def older_than_cutoff(*, older_than_days: int, now: dt.datetime | None = None) -> dt.datetime:
+    """The time ``older_than_days`` days ago: both commands' ``--older-than``."""
     if older_than_days < 0:
         raise ValueError("older_than_days cannot be negative")
     return (now or timezone.now()) - dt.timedelta(days=older_than_days)

@@ -20,7 +20,7 @@ from django.http import QueryDict
 from kernel.admin import ReadOnlyMixin
 from registry.cascade import DeletionScope
 from snapshots.models import AgentSnapshot
-from timeline.models import TimelineRow, TimelineRowRevision
+from timeline.models import ROW_FIELDS, TimelineRow, TimelineRowRevision
 
 #: The template the agent's change page includes, with ``agent_timeline_section``'s variables.
 AGENT_TIMELINE_TEMPLATE = "admin/timeline/timeline.html"
@@ -60,20 +60,7 @@ class TimelineRowAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_display = ["agent_id", "seq", "item_type", "item_id", "committed_at", "revision_shown"]
     inlines = [EarlierVersionsInline]
     search_fields = ["=agent__agent_id", "=item_id"]
-    fields = [
-        "agent",
-        "seq",
-        "committed_at",
-        "item_type",
-        "item_id",
-        "item",
-        "turn_id",
-        "provider_message_id",
-        "provider_timeline_item_id",
-        "revert_token",
-        "extra",
-        "revision_shown",
-    ]
+    fields = ["agent", *ROW_FIELDS, "revision_shown"]
     readonly_fields = fields
     # Counting a long history twice per page buys nothing.
     show_full_result_count = False

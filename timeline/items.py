@@ -181,11 +181,10 @@ def _may_contain_nul(encoded: str | None) -> bool:
     return encoded is None or "\\u0000" in encoded
 
 
-def check_item_size(item: dict, *, index: int | None = None, size: int | None = None) -> None:
-    """Refuse an item over ``CHARTR_MAX_ITEM_BYTES`` (``size``: its ``item_bytes``, when the caller has it)."""
+def check_item_size(item: dict, *, index: int | None = None, encoded: str | None = None) -> None:
+    """Refuse an item over ``CHARTR_MAX_ITEM_BYTES`` (``encoded``: its ``item_json``, when the caller has it)."""
     limit = settings.CHARTR_MAX_ITEM_BYTES
-    if size is None:
-        size = item_bytes(item)
+    size = known_item_bytes(item, encoded)
     if size > limit:
         where = f"Item {index}" if index is not None else "The item"
         raise PayloadTooLarge(f"{where} is {size} bytes; the limit is {limit}.", extra={"limit": limit, "size": size})
@@ -247,7 +246,7 @@ def validate_new_items(items: Sequence[NewItem]) -> list[str | None]:
         raise ValidationError({"items": [f"Send between 1 and {MAX_ITEMS_PER_APPEND} items per call."]}, code="invalid")
     errors: dict[str, list[str]] = {}
     seen_ids: dict[str, int] = {}
-    encoded = [_encoded_or_none(new.item) for new in items]
+    encoded = [encoded_or_none(new.item) for new in items]
     for index, new in enumerate(items):
         for name, problems in new_item_problems(new.item, new.item_id, encoded=encoded[index]).items():
             errors[f"items[{index}].{name}"] = problems
@@ -260,12 +259,12 @@ def validate_new_items(items: Sequence[NewItem]) -> list[str | None]:
     if errors:
         raise ValidationError(errors, code="invalid")
     for index, (new, text) in enumerate(zip(items, encoded, strict=True)):
-        check_item_size(new.item, index=index, size=None if text is None else json_bytes(text))
+        check_item_size(new.item, index=index, encoded=text)
     return encoded
 
 
-def _encoded_or_none(item: object) -> str | None:
-    """``item_json(item)``, or None for what is no JSON object (the checks then say why, as before)."""
+def encoded_or_none(item: object) -> str | None:
+    """``item_json(item)``, or None for what is no JSON object or cannot be encoded (the checks then say why)."""
     if not isinstance(item, dict):
         return None
     try:

@@ -16,11 +16,10 @@ from typing import Annotated, Any
 
 import msgspec
 
-from timeline.items import MAX_ITEM_TYPE_LENGTH, item_json
-from timeline.models import MAX_ROW_KEY_LENGTH, TimelineRow
+from timeline.items import MAX_ITEM_ID_LENGTH, MAX_ITEM_TYPE_LENGTH, item_json
+from timeline.models import MAX_ROW_KEY_LENGTH
 
 ITEM_REF = {"$ref": "#/components/schemas/TimelineItem"}
-MAX_ITEM_ID_LENGTH = TimelineRow._meta.get_field("item_id").max_length
 
 Seq = Annotated[int, msgspec.Meta(ge=1)]
 #: RFC 3339 with its offset.
@@ -97,7 +96,8 @@ def row_keys(row: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class ReadRow:
-    """A row an importer read, as ``timeline.services.bulk_append_timeline_rows`` takes it (``keep_seqs``)."""
+    """A row read at its own seq (an importer's, or Paseo's over HTTP: ``timeline.writes.history``), as
+    ``timeline.services.bulk_append_timeline_rows`` takes it (``keep_seqs``)."""
 
     seq: int
     committed_at: dt.datetime
@@ -114,6 +114,8 @@ class ReadRow:
     #: the row's version and the update that wrote it (an instance file's); None for a row never updated
     revision: int | None = None
     update_seq: int | None = None
+    #: ``item`` as JSON text, when the reader has it (encoded once)
+    item_json: str | None = None
 
 
 def read_row(row: Any, cls: type = ReadRow, **values: Any) -> Any:

@@ -114,22 +114,13 @@ class TimelinePage:
     start_seq: int | None = None
     end_seq: int | None = None
 
-    @property
-    def head_seq(self) -> int:
-        return self.retained.head_seq
-
-    @property
-    def next_seq(self) -> int:
-        return self.retained.next_seq
-
 
 def get_agent_for_timeline(*, agent_id: str) -> AgentSnapshot:
     # order_by(): a primary-key lookup needs no ORDER BY (first() would add one).
     found = list(AgentSnapshot.objects.filter(pk=agent_id).only("agent_id", "archived_at").order_by()[:1])
-    agent = found[0] if found else None
-    if agent is None:
+    if not found:
         raise NotFound(f"Agent {agent_id} does not exist.")
-    return agent
+    return found[0]
 
 
 def rows_after(*, agent_id: str, after_seq: int, limit: int) -> list[TimelineRow]:

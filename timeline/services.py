@@ -36,7 +36,7 @@ from timeline.errors import SeqConflict
 from timeline.items import MAX_ITEMS_PER_APPEND, known_item_bytes, validate_new_items
 from timeline.models import TimelineHead, TimelineRow
 from timeline.search import timeline_search
-from timeline.signals import live_notice, timeline_committed, timeline_committing
+from timeline.signals import live_notice, timeline_committed
 from timeline.writes.append_sql import append_sql, row_params
 from timeline.writes.group_commit import run_grouped_append
 from timeline.writes.head import AgentHead, head_params, lock_agent, save_head
@@ -353,13 +353,15 @@ def _append_locked(
         first_seq = agent.head_seq + 1
         _insert_batch(agent_id=agent.agent_id, first_seq=first_seq, rows=batch)
         batch_bytes = _count_batch(agent, batch)
-        _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes)
+        timeline_search(agent.connection).index_rows(
+            agent_id=agent.agent_id, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes
+        )
         if on_batch is not None:
             on_batch(len(batch))
     if agent.head_seq == start_head:
         return
     save_head(agent)
-    _announce(agent)
+    announce(agent_id=agent.agent_id, head_seq=agent.head_seq, epoch=agent.timeline_epoch)
 
 
 def _append_in_one_statement(agent: AgentHead, rows: Iterable[CheckedRow], *, batch_size: int) -> bool:
@@ -381,8 +383,10 @@ def _append_in_one_statement(agent: AgentHead, rows: Iterable[CheckedRow], *, ba
     values = row_params(db, agent_id=agent.agent_id, first_seq=first_seq, rows=rows, adapt_datetime=agent.adapt)
     params = [value for row in values for value in row] + head_params(agent)
     statement.execute(params + list(notify) if notify else params, connection=db)
-    _index_for_search(agent=agent, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes)
-    _announce(agent, notified=notify is not None)
+    timeline_search(agent.connection).index_rows(
+        agent_id=agent.agent_id, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes
+    )
+    announce(agent_id=agent.agent_id, head_seq=agent.head_seq, epoch=agent.timeline_epoch, notified=notify is not None)
     return True
 
 
@@ -397,18 +401,17 @@ def _count_batch(agent: AgentHead, batch: Sequence[CheckedRow]) -> int:
     return batch_bytes
 
 
-def _announce(agent: AgentHead, *, notified: bool = False) -> None:
-    """Tell the transaction's listeners the head moved, and everyone once it has committed.
+def announce(*, agent_id: str, head_seq: int, epoch: str, notified: bool = False) -> None:
+    """Tell the live stream the head is now ``head_seq`` in ``epoch``: inside the transaction (the hub's
+    notice) and once it has committed (``timeline_committed``). A reader whose cursor is now in another
+    epoch or beyond the head gets ``reset``.
 
     ``notified``: the live hub's notice already went with the rows' statement."""
-    agent_id, head, epoch = agent.agent_id, agent.head_seq, agent.timeline_epoch
     notice = live_notice()
     if notice is not None and not notified:
-        notice.send(agent_id=agent_id, head_seq=head, epoch=epoch)
-    # Nothing of chartr's listens: with no receiver, sending costs a dictionary lookup.
-    timeline_committing.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
-    agent.connection.on_commit(
-        lambda: timeline_committed.send(sender=TimelineRow, agent_id=agent_id, head_seq=head, epoch=epoch)
+        notice.send(agent_id=agent_id, head_seq=head_seq, epoch=epoch)
+    transaction.on_commit(
+        lambda: timeline_committed.send(sender=TimelineRow, agent_id=agent_id, head_seq=head_seq, epoch=epoch)
     )
 
 
@@ -452,19 +455,6 @@ def _insert_batch(*, agent_id: str, first_seq: int, rows: Sequence[CheckedRow]) 
         insert.execute(params[0], connection=db)
     else:
         insert.executemany(params, connection=db)
-
-
-# --- the search index -------------------------------------------------------
-
-
-def _index_for_search(*, agent: AgentHead, first_seq: int, last_seq: int, item_bytes: int) -> None:
-    """Tell the search index about the rows just inserted, in the transaction that
-    inserted them: both appends come through here, so a committed row is always
-    searchable (SQLite's FTS5 table takes them in batches and its searches read the
-    rows not yet indexed; PostgreSQL's expression index needs nothing)."""
-    timeline_search(agent.connection).index_rows(
-        agent_id=agent.agent_id, first_seq=first_seq, last_seq=last_seq, item_bytes=item_bytes
-    )
 
 
 # --- the API append's answer ------------------------------------------------

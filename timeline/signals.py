@@ -10,24 +10,18 @@ from typing import Protocol
 
 from django.dispatch import Signal
 
-# Both are sent on every append, always by TimelineRow: the receivers are
+# Sent on every append, always by TimelineRow: the receivers are
 # looked up once per sender (the cache is dropped on every connect/disconnect).
 timeline_committed = Signal(use_caching=True)
-
-#: Sent inside the append's transaction, once its rows and head are written,
-#: with the same arguments. A receiver may only do what the transaction's own
-#: rollback undoes. Nothing of chartr's listens to it: the live hub takes the
-#: same moment through ``live_notice`` below.
-timeline_committing = Signal(use_caching=True)
 
 
 class LiveNotice(Protocol):
     """The live hub's word inside an append's transaction (PostgreSQL's NOTIFY, which
     the server delivers at the commit and never after a rollback).
 
-    A direct line rather than a ``timeline_committing`` receiver: the append asks for
-    the notice first, so that it can send it in the same statement as its rows
-    (one round trip, no signal dispatch, on every append)."""
+    A direct line rather than a signal: the append asks for the notice first, so that
+    it can send it in the same statement as its rows (one round trip, no signal
+    dispatch, on every append)."""
 
     def arguments(self, *, agent_id: str, head_seq: int, epoch: str) -> tuple[str, str] | None:
         """``(channel, payload)`` of the one ``pg_notify`` announcing the commit, for the

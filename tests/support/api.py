@@ -1,13 +1,21 @@
 from __future__ import annotations
 
 import io
+from urllib.parse import unquote
 
 import pytest
 from django.core import signals
 from django.db import close_old_connections
+from django.urls import get_script_prefix, reverse
 from rest_framework.test import APIClient
 
 from tokens.services import create_api_token
+
+
+def stream_path() -> str:
+    """The live stream's path template in the API document, from timeline/urls.py (its only spelling)."""
+    path = reverse("timeline-stream", kwargs={"agent_id": "{agent_id}"}).removeprefix(get_script_prefix())
+    return "/" + unquote(path)
 
 
 def client_with(raw_token: str | None) -> APIClient:

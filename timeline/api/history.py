@@ -14,13 +14,12 @@ import msgspec
 
 from kernel.api.plain import Answer, Operation, json_view
 from timeline.api.shapes import Window
-from timeline.items import item_json
-from timeline.rows import Row, read_row
+from timeline.items import encoded_or_none
+from timeline.rows import ReadRow, Row, read_row
 from timeline.selectors import RetainedRange
 from timeline.writes.history import (
     MAX_ROW_SEQ,
     HistoryResult,
-    StoreRow,
     begin_backfill,
     complete_backfill,
     delete_history,
@@ -69,15 +68,9 @@ class TimelineHistory(msgspec.Struct):
     changed: Annotated[bool, msgspec.Meta(description="False when the call was a repeat that changed nothing.")]
 
 
-def store_rows(sent: list[WrittenRow]) -> list[StoreRow]:
-    return [read_row(row, StoreRow, item_json=_json_or_none(row.item)) for row in sent]
-
-
-def _json_or_none(item: dict) -> str | None:
-    try:
-        return item_json(item)
-    except (TypeError, ValueError):
-        return None
+def store_rows(sent: list[WrittenRow]) -> list[ReadRow]:
+    # An item without a string type is refused by the write's checks (timeline.writes.history.check_store_rows).
+    return [read_row(row, item_type=row.item.get("type"), item_json=encoded_or_none(row.item)) for row in sent]
 
 
 def history_document(result: HistoryResult, *, inserted: int = 0, deleted: int = 0) -> TimelineHistory:

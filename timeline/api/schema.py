@@ -9,7 +9,7 @@ from __future__ import annotations
 from timeline.items import KNOWN_ITEM_TYPES, MAX_ITEM_TYPE_LENGTH
 
 
-def _ref(name: str) -> dict:
+def schema_ref(name: str) -> dict:
     return {"$ref": f"#/components/schemas/{name}"}
 
 
@@ -48,7 +48,7 @@ def item_components() -> dict[str, dict]:
         "description": f"A timeline item, discriminated by its `type`: {known} each have their own schema "
         "with their required fields; any other `type` is `OtherItem`. (No `discriminator` object: the set of "
         "types is open, and a discriminator mapping would call every other type an error.)",
-        "oneOf": [_ref(name) for name in components],
+        "oneOf": [schema_ref(name) for name in components],
     }
     return components
 

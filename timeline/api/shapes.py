@@ -279,7 +279,7 @@ class TimelinePage(msgspec.Struct):
         ),
     ]
     holes: Annotated[
-        list[Annotated[list[Annotated[int, msgspec.Meta(ge=1)]], msgspec.Meta(min_length=2, max_length=2)]],
+        list[SeqRange],
         msgspec.Meta(
             description="The missing seq ranges [first, last] between the cursor and the page's far end: only an "
             "imported history whose seqs had holes has any, and its rows keep their own seqs."

@@ -48,19 +48,9 @@ def append(*, agent_id: str, body: AppendRequest) -> Answer:
 def page_document(page: Page, *, projected: bool, direction: str | None = None) -> TimelinePage:
     render_timestamp = timestamp_renderer()
     if projected:
+        # An entry's keys are ProjectedEntry's (timeline.reads.projection).
         rows = [
-            ProjectedEntry(
-                seq_start=entry["seq_start"],
-                seq_end=entry["seq_end"],
-                source_seq_ranges=entry["source_seq_ranges"],
-                committed_at=render_timestamp(entry["committed_at"]),
-                item_type=entry["item_type"],
-                item=entry["item"],
-                item_ids=entry["item_ids"],
-                turn_id=entry["turn_id"],
-                collapsed=entry["collapsed"],
-            )
-            for entry in page.rows
+            ProjectedEntry(**{**entry, "committed_at": render_timestamp(entry["committed_at"])}) for entry in page.rows
         ]
     else:
         raw = msgspec.Raw if page.items_as_json else _same

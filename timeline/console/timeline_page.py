@@ -134,15 +134,11 @@ def build_page(request: HttpRequest, agent: AgentSnapshot, *, fragment: bool = F
     notice = "" if fragment else _jump(request, agent, zone, item_types)
     if isinstance(notice, HttpResponse):
         return notice
-    around, before, after = (_seq_param(params.get(name)) for name in ("around", "before_seq", "after_seq"))
-    if around is not None:
-        page = browse_timeline(agent=agent, item_types=item_types, direction="around", seq=around, limit=PAGE_SIZE)
-    elif before is not None:
-        page = browse_timeline(agent=agent, item_types=item_types, direction="before", seq=before, limit=PAGE_SIZE)
-    elif after is not None:
-        page = browse_timeline(agent=agent, item_types=item_types, direction="after", seq=after, limit=PAGE_SIZE)
-    else:
-        page = browse_timeline(agent=agent, item_types=item_types, limit=PAGE_SIZE)
+    cursors = (("around", "around"), ("before", "before_seq"), ("after", "after_seq"))
+    asked = ((direction, _seq_param(params.get(name))) for direction, name in cursors)
+    direction, seq = next(((direction, seq) for direction, seq in asked if seq is not None), ("tail", 0))
+    page = browse_timeline(agent=agent, item_types=item_types, direction=direction, seq=seq, limit=PAGE_SIZE)
+    around = seq if direction == "around" else None
     query = params.get("q", "").strip()[:MAX_QUERY_LENGTH]
     earlier = earlier_tool_call_rows(agent_id=agent.pk, rows=page.rows) if page.rows else []
     view = TimelinePageView(
@@ -153,7 +149,7 @@ def build_page(request: HttpRequest, agent: AgentSnapshot, *, fragment: bool = F
         item_types=item_types,
         query=query,
         notice=notice or "",
-        live=around is None and before is None and after is None,
+        live=direction == "tail",
     )
     view.links = _links(params, page, view.query)
     return view

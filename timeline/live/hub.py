@@ -77,12 +77,11 @@ class Channel:
         pre-encoded frames without a query, a wait or a future of its own.
         A subscriber elsewhere (catching up, another epoch) reads for itself.
         """
-        self.generation += 1
         tip = self.tip
         if tip is None or message.head_seq <= tip:
-            for subscriber in list(self.subscribers):
-                subscriber.put(self.generation, message)
+            self.dispatch(message)
             return
+        self.generation += 1
         future = self._start_read(hub, after_seq=tip, limit=limit)
         subscribers = list(self.subscribers)
         for subscriber in subscribers:
@@ -270,10 +269,14 @@ class Hub:
 
     def end_streams_soon(self) -> None:
         """``end_streams`` on the hub's loop; callable from any thread or a signal handler."""
+        self._call_soon(self.end_streams)
+
+    def _call_soon(self, callback, *args) -> None:
+        """``callback(*args)`` on the hub's loop, if it runs; from any thread."""
         loop = self.loop
         if loop is not None and not loop.is_closed():
             try:
-                loop.call_soon_threadsafe(self.end_streams)
+                loop.call_soon_threadsafe(callback, *args)
             except RuntimeError:  # the loop closed in between
                 pass
 
@@ -293,12 +296,7 @@ class Hub:
         """Deliver locally and send to the other processes (``sent``: the
         transport already has it). Never raises: the caller has usually just
         committed, and its client must get its answer."""
-        loop = self.loop
-        if loop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(self.deliver, message)
-            except RuntimeError:  # the loop closed in between
-                pass
+        self._call_soon(self.deliver, message)
         if sent:
             return
         try:

@@ -11,13 +11,12 @@ and docs/timeline.md.
 from __future__ import annotations
 
 from typing import Annotated, Literal
-from urllib.parse import unquote
 
 import msgspec
-from django.urls import get_script_prefix, reverse
 
 from kernel.api.plain import DescribedOperation
 from snapshots.models import AttentionReason, Lifecycle
+from timeline.api.schema import schema_ref
 from timeline.api.shapes import MAX_SEQ
 from timeline.live.stream import RESET_REASONS
 
@@ -59,12 +58,6 @@ LAST_EVENT_ID_PARAMETER = {
     "description": "The `id` of the last event the client received (a seq, or `seq:update_seq`). "
     "One beyond the head gets `reset`.",
 }
-
-
-def stream_path() -> str:
-    """The stream's path template in the document, from timeline/urls.py (its only spelling)."""
-    path = reverse("timeline-stream", kwargs={"agent_id": "{agent_id}"}).removeprefix(get_script_prefix())
-    return "/" + unquote(path)
 
 
 STREAM_DESCRIPTION = """\
@@ -157,7 +150,7 @@ def stream_event_components() -> dict[str, dict]:
         "CommittedEvent": _event(
             "committed",
             "A committed row, exactly as the REST read returns it. `id` is its seq.",
-            _ref("CanonicalRow"),
+            schema_ref("CanonicalRow"),
             id_="always",
         ),
         "ProvisionalEvent": _event(
@@ -165,7 +158,7 @@ def stream_event_components() -> dict[str, dict]:
             "A streaming update, never stored. Sends no `id:` line (an SSE parser repeats the last id it saw).",
             {
                 "type": "object",
-                "properties": {"item": _ref("TimelineItem"), "item_id": {"type": ["string", "null"]}},
+                "properties": {"item": schema_ref("TimelineItem"), "item_id": {"type": ["string", "null"]}},
                 "required": ["item", "item_id"],
             },
             id_="never",
@@ -174,7 +167,7 @@ def stream_event_components() -> dict[str, dict]:
             "updated",
             "A committed row updated in place (only on a stream opened with `updates=1`). `id` is "
             "`seq:update_seq`: the last seq sent and this update's number.",
-            _ref("CanonicalRow"),
+            schema_ref("CanonicalRow"),
             id_="always",
         ),
         "AgentEvent": _event(
@@ -206,7 +199,7 @@ def stream_event_components() -> dict[str, dict]:
     }
     events["TimelineStreamEvent"] = {
         "description": "One event of the timeline stream, named by `event`.",
-        "oneOf": [_ref(name) for name in events],
+        "oneOf": [schema_ref(name) for name in events],
     }
     return events
 
@@ -214,7 +207,7 @@ def stream_event_components() -> dict[str, dict]:
 def _error(description: str) -> dict:
     return {
         "description": description,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+        "content": {"application/json": {"schema": schema_ref("Error")}},
     }
 
 
@@ -234,7 +227,7 @@ def _responses() -> dict:
             "description": "An endless text/event-stream. The schema describes one event "
             "(OpenAPI before 3.2 has no `itemSchema`): `event` names it, `data` is JSON "
             "(`contentSchema`), and `id` is present exactly on the events that move the resume cursor.",
-            "content": {"text/event-stream": {"schema": _ref("TimelineStreamEvent")}},
+            "content": {"text/event-stream": {"schema": schema_ref("TimelineStreamEvent")}},
         },
         "400": _error(
             "`after_seq` or `Last-Event-ID` is not a whole number in range, `updates` is not 0 or 1, a query "
@@ -257,10 +250,6 @@ def _responses() -> dict:
             "stream (`asgi_required`)."
         ),
     }
-
-
-def _ref(name: str) -> dict:
-    return {"$ref": f"#/components/schemas/{name}"}
 
 
 STREAM_OPERATION = DescribedOperation(

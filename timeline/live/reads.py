@@ -18,24 +18,13 @@ from django.db import DatabaseError, connections
 from django.db.models import F
 
 from snapshots.models import AgentSnapshot
-from timeline.live.sse import encode_committed_row
-from timeline.models import TimelineRow, TimelineRowRevision
+from timeline.live.sse import AGENT_STATE_FIELDS, encode_committed_row
+from timeline.models import ROW_FIELDS, TimelineRow, TimelineRowRevision
 from timeline.selectors import RetainedRange, rows_after
 
 T = TypeVar("T")
 
-#: The agent snapshot fields an ``agent`` event carries, then its timeline head's (one query).
-AGENT_STATE_FIELDS = (
-    "agent_id",
-    "lifecycle",
-    "requires_attention",
-    "attention_reason",
-    "attention_at",
-    "archived_at",
-    "updated_at",
-    "version",
-)
-#: The head's, by the names the event gives them.
+#: The agent's timeline head's fields beside ``AGENT_STATE_FIELDS`` (one query), by the names the event gives them.
 HEAD_STATE_FIELDS = {
     "head_seq": F("timeline_head__head_seq"),
     "min_seq": F("timeline_head__min_seq"),
@@ -133,19 +122,9 @@ def read_updates(agent_id: str, after_update: int, limit: int) -> list[LiveUpdat
 
 
 def _update_data(update: dict) -> dict:
-    return {
-        "seq": update["seq"],
-        "committed_at": update["committed_at"],
-        "item_type": update["item_type"],
-        "item": update["item"],
-        "item_id": update["item_id"],
-        "turn_id": update["turn_id"],
-        "provider_message_id": update["provider_message_id"],
-        "provider_timeline_item_id": update["provider_timeline_item_id"],
-        "revert_token": update["revert_token"],
-        "extra": update["extra"] or {},
-        "revision": update["revision"],
-    }
+    data = {key: update[key] for key in (*ROW_FIELDS, "revision")}
+    data["extra"] = data["extra"] or {}
+    return data
 
 
 def read_heads(agent_ids: list[str]) -> dict[str, tuple[int, str, int, int]]:

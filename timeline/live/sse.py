@@ -12,19 +12,26 @@ import json
 from django.core.serializers.json import DjangoJSONEncoder
 
 from timeline.api.shapes import render_timestamp
+from timeline.models import ROW_FIELDS
 
 KEEPALIVE = b": keep-alive\n\n"
-
-
-def _iso(value: dt.datetime | None) -> str | None:
-    """ISO 8601 with an explicit offset, as every API response renders timestamps."""
-    return render_timestamp(value)
+#: The agent snapshot fields an ``agent`` event carries, in its order (then its timeline head's).
+AGENT_STATE_FIELDS = (
+    "agent_id",
+    "lifecycle",
+    "requires_attention",
+    "attention_reason",
+    "attention_at",
+    "archived_at",
+    "updated_at",
+    "version",
+)
 
 
 class _Encoder(DjangoJSONEncoder):
     def default(self, o):
         if isinstance(o, dt.datetime):
-            return _iso(o)
+            return render_timestamp(o)
         return super().default(o)
 
 
@@ -42,38 +49,16 @@ def encode_committed_row(row) -> bytes:
     """A row's ``committed`` event, its id the seq: the row as the REST read renders it
     (``revert_token`` left out when the row has none: ``has_revert_token``, from
     ``timeline.selectors.rows_after``)."""
-    data = {
-        "seq": row.seq,
-        "committed_at": _iso(row.committed_at),
-        "item_type": row.item_type,
-        "item": row.item,
-        "item_id": row.item_id,
-        "turn_id": row.turn_id,
-        "provider_message_id": row.provider_message_id,
-        "provider_timeline_item_id": row.provider_timeline_item_id,
-        "extra": row.extra or {},
-        "revision": row.revision or 1,
-    }
+    data = {key: getattr(row, key) for key in ROW_FIELDS if key != "revert_token"}
+    data["extra"] = row.extra or {}
+    data["revision"] = row.revision or 1
     if getattr(row, "has_revert_token", row.revert_token is not None):
         data["revert_token"] = row.revert_token
     return sse_frame("committed", data, event_id=row.seq)
 
 
 def agent_event(state: dict, reason: str, *, event_id: int | None = None) -> bytes:
-    return sse_frame(
-        "agent",
-        {
-            "agent_id": state["agent_id"],
-            "reason": reason,
-            "lifecycle": state["lifecycle"],
-            "requires_attention": state["requires_attention"],
-            "attention_reason": state["attention_reason"],
-            "attention_at": _iso(state["attention_at"]),
-            "archived_at": _iso(state["archived_at"]),
-            "updated_at": _iso(state["updated_at"]),
-            "version": state["version"],
-            "head_seq": state["head_seq"],
-            "epoch": state["timeline_epoch"],
-        },
-        event_id=event_id,
-    )
+    """The ``agent`` event of ``state`` (``timeline.live.reads.read_agent_state``'s), its times rendered by the encoder."""
+    data = {"agent_id": state["agent_id"], "reason": reason, **{key: state[key] for key in AGENT_STATE_FIELDS[1:]}}
+    data.update(head_seq=state["head_seq"], epoch=state["timeline_epoch"])
+    return sse_frame("agent", data, event_id=event_id)

@@ -193,10 +193,9 @@ UTC_SUFFIX = "+00:00"
 
 
 class SqlitePageSql(PageSql):
-    # Both expressions hide the column's declared type from the driver, so the text
-    # comes back as stored instead of through Django's converter.
+    # The expression hides the column's declared type from the driver, so the text
+    # comes back as stored instead of through Django's converter (the item is text as it is).
     committed_at_column = "+committed_at"
-    item_column = "item"
     placeholder = "?"
     #: What ``committed_at_column`` appends to the stored text ("" when it leaves it naive).
     time_suffix = ""

@@ -41,6 +41,8 @@ class Statement:
     """
 
     __slots__ = ("cursor_class", "driver_sql", "sql")
+    #: Keywords for the driver cursor's ``execute`` of one set of values.
+    execute_options: dict[str, Any] = {}
 
     def __init__(self, sql: str, *, placeholder: str, cursor_class: Callable[[Any], Any] | None = None):
         self.sql = sql
@@ -57,7 +59,10 @@ class Statement:
 
     def _run_on_driver(self, connection: BaseDatabaseWrapper, params: Sequence[Any], fetch: str | None, many: bool):
         cursor = _driver_cursor(connection, self.cursor_class)
-        (cursor.executemany if many else cursor.execute)(self.driver_sql, params)
+        if many:
+            cursor.executemany(self.driver_sql, params)
+        else:
+            cursor.execute(self.driver_sql, params, **self.execute_options)
         return getattr(cursor, fetch)() if fetch else None
 
     def execute(self, params: Sequence[Any], *, connection: BaseDatabaseWrapper) -> None:
@@ -93,17 +98,10 @@ class PostgreSQLStatement(Statement):
     connection poolers in transaction mode)."""
 
     __slots__ = ()
+    execute_options = {"prepare": True}
 
     def __init__(self, sql: str):
         super().__init__(sql, placeholder="%s", cursor_class=psycopg.Cursor)
-
-    def _run_on_driver(self, connection: BaseDatabaseWrapper, params: Sequence[Any], fetch: str | None, many: bool):
-        cursor = _driver_cursor(connection, self.cursor_class)
-        if many:
-            cursor.executemany(self.driver_sql, params)
-        else:
-            cursor.execute(self.driver_sql, params, prepare=True)
-        return getattr(cursor, fetch)() if fetch else None
 
 
 class AppendSQL:
@@ -112,10 +110,6 @@ class AppendSQL:
 
     lock_suffix = ""
     placeholder = "%s"
-
-    @staticmethod
-    def cursor_class() -> Callable[[Any], Any] | None:
-        return None
 
     def __init__(self, quote_name):
         agent_meta, head_meta, row_meta = AgentSnapshot._meta, TimelineHead._meta, TimelineRow._meta
@@ -151,7 +145,7 @@ class AppendSQL:
         self.insert_row = self.statement(self._insert_into + _row_values(1))
 
     def statement(self, sql: str) -> Statement:
-        return Statement(sql, placeholder=self.placeholder, cursor_class=self.cursor_class())
+        return Statement(sql, placeholder=self.placeholder)
 
     #: Whether ``insert_rows_and_save_head`` has a statement (else the rows and the head go apart).
     inserts_rows_and_saves_head = False

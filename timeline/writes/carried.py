@@ -18,7 +18,7 @@ from django.db import transaction
 from kernel.errors import Conflict
 from timeline.models import TimelineHead, TimelineRow, TimelineRowRevision
 from timeline.services import BULK_APPEND_BATCH, BulkAppendResult, CheckedRow, bulk_append_timeline_rows
-from timeline.writes.revisions import NO_TOKEN, stored_revert_token
+from timeline.writes.revisions import COPIED_FIELDS, NO_TOKEN, stored_revert_token
 
 
 @dataclass(frozen=True)
@@ -121,14 +121,9 @@ def carry_over_revisions(
                 revision=r.revision,
                 update_seq=r.update_seq,
                 replaced_at=r.replaced_at,
-                committed_at=r.committed_at,
-                item_type=r.item_type,
-                item=r.item,
-                turn_id=r.turn_id,
-                provider_message_id=r.provider_message_id,
-                provider_timeline_item_id=r.provider_timeline_item_id,
                 revert_token=stored_revert_token(r.revert_token if r.has_revert_token else NO_TOKEN),
                 extra=r.extra,
+                **{name: getattr(r, name) for name in COPIED_FIELDS},
             )
             for r in revisions
         )

@@ -25,7 +25,6 @@ agent, moves the head and its counters in the same transaction and tells the liv
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import uuid
 from collections.abc import Sequence
@@ -37,36 +36,15 @@ from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils import timezone
 
 from timeline.errors import SeqConflict
-from timeline.items import check_item_size, json_bytes, new_item_problems, same_item
+from timeline.items import check_item_size, new_item_problems, same_item
 from timeline.models import TimelineHead, TimelineRow
-from timeline.services import bulk_append_timeline_rows
-from timeline.signals import live_notice, timeline_committed
+from timeline.rows import ReadRow
+from timeline.services import announce, bulk_append_timeline_rows
 from timeline.writes.head import AgentHead, lock_agent
 from timeline.writes.idempotency import ID_CHUNK
 
 #: The highest seq a row may carry: JavaScript's Number.MAX_SAFE_INTEGER, where Paseo's seqs live.
 MAX_ROW_SEQ = 2**53 - 1
-
-
-@dataclass(frozen=True)
-class StoreRow:
-    """One row at its own seq, as Paseo's ``AgentTimelineRow`` carries it (``timeline.services.CheckedRow``)."""
-
-    seq: int
-    item: dict
-    committed_at: dt.datetime
-    turn_id: str | None = None
-    provider_message_id: str | None = None
-    provider_timeline_item_id: str | None = None
-    #: the token as JSON text (``"null"`` for a null one), None when the row has none
-    revert_token_json: str | None = None
-    item_json: str | None = None
-    item_id: str | None = None
-    extra_json: str | None = None
-
-    @property
-    def item_type(self) -> str:
-        return self.item["type"]
 
 
 @dataclass(frozen=True)
@@ -89,7 +67,7 @@ def new_history_epoch() -> str:
     return str(uuid.uuid4())
 
 
-def check_store_rows(rows: Sequence[StoreRow], *, allow_empty: bool = False) -> list[StoreRow]:
+def check_store_rows(rows: Sequence[ReadRow], *, allow_empty: bool = False) -> list[ReadRow]:
     """``rows`` checked as the append checks items, in seq order; ``ValidationError`` names each bad one.
 
     Any number of rows (at least one unless ``allow_empty``): the request body's limit bounds them."""
@@ -108,14 +86,14 @@ def check_store_rows(rows: Sequence[StoreRow], *, allow_empty: bool = False) -> 
     if errors:
         raise ValidationError(errors, code="invalid")
     for index, row in enumerate(rows):
-        check_item_size(row.item, index=index, size=None if row.item_json is None else json_bytes(row.item_json))
+        check_item_size(row.item, index=index, encoded=row.item_json)
     return sorted(rows, key=lambda row: row.seq)
 
 
 # --- bulkInsert ---------------------------------------------------------------
 
 
-def insert_rows(*, agent_id: str, rows: Sequence[StoreRow]) -> HistoryResult:
+def insert_rows(*, agent_id: str, rows: Sequence[ReadRow]) -> HistoryResult:
     """Commit ``rows`` at their own seqs (Paseo's ``bulkInsert``), all or nothing; see the module."""
     rows = check_store_rows(rows)
     now = timezone.now()
@@ -128,7 +106,7 @@ def insert_rows(*, agent_id: str, rows: Sequence[StoreRow]) -> HistoryResult:
         return _result(agent_id, rows=len(new), changed=bool(new))
 
 
-def _rows_not_yet_committed(agent: AgentHead, rows: list[StoreRow]) -> list[StoreRow]:
+def _rows_not_yet_committed(agent: AgentHead, rows: list[ReadRow]) -> list[ReadRow]:
     """The rows above the head; refuses any other row not committed as it is at its seq."""
     below = [row for row in rows if row.seq <= agent.head_seq]
     stored = _stored_rows(agent.agent_id, [row.seq for row in below])
@@ -154,7 +132,7 @@ def _stored_rows(agent_id: str, seqs: list[int]) -> dict[int, TimelineRow]:
     return found
 
 
-def same_row(stored: TimelineRow, row: StoreRow) -> bool:
+def same_row(stored: TimelineRow, row: ReadRow) -> bool:
     """Whether ``stored`` (read with ``has_revert_token``) is ``row``: item, time and every row key."""
     if stored.has_revert_token != (row.revert_token_json is not None):
         return False
@@ -171,7 +149,7 @@ def same_row(stored: TimelineRow, row: StoreRow) -> bool:
 # --- replaceCommitted and deleteAgent -------------------------------------------
 
 
-def replace_rows(*, agent_id: str, rows: Sequence[StoreRow]) -> HistoryResult:
+def replace_rows(*, agent_id: str, rows: Sequence[ReadRow]) -> HistoryResult:
     """Make the agent's rows exactly ``rows`` (Paseo's ``replaceCommitted``) in a new epoch; see the module."""
     rows = check_store_rows(rows, allow_empty=True)
     now = timezone.now()
@@ -190,7 +168,7 @@ def replace_rows(*, agent_id: str, rows: Sequence[StoreRow]) -> HistoryResult:
         return _result(agent_id, rows=len(rows), changed=True)
 
 
-def _holds_exactly(agent: AgentHead, rows: list[StoreRow]) -> bool:
+def _holds_exactly(agent: AgentHead, rows: list[ReadRow]) -> bool:
     """Whether the timeline already holds exactly ``rows`` (a repeated replace)."""
     if TimelineHead.objects.filter(pk=agent.agent_id).values_list("committed_rows", flat=True).get() != len(rows):
         return False
@@ -250,18 +228,6 @@ def complete_backfill(*, agent_id: str) -> HistoryResult:
 
 
 # --- shared -------------------------------------------------------------------
-
-
-def announce(*, agent_id: str, head_seq: int, epoch: str) -> None:
-    """Tell the live stream the head is now ``head_seq`` in ``epoch``: inside the transaction (the hub's
-    notice) and once it has committed (``timeline_committed``). A reader whose cursor is now in another
-    epoch or beyond the head gets ``reset``."""
-    notice = live_notice()
-    if notice is not None:
-        notice.send(agent_id=agent_id, head_seq=head_seq, epoch=epoch)
-    transaction.on_commit(
-        lambda: timeline_committed.send(sender=TimelineRow, agent_id=agent_id, head_seq=head_seq, epoch=epoch)
-    )
 
 
 def _result(agent_id: str, *, rows: int, changed: bool) -> HistoryResult:

@@ -66,7 +66,6 @@ def refuse_committed_item_ids(agent_id: str, batch: Sequence[WithItemId]) -> Non
     """The bulk append's check: no row of ``batch`` may reuse an item id the agent has committed."""
     wanted_ids = [row.item_id for row in batch if row.item_id is not None]
     for start in range(0, len(wanted_ids), ID_CHUNK):
-        # Chunks of 500 ids stay far below any SQLite build's limit on query parameters.
         chunk = wanted_ids[start : start + ID_CHUNK]
         stored = (
             TimelineRow.objects.filter(agent_id=agent_id, item_id__in=chunk)

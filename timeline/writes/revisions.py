@@ -32,7 +32,7 @@ MAX_SEQ = 2**63 - 1
 #: "The row has no revert token" (SQL NULL), apart from a JSON null token.
 NO_TOKEN: Any = object()
 #: The fields an update writes, and that a revision keeps, besides the item.
-_COPIED = ("committed_at", "item_type", "item", "turn_id", "provider_message_id", "provider_timeline_item_id")
+COPIED_FIELDS = ("committed_at", "item_type", "item", "turn_id", "provider_message_id", "provider_timeline_item_id")
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ def _keep_revision(row: TimelineRow) -> None:
         replaced_at=timezone.now(),
         revert_token=stored_revert_token(row.revert_token if row.has_token else NO_TOKEN),
         extra=row.extra,
-        **{name: getattr(row, name) for name in _COPIED},
+        **{name: getattr(row, name) for name in COPIED_FIELDS},
     )
 
 
@@ -163,6 +163,6 @@ def _apply(row: TimelineRow, content: RowContent, *, update_seq: int) -> None:
     row.revert_token = stored_revert_token(content.revert_token)
     row.revision = row.current_revision + 1
     row.update_seq = update_seq
-    row.save(update_fields=[*_COPIED, "revert_token", "revision", "update_seq"])
+    row.save(update_fields=[*COPIED_FIELDS, "revert_token", "revision", "update_seq"])
     row.has_token = content.revert_token is not NO_TOKEN
     row.revert_token = None if content.revert_token is NO_TOKEN else content.revert_token

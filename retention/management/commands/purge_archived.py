@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from kernel.errors import ChartrError
 from retention.selectors import purge_preview
-from retention.services import purge_archived, purge_cutoff
+from retention.services import older_than_cutoff, purge_archived
 
 
 class Command(BaseCommand):
@@ -35,7 +35,7 @@ class Command(BaseCommand):
             raise CommandError("Give --older-than DAYS, or set CHARTR_RETENTION_ARCHIVED_DAYS.")
         if days < 0:
             raise CommandError(f"--older-than must be 0 or more days, not {days}.")
-        cutoff = purge_cutoff(older_than_days=days)
+        cutoff = older_than_cutoff(older_than_days=days)
         if dry_run:
             self.stdout.write(f"Would purge what was archived before {cutoff:%Y-%m-%d %H:%M:%S %Z} (dry run):")
             for line in purge_preview(archived_before=cutoff).lines():

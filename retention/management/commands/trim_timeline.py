@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from django.utils import timezone
 
 from kernel.errors import ChartrError
-from retention.services import trim_plan, trim_timelines
+from retention.services import older_than_cutoff, trim_plan, trim_timelines
 from timeline.writes.pruning import TrimPolicy
 
 
@@ -35,7 +32,7 @@ class Command(BaseCommand):
             raise CommandError("Name one AGENT_ID, or give --all-agents.")
         if older_than is not None and older_than < 0:
             raise CommandError(f"--older-than must be 0 or more days, not {older_than}.")
-        cutoff = timezone.now() - dt.timedelta(days=older_than) if older_than is not None else None
+        cutoff = older_than_cutoff(older_than_days=older_than) if older_than is not None else None
         agent_ids = None if all_agents else [agent_id]
         try:
             policy = TrimPolicy(keep=keep, before_seq=before_seq, older_than=cutoff)

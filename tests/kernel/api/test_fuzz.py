@@ -20,7 +20,7 @@ from schemathesis.generation import GenerationMode
 from chartr import config
 from kernel.api.schema import error_codes
 from tests.factories import AgentFactory, ProjectFactory, WorkspaceFactory
-from timeline.live.openapi import stream_path
+from tests.support.api import stream_path
 from tokens.services import create_api_token
 
 MAX_EXAMPLES = config.value("CHARTR_FUZZ_EXAMPLES")

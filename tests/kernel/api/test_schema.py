@@ -10,8 +10,7 @@ from rest_framework.test import APIClient
 
 from kernel.api.plain_schema import plain_endpoints
 from kernel.api.schema import error_codes
-from tests.support.api import assert_error
-from timeline.live.openapi import stream_path
+from tests.support.api import assert_error, stream_path
 
 pytestmark = pytest.mark.django_db
 

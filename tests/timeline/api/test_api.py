@@ -207,7 +207,7 @@ def test_auth_is_required_and_read_only_tokens_cannot_append():
 
 
 def test_the_stream_is_documented_in_the_schema(api):
-    from timeline.live.openapi import stream_path
+    from tests.support.api import stream_path
 
     document = api.get("/api/v1/schema").json()
     operation = document["paths"][stream_path()]["get"]

@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.api import stream_path
 from timeline.api.schema import item_component_name
 from timeline.items import KNOWN_ITEM_TYPES, TOOL_CALL_STATUSES, item_problems
-from timeline.live.openapi import stream_path
 
 pytestmark = pytest.mark.django_db
 

@@ -261,7 +261,8 @@ def test_backfill_begin_and_complete_repeat_safely(api):
 
 
 def test_the_writes_run_inside_a_callers_transaction_all_or_nothing():
-    from timeline.writes.history import StoreRow, insert_rows
+    from timeline.rows import ReadRow
+    from timeline.writes.history import insert_rows
 
     agent = AgentFactory()
     import datetime as dt
@@ -269,7 +270,10 @@ def test_the_writes_run_inside_a_callers_transaction_all_or_nothing():
     at = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     with pytest.raises(RuntimeError), transaction.atomic():
         insert_rows(
-            agent_id=agent.pk, rows=[StoreRow(seq=1, item={"type": "user_message", "text": "a"}, committed_at=at)]
+            agent_id=agent.pk,
+            rows=[
+                ReadRow(seq=1, item={"type": "user_message", "text": "a"}, item_type="user_message", committed_at=at)
+            ],
         )
         raise RuntimeError
     assert seqs(agent.pk) == [] and head(agent.pk).head_seq == 0

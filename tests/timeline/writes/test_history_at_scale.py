@@ -15,9 +15,10 @@ from django.db import DatabaseError, connection
 from tests.factories import AgentFactory
 from tests.timeline.api.test_api import client_with, url
 from timeline.models import TimelineHead, TimelineRow
+from timeline.rows import ReadRow
 from timeline.selectors import MAX_READ_LIMIT
 from timeline.writes.counters import check_counters
-from timeline.writes.history import StoreRow, insert_rows
+from timeline.writes.history import insert_rows
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -131,11 +132,12 @@ def test_the_same_20000_rows_again_are_a_no_op(api, roomy_bodies, committed):
     assert TimelineRow.objects.filter(agent_id=agent.pk).count() == 20_000
 
 
-def store_rows(rows: list[dict]) -> list[StoreRow]:
+def store_rows(rows: list[dict]) -> list[ReadRow]:
     return [
-        StoreRow(
+        ReadRow(
             seq=row["seq"],
             item=row["item"],
+            item_type=row["item"]["type"],
             committed_at=dt.datetime.fromisoformat(row["committed_at"]),
             turn_id=row["turn_id"],
             provider_message_id=row["provider_message_id"],
