@@ -12,14 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TextIO
 
-from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils import timezone
 
 from kernel.errors import Conflict, NotFound
 from kernel.files import replaced_atomically
 from legacy import jsonl
 from snapshots.models import AgentSnapshot
-from timeline.models import ROW_FIELDS, TimelineHead, TimelineRow
+from timeline.models import ROW_FIELDS, TimelineHead, TimelineRow, has_revert_token
 
 EXPORT_BATCH = 5000
 
@@ -56,7 +55,7 @@ def committed_rows(agent_id: str, *, after: int, head: int, limit: int) -> list[
     return list(
         TimelineRow.objects.filter(agent_id=agent_id, seq__gt=after, seq__lte=head)
         .order_by("seq")
-        .annotate(has_revert_token=ExpressionWrapper(Q(revert_token__isnull=False), output_field=BooleanField()))
+        .annotate(has_revert_token=has_revert_token())
         .values(*ROW_KEYS, "has_revert_token")[:limit]
     )
 

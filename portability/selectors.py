@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
-from django.db.models import BooleanField, ExpressionWrapper, F, Model, Q, QuerySet
+from django.db.models import F, Model, Q, QuerySet
 
 from claude_code.models import ClaudeCodeSession
 from legacy.models import ImportRun
@@ -18,7 +18,7 @@ from portability.format import canonical, time_text
 from portability.records import AGENT, CLAUDE_CODE_SESSION, TIMELINE, record_of
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
-from timeline.models import ROW_FIELDS, TimelineRow, TimelineRowRevision
+from timeline.models import ROW_FIELDS, TimelineRow, TimelineRowRevision, has_revert_token
 from tokens.models import ApiToken
 
 #: Records per page (agents come with their timeline heads).
@@ -90,7 +90,7 @@ def row_records(agent_id: str, *, after: int, head_seq: int, size: int | None = 
     rows = (
         TimelineRow.objects.filter(agent_id=agent_id, seq__lte=head_seq)
         .order_by("seq")
-        .annotate(has_revert_token=ExpressionWrapper(Q(revert_token__isnull=False), output_field=BooleanField()))
+        .annotate(has_revert_token=has_revert_token())
     )
     while after < head_seq:
         page = list(rows.filter(seq__gt=after).values(*ROW_KEYS, "revert_token", "has_revert_token")[:size])
@@ -139,7 +139,7 @@ def revision_records(agent_id: str, *, size: int | None = None) -> Iterator[dict
         TimelineRowRevision.objects.filter(agent_id=agent_id)
         .annotate(
             seq=F("row__seq"),
-            has_revert_token=ExpressionWrapper(Q(revert_token__isnull=False), output_field=BooleanField()),
+            has_revert_token=has_revert_token(),
         )
         .order_by("seq", "revision")
     )

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.db.models import BooleanField, ExpressionWrapper, Q
 
 from registry.models import EXTRA_HELP
 from snapshots.models import AgentSnapshot, new_timeline_epoch
@@ -198,3 +199,9 @@ class TimelineRowRevision(models.Model):
 
     def __str__(self) -> str:
         return f"row {self.row_id} revision {self.revision}"
+
+
+def has_revert_token() -> ExpressionWrapper:
+    """A row's (or an earlier version's) ``has_revert_token`` annotation: its JSON field reads a null
+    token (JSON null) and none (SQL NULL) alike, so a read that must tell them apart annotates this."""
+    return ExpressionWrapper(Q(revert_token__isnull=False), output_field=BooleanField())

@@ -18,12 +18,12 @@ from typing import Literal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db.models import BooleanField, ExpressionWrapper, Q, QuerySet
+from django.db.models import QuerySet
 
 from kernel.errors import NotFound
 from snapshots.models import AgentSnapshot
 from timeline.errors import TooManyRows
-from timeline.models import TimelineRow
+from timeline.models import TimelineRow, has_revert_token
 from timeline.reads.page_sql import page_sql
 from timeline.reads.projection import project_rows
 from timeline.search import timeline_search
@@ -128,7 +128,7 @@ def rows_after(*, agent_id: str, after_seq: int, limit: int) -> list[TimelineRow
 
     Each has ``has_revert_token``: the JSON field reads a null token (JSON null) and none (SQL NULL) alike."""
     rows = TimelineRow.objects.filter(agent_id=agent_id, seq__gt=after_seq).order_by("seq")
-    has_token = ExpressionWrapper(Q(revert_token__isnull=False), output_field=BooleanField())
+    has_token = has_revert_token()
     return list(rows.annotate(has_revert_token=has_token)[:limit])
 
 

@@ -32,12 +32,11 @@ from dataclasses import dataclass
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import BooleanField, ExpressionWrapper, Q
 from django.utils import timezone
 
 from timeline.errors import SeqConflict
 from timeline.items import check_item_size, new_item_problems, same_item
-from timeline.models import TimelineHead, TimelineRow
+from timeline.models import TimelineHead, TimelineRow, has_revert_token
 from timeline.rows import ReadRow
 from timeline.services import announce, bulk_append_timeline_rows
 from timeline.writes.head import AgentHead, lock_agent
@@ -123,7 +122,7 @@ def _rows_not_yet_committed(agent: AgentHead, rows: list[ReadRow]) -> list[ReadR
 
 
 def _stored_rows(agent_id: str, seqs: list[int]) -> dict[int, TimelineRow]:
-    has_token = ExpressionWrapper(Q(revert_token__isnull=False), output_field=BooleanField())
+    has_token = has_revert_token()
     found: dict[int, TimelineRow] = {}
     for start in range(0, len(seqs), ID_CHUNK):
         chunk = seqs[start : start + ID_CHUNK]

@@ -16,13 +16,13 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import BooleanField, ExpressionWrapper, F, JSONField, Q, Value
+from django.db.models import F, JSONField, Value
 from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from timeline.errors import RowNotFound
 from timeline.items import check_item_size, item_bytes, new_item_problems, same_item
-from timeline.models import TimelineHead, TimelineRow, TimelineRowRevision
+from timeline.models import TimelineHead, TimelineRow, TimelineRowRevision, has_revert_token
 from timeline.search import timeline_search
 from timeline.signals import timeline_updated
 from timeline.writes.head import lock_agent
@@ -74,7 +74,7 @@ def update_row(*, agent_id: str, seq: int, content: RowContent) -> RowUpdate:
         # A seq no row can have (0, or past a bigint) is looked up nowhere.
         row = (
             TimelineRow.objects.select_for_update()
-            .annotate(has_token=ExpressionWrapper(Q(revert_token__isnull=False), output_field=BooleanField()))
+            .annotate(has_token=has_revert_token())
             .filter(agent_id=agent_id, seq=seq)
             .first()
             if 1 <= seq <= MAX_SEQ
