@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from kernel.errors import ChartrError, InputInvalid
 
@@ -25,9 +25,6 @@ class Counts:
     created: int = 0
     updated: int = 0
     unchanged: int = 0
-
-    def as_dict(self) -> dict[str, int]:
-        return {"created": self.created, "updated": self.updated, "unchanged": self.unchanged}
 
 
 @dataclass
@@ -54,8 +51,8 @@ class CodexImportReport:
 
     def counts_dict(self) -> dict[str, dict[str, int]]:
         return {
-            "threads": self.threads.as_dict(),
-            "rows": self.rows.as_dict(),
+            "threads": asdict(self.threads),
+            "rows": asdict(self.rows),
             "archived": {"archived": len(self.archived)},
         }
 
