@@ -155,36 +155,19 @@ def _first_message(fields: dict[str, list[str]]) -> str:
 BUSY_RETRY_AFTER_SECONDS = 1
 
 
-def is_lock_wait_timeout(exc: Exception) -> bool:
-    """Whether the database gave up waiting for another writer's lock.
-
-    Each of chartr's database backends (kernel/db_backends) knows its own
-    signs of it; a backend without the method never reports one.
-    """
-    check = getattr(connection, "is_lock_wait_timeout", None)
-    return isinstance(exc, OperationalError) and check is not None and check(exc)
-
-
 #: Seconds a client is asked to wait when the database refused or lost the connection.
 UNAVAILABLE_RETRY_AFTER_SECONDS = 2
 UNAVAILABLE_MESSAGE = "The database refused or lost the connection (its connection limit, a restart); retry shortly."
 
 
-def is_database_unavailable(exc: Exception) -> bool:
-    """Whether the database itself refused or lost the connection (its connection limit, a
-    restart, a failover) rather than a statement: each backend (kernel/db_backends) knows its signs."""
-    if not isinstance(exc, (OperationalError, InterfaceError)):
-        return False
-    check = getattr(connection, "is_unavailable", None)
-    return check is not None and check(exc)
-
-
 def database_refusal(exc: Exception) -> tuple[str, str, int] | None:
     """``(code, message, retry_after)`` of a 503 for a database that could not take the request
-    now (another writer's lock, or the database refusing the connection), else None."""
-    if is_lock_wait_timeout(exc):
+    now (another writer's lock, or the database refusing or losing the connection: its connection
+    limit, a restart, a failover), else None. Each of chartr's database backends (kernel/db_backends)
+    knows its own signs of both."""
+    if isinstance(exc, OperationalError) and connection.is_lock_wait_timeout(exc):
         return "busy", "The database is busy with another write; retry shortly.", BUSY_RETRY_AFTER_SECONDS
-    if is_database_unavailable(exc):
+    if isinstance(exc, (OperationalError, InterfaceError)) and connection.is_unavailable(exc):
         logger.warning("The database refused or lost the connection: %s", exc)
         return "database_unavailable", UNAVAILABLE_MESSAGE, UNAVAILABLE_RETRY_AFTER_SECONDS
     return None
