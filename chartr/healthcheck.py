@@ -18,8 +18,8 @@ TIMEOUT_SECONDS = 5.0
 
 
 class _UnixHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, path: str, timeout: float):
-        super().__init__("localhost", timeout=timeout)
+    def __init__(self, path: str):
+        super().__init__("localhost", timeout=TIMEOUT_SECONDS)
         self.unix_path = path
 
     def connect(self) -> None:
@@ -28,10 +28,9 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock.connect(self.unix_path)
 
 
-def connection_for(bind: str, timeout: float = TIMEOUT_SECONDS) -> http.client.HTTPConnection:
-    address = bind.split(",")[0].strip()
+def connection_for(address: str) -> http.client.HTTPConnection:
     if address.startswith("unix:"):
-        return _UnixHTTPConnection(address[len("unix:") :], timeout)
+        return _UnixHTTPConnection(address[len("unix:") :])
     host, _, port = address.rpartition(":")
     host = host.strip("[]")
     # A wildcard bind is reachable on loopback.
@@ -39,11 +38,11 @@ def connection_for(bind: str, timeout: float = TIMEOUT_SECONDS) -> http.client.H
         host = "127.0.0.1"
     elif host == "::":
         host = "::1"
-    return http.client.HTTPConnection(host, int(port), timeout=timeout)
+    return http.client.HTTPConnection(host, int(port), timeout=TIMEOUT_SECONDS)
 
 
 def probe(path: str = "/healthz") -> int:
-    connection = connection_for(",".join(config.value("CHARTR_BIND")))
+    connection = connection_for(config.value("CHARTR_BIND")[0])
     try:
         connection.request("GET", path)
         status = connection.getresponse().status

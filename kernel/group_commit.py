@@ -150,7 +150,11 @@ class GroupCommit:
         """Run the batch; ``committed()`` is called as soon as its COMMIT has returned."""
         if len(batch) == 1:
             # Alone: the call's own transaction, as if there were no group commit.
-            _run_call(batch[0])
+            call = batch[0]
+            try:
+                call.result = call.work()
+            except BaseException as exc:
+                call.error, call.failed_alone = exc, True
             return
         done = threading.Event()
 
@@ -188,14 +192,6 @@ class GroupCommit:
                 call.error, call.failed_alone = exc, True
             if connection.needs_rollback:
                 raise BatchLost("The batch's transaction could not go on after a call failed.") from call.error
-
-
-def _run_call(call: _Call) -> None:
-    try:
-        call.result = call.work()
-    except BaseException as exc:
-        call.error = exc
-        call.failed_alone = True
 
 
 def _for_each_caller(error: BaseException) -> BaseException:

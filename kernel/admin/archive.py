@@ -80,10 +80,6 @@ def _cascade_parts(counts: list, kinds: tuple[str, ...]) -> str:
     return " and ".join(named)
 
 
-def _them(count: int) -> str:
-    return "it" if count == 1 else "them"
-
-
 def _sentence(head: str, tail: str) -> str:
     """The head, then what else it did when there was anything: "Archived 2 folders; also archived ..."."""
     return f"{head}; {tail}." if tail else f"{head}."
@@ -245,7 +241,7 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
             title=f"Archive {self.records_noun(len(previews))}?" if previews else "Nothing to archive",
             summary=summary + self._state_sentence("archives", previews),
             warnings=[
-                f"{plural(running, f'{kind[:-1]} is', f'{kind} are')} running; archiving closes {_them(running)}."
+                f"{plural(running, f'{kind[:-1]} is', f'{kind} are')} running; archiving closes {'it' if running == 1 else 'them'}."
             ]
             if running
             else [],

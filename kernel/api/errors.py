@@ -23,18 +23,8 @@ from kernel.errors import ChartrError
 
 logger = logging.getLogger("kernel.api")
 
-DRF_CODES: list[tuple[type[Exception], int, str]] = [
-    (exceptions.ValidationError, 400, "invalid"),
-    (exceptions.ParseError, 400, "invalid"),
-    (exceptions.NotAuthenticated, 401, "not_authenticated"),
-    (exceptions.AuthenticationFailed, 401, "not_authenticated"),
-    (exceptions.PermissionDenied, 403, "permission_denied"),
-    (exceptions.NotFound, 404, "not_found"),
-    (exceptions.MethodNotAllowed, 405, "method_not_allowed"),
-    (exceptions.NotAcceptable, 406, "not_acceptable"),
-    (exceptions.UnsupportedMediaType, 415, "unsupported_media_type"),
-    (exceptions.Throttled, 429, "throttled"),
-]
+#: DRF's codes that answer as chartr's own refusals do: a malformed body is ``invalid``, a bad token ``not_authenticated``.
+DRF_CODES = {"parse_error": "invalid", "authentication_failed": "not_authenticated"}
 
 
 class Refusal(ChartrError):
@@ -155,36 +145,19 @@ def _first_message(fields: dict[str, list[str]]) -> str:
 BUSY_RETRY_AFTER_SECONDS = 1
 
 
-def is_lock_wait_timeout(exc: Exception) -> bool:
-    """Whether the database gave up waiting for another writer's lock.
-
-    Each of chartr's database backends (kernel/db_backends) knows its own
-    signs of it; a backend without the method never reports one.
-    """
-    check = getattr(connection, "is_lock_wait_timeout", None)
-    return isinstance(exc, OperationalError) and check is not None and check(exc)
-
-
 #: Seconds a client is asked to wait when the database refused or lost the connection.
 UNAVAILABLE_RETRY_AFTER_SECONDS = 2
 UNAVAILABLE_MESSAGE = "The database refused or lost the connection (its connection limit, a restart); retry shortly."
 
 
-def is_database_unavailable(exc: Exception) -> bool:
-    """Whether the database itself refused or lost the connection (its connection limit, a
-    restart, a failover) rather than a statement: each backend (kernel/db_backends) knows its signs."""
-    if not isinstance(exc, (OperationalError, InterfaceError)):
-        return False
-    check = getattr(connection, "is_unavailable", None)
-    return check is not None and check(exc)
-
-
 def database_refusal(exc: Exception) -> tuple[str, str, int] | None:
     """``(code, message, retry_after)`` of a 503 for a database that could not take the request
-    now (another writer's lock, or the database refusing the connection), else None."""
-    if is_lock_wait_timeout(exc):
+    now (another writer's lock, or the database refusing or losing the connection: its connection
+    limit, a restart, a failover), else None. Each of chartr's database backends (kernel/db_backends)
+    knows its own signs of both."""
+    if isinstance(exc, OperationalError) and connection.is_lock_wait_timeout(exc):
         return "busy", "The database is busy with another write; retry shortly.", BUSY_RETRY_AFTER_SECONDS
-    if is_database_unavailable(exc):
+    if isinstance(exc, (OperationalError, InterfaceError)) and connection.is_unavailable(exc):
         logger.warning("The database refused or lost the connection: %s", exc)
         return "database_unavailable", UNAVAILABLE_MESSAGE, UNAVAILABLE_RETRY_AFTER_SECONDS
     return None
@@ -212,19 +185,17 @@ def api_error(exc: Exception, *, where: str = "") -> ApiError:
         return _error(404, "not_found", "Not found.")
     if isinstance(exc, DjangoPermissionDenied):
         return _error(403, "permission_denied", "You do not have permission to do that.")
-    for exc_class, status_code, code in DRF_CODES:
-        if isinstance(exc, exc_class):
-            headers = {}
-            if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-                headers["Retry-After"] = str(int(exc.wait))
-            if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
-                headers["WWW-Authenticate"] = "Bearer"
-            if isinstance(exc, exceptions.ValidationError):
-                fields = _flatten(exc.detail)
-                return _error(status_code, code, _first_message(fields), fields=fields)
-            return _error(status_code, code, str(exc.detail), headers=headers)
     if isinstance(exc, exceptions.APIException):
-        return _error(exc.status_code, exc.default_code, str(exc.detail))
+        code = DRF_CODES.get(exc.default_code, exc.default_code)
+        if isinstance(exc, exceptions.ValidationError):
+            fields = _flatten(exc.detail)
+            return _error(exc.status_code, code, _first_message(fields), fields=fields)
+        headers = {}
+        if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
+            headers["Retry-After"] = str(int(exc.wait))
+        if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
+            headers["WWW-Authenticate"] = "Bearer"
+        return _error(exc.status_code, code, str(exc.detail), headers=headers)
     logger.error("Unhandled error in %s", where or "a view", exc_info=exc)
     return _error(status.HTTP_500_INTERNAL_SERVER_ERROR, "server_error", "The server failed to handle this request.")
 

@@ -131,10 +131,9 @@ def _term(term: str) -> tuple[str, bool]:
     return (term[1:], True) if term.startswith("-") else (term, False)
 
 
-def after_key(ordering: list[str], values: list, *, nullable: list[bool] | None = None) -> Q:
+def after_key(ordering: list[str], values: list, *, nullable: list[bool]) -> Q:
     """Rows strictly after ``values`` in ``ordering`` (``-name`` descending;
     nulls of the ``nullable`` fields last in either direction)."""
-    nullable = nullable or [False] * len(ordering)
     condition: Q | None = None
     for index in range(len(ordering) - 1, -1, -1):
         name, descending = _term(ordering[index])
@@ -187,13 +186,13 @@ class KeysetCursorPagination(BasePagination):
     ordering_query_param = "ordering"
     default_ordering: tuple[str, ...] = ("id",)
 
-    def ordering_for(self, view, request=None) -> tuple[str | None, tuple[str, ...]]:
+    def ordering_for(self, view, request) -> tuple[str | None, tuple[str, ...]]:
         """(the name of a non-default ordering or None, the key's terms)."""
         named = getattr(view, "keyset_orderings", None)
         if not named:
             return None, tuple(getattr(view, "keyset_ordering", None) or self.default_ordering)
         default = next(iter(named))
-        raw = request.query_params.get(self.ordering_query_param) if request is not None else None
+        raw = request.query_params.get(self.ordering_query_param)
         if raw in (None, "", default):
             return None, tuple(named[default])
         if raw not in named:
@@ -246,22 +245,7 @@ class KeysetCursorPagination(BasePagination):
         }
 
     def get_schema_operation_parameters(self, view):
-        named = getattr(view, "keyset_orderings", None)
-        ordering = (
-            [
-                {
-                    "name": self.ordering_query_param,
-                    "required": False,
-                    "in": "query",
-                    "description": "The order of the list (`-` for descending; nulls last either way). "
-                    "Keep it the same while paging: a cursor continues only the ordering it came from.",
-                    "schema": {"type": "string", "enum": list(named), "default": next(iter(named))},
-                }
-            ]
-            if named
-            else []
-        )
-        return ordering + [
+        parameters = [
             {
                 "name": self.cursor_query_param,
                 "required": False,
@@ -279,3 +263,15 @@ class KeysetCursorPagination(BasePagination):
                 "schema": {"type": "integer", "minimum": 1, "maximum": self.max_limit, "default": self.default_limit},
             },
         ]
+        named = getattr(view, "keyset_orderings", None)
+        if named:
+            ordering = {
+                "name": self.ordering_query_param,
+                "required": False,
+                "in": "query",
+                "description": "The order of the list (`-` for descending; nulls last either way). "
+                "Keep it the same while paging: a cursor continues only the ordering it came from.",
+                "schema": {"type": "string", "enum": list(named), "default": next(iter(named))},
+            }
+            parameters.insert(0, ordering)
+        return parameters

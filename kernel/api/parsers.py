@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 
 from django.conf import settings
 from rest_framework import parsers
@@ -24,10 +25,6 @@ from kernel.errors import PayloadTooLarge
 NOT_ONLY_WHITESPACE = "[^\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]"
 #: Deeper documents are refused; nothing chartr stores needs more.
 MAX_JSON_DEPTH = 64
-
-
-def body_limit() -> int:
-    return settings.CHARTR_MAX_BODY_BYTES
 
 
 def _finite_float(text: str) -> float:
@@ -110,6 +107,19 @@ def too_large(limit: int) -> PayloadTooLarge:
     return PayloadTooLarge(f"The request body is larger than the limit of {limit} bytes.")
 
 
+def limited_body(meta, read: Callable[[int], bytes]) -> bytes:
+    """The request body, as ``read(size)`` gives it; 413 past ``CHARTR_MAX_BODY_BYTES``, by the
+    declared length (``meta``'s ``CONTENT_LENGTH``) before a byte is read."""
+    limit = settings.CHARTR_MAX_BODY_BYTES
+    declared = meta.get("CONTENT_LENGTH") or "0"
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large(limit)
+    raw = read(limit + 1)
+    if len(raw) > limit:
+        raise too_large(limit)
+    return raw
+
+
 def parse_json_body(raw: bytes):
     """The body's JSON document; ``Invalid`` (400) for anything but one strict JSON value."""
     try:
@@ -135,20 +145,5 @@ class StrictJSONParser(parsers.BaseParser):
     media_type = "application/json"
 
     def parse(self, stream, media_type=None, parser_context=None):
-        limit = body_limit()
-        declared = _declared_length((parser_context or {}).get("request"))
-        if declared is not None and declared > limit:
-            raise too_large(limit)
-        raw = stream.read(limit + 1) if stream is not None else b""
-        if len(raw) > limit:
-            raise too_large(limit)
-        return parse_json_body(raw)
-
-
-def _declared_length(request) -> int | None:
-    if request is None:
-        return None
-    try:
-        return int(request.META.get("CONTENT_LENGTH") or 0)
-    except (TypeError, ValueError):
-        return None
+        # DRF calls a parser only with a body to read (a stream) and its request in the context.
+        return parse_json_body(limited_body(parser_context["request"].META, stream.read))

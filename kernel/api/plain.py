@@ -28,7 +28,7 @@ from django.http import HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from kernel.api.errors import Invalid, MethodNotAllowed, NotAcceptable, UnsupportedMediaType, error_json_response
-from kernel.api.parsers import body_limit, parse_json_body, text_problem, too_large
+from kernel.api.parsers import limited_body, parse_json_body, text_problem
 
 JSON = "application/json"
 #: The longest decimal a query integer can be spelt with (INT64_MAX has 19 digits).
@@ -151,13 +151,7 @@ def accepts_json(request) -> bool:
 
 def read_body(request, shape: type[msgspec.Struct]):
     """The request body as ``shape``: 415 unless JSON, 413 past the limit, 400 if it is not ``shape``."""
-    limit = body_limit()
-    declared = request.META.get("CONTENT_LENGTH") or "0"
-    if declared.isdigit() and int(declared) > limit:
-        raise too_large(limit)
-    raw = request.body
-    if len(raw) > limit:
-        raise too_large(limit)
+    raw = limited_body(request.META, request.read)
     if not raw:
         document: Any = {}
     else:

@@ -1,4 +1,3 @@
-from django.db import InterfaceError, OperationalError
 from django.db.backends.postgresql import base, schema
 
 from kernel.db_backends import CascadingForeignKeysMixin
@@ -30,9 +29,7 @@ class DatabaseWrapper(FencedTransactionsMixin, base.DatabaseWrapper):
     def is_unavailable(self, error: Exception) -> bool:
         """Whether ``error`` is the server refusing or losing the connection (its connection limit, a
         restart, a failover), not a statement's fault: worth a retry shortly. libpq's own failures
-        (refused, reset, closed) carry no SQLSTATE."""
-        if not isinstance(error, (OperationalError, InterfaceError)):
-            return False
+        (refused, reset, closed) carry no SQLSTATE. ``error`` is an OperationalError or an InterfaceError."""
         state = getattr(error.__cause__, "sqlstate", None)
         return state is None or state.startswith("08") or state in UNAVAILABLE_SQLSTATES
 
