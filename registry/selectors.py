@@ -150,18 +150,3 @@ def deletion_cascade(*, projects=(), workspaces=(), agents=()) -> DeletionCascad
         workspace_count = 0
     counted = {name: counter(scope) for name, counter in deletion_counters().items()}
     return DeletionCascade(projects=len(project_ids), workspaces=workspace_count, **counted)
-
-
-__all__ = [
-    "ArchivePreview",
-    "DeletionCascade",
-    "UnarchivePreview",
-    "count_subquery",
-    "deletion_cascade",
-    "project_archive_preview",
-    "project_unarchive_preview",
-    "projects_with_live_counts",
-    "workspace_archive_preview",
-    "workspace_unarchive_preview",
-    "workspaces_with_live_counts",
-]
