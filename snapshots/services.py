@@ -188,8 +188,6 @@ def create_agent(
         workspace = lock_for_update(Workspace, workspace.pk)
         _check_workspace_takes(workspace, agent)
         agent.workspace = workspace
-        if AgentSnapshot.objects.filter(pk=agent.agent_id).exists():
-            raise Conflict(f"An agent with id {agent.agent_id!r} already exists.")
         try:
             with transaction.atomic():
                 agent.save(force_insert=True)
