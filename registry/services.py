@@ -139,9 +139,8 @@ def unarchive_project(*, project: Project) -> UnarchiveResult:
 
 
 def delete_project(*, project: Project) -> None:
-    """Hard delete for operators: workspaces, agents and timelines go with it."""
-    with transaction.atomic():
-        Project.objects.filter(pk=project.pk).delete()
+    """Hard delete for operators: workspaces, agents and timelines go with it (one transaction: delete()'s own)."""
+    Project.objects.filter(pk=project.pk).delete()
 
 
 # --- Workspaces -----------------------------------------------------------
@@ -252,8 +251,7 @@ def unarchive_workspace(*, workspace: Workspace) -> UnarchiveResult:
 
 
 def delete_workspace(*, workspace: Workspace) -> None:
-    with transaction.atomic():
-        Workspace.objects.filter(pk=workspace.pk).delete()
+    Workspace.objects.filter(pk=workspace.pk).delete()
 
 
 # --- Retention --------------------------------------------------------------
@@ -265,12 +263,10 @@ def delete_archived_registry(*, archived_before: dt.datetime) -> tuple[int, int]
     The purge removes their agents first, in batches; what is left (normally
     nothing) goes with them through the foreign keys. Returns (workspaces, projects).
     """
-    with transaction.atomic():
-        _, by_model = Workspace.objects.filter(archived_at__lt=archived_before).delete()
-        workspaces = by_model.get(Workspace._meta.label, 0)
-    with transaction.atomic():
-        _, by_model = Project.objects.filter(archived_at__lt=archived_before).delete()
-        workspaces += by_model.get(Workspace._meta.label, 0)
+    _, by_model = Workspace.objects.filter(archived_at__lt=archived_before).delete()
+    workspaces = by_model.get(Workspace._meta.label, 0)
+    _, by_model = Project.objects.filter(archived_at__lt=archived_before).delete()
+    workspaces += by_model.get(Workspace._meta.label, 0)
     return workspaces, by_model.get(Project._meta.label, 0)
 
 

@@ -390,8 +390,7 @@ def move_agent(*, agent: AgentSnapshot, workspace: Workspace, cwd: str = "") -> 
 
 
 def delete_agent(*, agent: AgentSnapshot) -> None:
-    with transaction.atomic():
-        AgentSnapshot.objects.filter(pk=agent.pk).delete()
+    AgentSnapshot.objects.filter(pk=agent.pk).delete()
 
 
 #: Agents per DELETE of a purge (their timelines are gone by then: timeline purges first).
