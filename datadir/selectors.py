@@ -190,13 +190,6 @@ def _labelled(tables: dict[str, int], labels: dict[str, str]) -> dict[str, int]:
     return counts
 
 
-def live_table_counts() -> dict[str, int]:
-    """Row count of every table of the live database, as a snapshot's manifest records them."""
-    backend = database_backend()
-    with backend.connection.cursor() as cursor:
-        return backend.count_rows(cursor)
-
-
 def _rotated_by_undo(name: str) -> list[str]:
     """What ``take_locked`` rotates away when it adds the undo snapshot, protecting ``name``."""
     names = store.snapshot_names()
@@ -212,21 +205,21 @@ def restore_preview(name: str) -> RestorePreview:
         raise SnapshotNotFound(f"There is no data snapshot {name!r} in {store.snapshots_root()}.")
     info = _info(store.snapshots_root(), name, with_sizes=False)
     labels = _table_labels()
-    live = live_table_counts()
+    backend = database_backend()
+    with backend.connection.cursor() as cursor:
+        live = backend.count_rows(cursor)
+        records = None if info.records is None else record_changes(read_records(cursor), info.records)
     before, now = _labelled(info.tables, labels), _labelled(live, labels)
     order = {label: index for index, label in enumerate(dict.fromkeys(labels.values()))}
     lines = [
         CountLine(label=label, in_snapshot=before.get(label), now=now.get(label))
         for label in sorted(set(before) | set(now), key=lambda label: (order.get(label, len(order)), label))
     ]
-    engine = database_backend().engine
     problem = info.problem and f"It is incomplete and cannot be restored: {info.problem}"
     if not problem and store.snapshots_keep() == 0:
         problem = "Data snapshots are disabled (CHARTR_SNAPSHOTS_KEEP=0), so a restore could not be undone."
-    if not problem and info.engine != engine:
-        problem = f"It was taken on {info.engine} and this server runs on {engine}: it cannot be restored here."
-    with database_backend().connection.cursor() as cursor:
-        records = None if info.records is None else record_changes(read_records(cursor), info.records)
+    if not problem and info.engine != backend.engine:
+        problem = f"It was taken on {info.engine} and this server runs on {backend.engine}: it cannot be restored here."
     behind = max(live.get("django_migrations", 0) - info.tables.get("django_migrations", 0), 0) if info.tables else 0
     return RestorePreview(
         snapshot=info,

@@ -36,13 +36,8 @@ class ProjectAddForm(ServiceForm):
         fields = ["directory", "kind", "display_name", "git_remote"]
 
     def call_service(self):
-        data = self.cleaned_data
-        return services.create_project(
-            directory=data["directory"],
-            kind=data["kind"],
-            display_name=data["display_name"] or None,
-            git_remote=data["git_remote"] or None,
-        )
+        # A blank display name or git remote is "none" to the service.
+        return services.create_project(**self.cleaned_data)
 
 
 class ProjectChangeForm(ServiceForm):
@@ -138,14 +133,8 @@ class WorkspaceAddForm(ServiceForm):
         fields = ["project", "directory", "kind", "display_name", "branch"]
 
     def call_service(self):
-        data = self.cleaned_data
-        return services.create_workspace(
-            project=data["project"],
-            directory=data["directory"],
-            kind=data["kind"],
-            display_name=data["display_name"] or None,
-            branch=data["branch"] or None,
-        )
+        # A blank display name or branch is "none" to the service.
+        return services.create_workspace(**self.cleaned_data)
 
 
 class WorkspaceChangeForm(ServiceForm):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Count, Expression, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Aggregate, BigIntegerField, Count, Expression, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from registry.cascade import DeletionCascade, DeletionScope, deletion_counters, records_under_workspaces
@@ -33,16 +33,16 @@ def workspaces_for_api() -> QuerySet[Workspace]:
 # by side cannot multiply one by the other.
 
 
-def count_subquery(queryset: QuerySet, outer_field: str) -> Expression:
-    """The number of rows of ``queryset`` whose ``outer_field`` is the outer row, 0 when none."""
+def count_subquery(queryset: QuerySet, outer_field: str, aggregate: Aggregate | None = None) -> Expression:
+    """The number (or ``aggregate``) of the rows of ``queryset`` whose ``outer_field`` is the outer row, 0 when none."""
     counted = (
         queryset.filter(**{outer_field: OuterRef("pk")})
         .order_by()
         .values(outer_field)
-        .annotate(n=Count("pk"))
+        .annotate(n=aggregate or Count("pk"))
         .values("n")
     )
-    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+    return Coalesce(Subquery(counted, output_field=BigIntegerField()), 0)
 
 
 def projects_with_live_counts(queryset: QuerySet[Project] | None = None) -> QuerySet[Project]:
@@ -150,18 +150,3 @@ def deletion_cascade(*, projects=(), workspaces=(), agents=()) -> DeletionCascad
         workspace_count = 0
     counted = {name: counter(scope) for name, counter in deletion_counters().items()}
     return DeletionCascade(projects=len(project_ids), workspaces=workspace_count, **counted)
-
-
-__all__ = [
-    "ArchivePreview",
-    "DeletionCascade",
-    "UnarchivePreview",
-    "count_subquery",
-    "deletion_cascade",
-    "project_archive_preview",
-    "project_unarchive_preview",
-    "projects_with_live_counts",
-    "workspace_archive_preview",
-    "workspace_unarchive_preview",
-    "workspaces_with_live_counts",
-]

@@ -63,7 +63,7 @@ def create_project(
 
 
 def _update_live(model: type[Project] | type[Workspace], pk: int, **changes) -> Project | Workspace:
-    """Set the ``changes`` given (not ``UNSET``) on a live record; an archived one is refused."""
+    """Set the ``changes`` given (not ``UNSET``; None is "") on a live record; an archived one is refused."""
     with transaction.atomic():
         record = lock_for_update(model, pk)
         if record.is_archived:
@@ -72,19 +72,14 @@ def _update_live(model: type[Project] | type[Workspace], pk: int, **changes) -> 
             )
         for name, value in changes.items():
             if value is not UNSET:
-                setattr(record, name, value)
+                setattr(record, name, "" if value is None else value)
         validate_fields(record)
         record.save()
     return record
 
 
 def update_project(*, project: Project, display_name: str = UNSET, git_remote: str | None = UNSET) -> Project:
-    return _update_live(
-        Project,
-        project.pk,
-        display_name=display_name,
-        git_remote=git_remote if git_remote is UNSET else git_remote or "",
-    )
+    return _update_live(Project, project.pk, display_name=display_name, git_remote=git_remote)
 
 
 def archive_project(*, project: Project) -> ArchiveResult:
@@ -139,9 +134,8 @@ def unarchive_project(*, project: Project) -> UnarchiveResult:
 
 
 def delete_project(*, project: Project) -> None:
-    """Hard delete for operators: workspaces, agents and timelines go with it."""
-    with transaction.atomic():
-        Project.objects.filter(pk=project.pk).delete()
+    """Hard delete for operators: workspaces, agents and timelines go with it (one transaction: delete()'s own)."""
+    Project.objects.filter(pk=project.pk).delete()
 
 
 # --- Workspaces -----------------------------------------------------------
@@ -207,9 +201,7 @@ def _deepest_workspace_at_or_above(directory: str) -> Workspace | None:
 
 
 def update_workspace(*, workspace: Workspace, display_name: str = UNSET, branch: str | None = UNSET) -> Workspace:
-    return _update_live(
-        Workspace, workspace.pk, display_name=display_name, branch=branch if branch is UNSET else branch or ""
-    )
+    return _update_live(Workspace, workspace.pk, display_name=display_name, branch=branch)
 
 
 def archive_workspace(*, workspace: Workspace) -> ArchiveResult:
@@ -252,8 +244,7 @@ def unarchive_workspace(*, workspace: Workspace) -> UnarchiveResult:
 
 
 def delete_workspace(*, workspace: Workspace) -> None:
-    with transaction.atomic():
-        Workspace.objects.filter(pk=workspace.pk).delete()
+    Workspace.objects.filter(pk=workspace.pk).delete()
 
 
 # --- Retention --------------------------------------------------------------
@@ -265,12 +256,10 @@ def delete_archived_registry(*, archived_before: dt.datetime) -> tuple[int, int]
     The purge removes their agents first, in batches; what is left (normally
     nothing) goes with them through the foreign keys. Returns (workspaces, projects).
     """
-    with transaction.atomic():
-        _, by_model = Workspace.objects.filter(archived_at__lt=archived_before).delete()
-        workspaces = by_model.get(Workspace._meta.label, 0)
-    with transaction.atomic():
-        _, by_model = Project.objects.filter(archived_at__lt=archived_before).delete()
-        workspaces += by_model.get(Workspace._meta.label, 0)
+    _, by_model = Workspace.objects.filter(archived_at__lt=archived_before).delete()
+    workspaces = by_model.get(Workspace._meta.label, 0)
+    _, by_model = Project.objects.filter(archived_at__lt=archived_before).delete()
+    workspaces += by_model.get(Workspace._meta.label, 0)
     return workspaces, by_model.get(Project._meta.label, 0)
 
 

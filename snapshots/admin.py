@@ -116,20 +116,8 @@ class AgentAddForm(ServiceForm):
         fields = AGENT_ADD_FIELDS
 
     def call_service(self):
-        data = self.cleaned_data
-        return services.create_agent(
-            workspace=data["workspace"],
-            agent_id=data["agent_id"] or None,
-            provider=data["provider"],
-            title=data["title"],
-            lifecycle=data["lifecycle"],
-            last_mode_id=data["last_mode_id"],
-            internal=data["internal"],
-            labels=data["labels"],
-            config=data["config"],
-            requires_attention=data["requires_attention"],
-            attention_reason=data["attention_reason"] or None,
-        )
+        # A blank id and reason are "none" to the service: it generates the id and drops the reason.
+        return services.create_agent(**self.cleaned_data)
 
 
 #: What the agent's daemon reports and owns: shown read-only on the change page, where an
@@ -151,8 +139,6 @@ class AgentChangeForm(ServiceForm):
         changes = self.changed_values(OPERATOR_FIELDS)
         if not changes:
             return None
-        if "attention_reason" in changes:
-            changes["attention_reason"] = changes["attention_reason"] or None
         return services.update_agent(agent=self.instance, expected_version=self.cleaned_data["version"], **changes)
 
 

@@ -16,15 +16,13 @@ from snapshots import services
 from snapshots.models import AgentSnapshot
 
 
-def _since(at: dt.datetime | None) -> str:
-    if at is None:
-        return "since an unknown time"
-    return f"since {timezone.localtime(at):%Y-%m-%d %H:%M:%S %Z} ({timesince(at)} ago)"
-
-
 def attention_phrase(reason: str | None, at: dt.datetime | None) -> str:
     """ "for permission since 2026-12-03 10:00:00 UTC (3 hours ago)", or "for no reason given since ..."."""
-    return f"for {reason or 'no reason given'} {_since(at)}"
+    if at is None:
+        return f"for {reason or 'no reason given'} since an unknown time"
+    return (
+        f"for {reason or 'no reason given'} since {timezone.localtime(at):%Y-%m-%d %H:%M:%S %Z} ({timesince(at)} ago)"
+    )
 
 
 class ClearAttentionMixin:

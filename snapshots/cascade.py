@@ -12,8 +12,7 @@ import uuid
 from collections import Counter
 from typing import Literal
 
-from django.db.models import BigIntegerField, Count, Expression, OuterRef, QuerySet, Subquery, Sum
-from django.db.models.functions import Coalesce
+from django.db.models import Expression, QuerySet, Sum
 
 from registry.cascade import Counted, DeletionScope
 from registry.models import Workspace
@@ -24,6 +23,8 @@ from snapshots.services import archive_agent_rows, notify_agents_changed, restor
 
 #: The path from an agent to the records a hard delete starts from.
 _AGENT_LOOKUP = {"projects": "workspace__project__in", "workspaces": "workspace__in", "agents": "pk__in"}
+#: The path from an agent to the outer project or workspace row of a per-record annotation.
+_OUTER_FIELD = {"project": "workspace__project", "workspace": "workspace"}
 
 
 def _live_under(workspaces: QuerySet[Workspace]) -> QuerySet[AgentSnapshot]:
@@ -65,26 +66,14 @@ class AgentsUnderWorkspaces:
         return Counted(records=archived.count(), states=lifecycles_an_unarchive_restores(archived))
 
     def live_count(self, *, per: Literal["project", "workspace"]) -> Expression:
-        outer_field = {"project": "workspace__project", "workspace": "workspace"}[per]
-        return count_subquery(AgentSnapshot.objects.live(), outer_field)
+        return count_subquery(AgentSnapshot.objects.live(), _OUTER_FIELD[per])
 
     def growth(self, *, per: Literal["project", "workspace"]) -> dict[str, Expression]:
-        outer_field = {"project": "workspace__project", "workspace": "workspace"}[per]
-
-        def total(aggregate) -> Expression:
-            summed = (
-                AgentSnapshot.objects.filter(**{outer_field: OuterRef("pk")})
-                .order_by()
-                .values(outer_field)
-                .annotate(total=aggregate)
-                .values("total")
-            )
-            return Coalesce(Subquery(summed, output_field=BigIntegerField()), 0)
-
+        agents, outer_field = AgentSnapshot.objects.all(), _OUTER_FIELD[per]
         return {
-            "stats_agents": total(Count("pk")),
-            "stats_timeline_rows": total(Sum("timeline_head__committed_rows")),
-            "stats_timeline_bytes": total(Sum("timeline_head__committed_bytes")),
+            "stats_agents": count_subquery(agents, outer_field),
+            "stats_timeline_rows": count_subquery(agents, outer_field, Sum("timeline_head__committed_rows")),
+            "stats_timeline_bytes": count_subquery(agents, outer_field, Sum("timeline_head__committed_bytes")),
         }
 
 

@@ -188,8 +188,6 @@ def create_agent(
         workspace = lock_for_update(Workspace, workspace.pk)
         _check_workspace_takes(workspace, agent)
         agent.workspace = workspace
-        if AgentSnapshot.objects.filter(pk=agent.agent_id).exists():
-            raise Conflict(f"An agent with id {agent.agent_id!r} already exists.")
         try:
             with transaction.atomic():
                 agent.save(force_insert=True)
@@ -392,8 +390,7 @@ def move_agent(*, agent: AgentSnapshot, workspace: Workspace, cwd: str = "") -> 
 
 
 def delete_agent(*, agent: AgentSnapshot) -> None:
-    with transaction.atomic():
-        AgentSnapshot.objects.filter(pk=agent.pk).delete()
+    AgentSnapshot.objects.filter(pk=agent.pk).delete()
 
 
 #: Agents per DELETE of a purge (their timelines are gone by then: timeline purges first).

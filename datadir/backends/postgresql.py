@@ -86,11 +86,14 @@ class PostgreSQLBackend(DatabaseBackend):
                 exported = cursor.fetchone()[0]
                 contents = self.contents(cursor)
                 # pg_dump reads the very snapshot the counts came from.
-                run_tool(
+                dumped = subprocess.run(
                     [pg_dump, "--format=custom", f"--snapshot={exported}", f"--file={target}"],
                     env=libpq_environment(private.settings_dict),
-                    what="pg_dump",
+                    capture_output=True,
+                    text=True,
                 )
+                if dumped.returncode != 0:
+                    raise SnapshotFailed(f"pg_dump failed (exit {dumped.returncode}): {dumped.stderr.strip()[-2000:]}")
                 cursor.execute("COMMIT")
         finally:
             private.close()
@@ -155,13 +158,6 @@ def require_tool(name: str) -> str:
             f"PostgreSQL client tools matching the server version, e.g. `apt install postgresql-client`."
         )
     return found
-
-
-def run_tool(args: list[str], *, env: dict[str, str], what: str) -> subprocess.CompletedProcess:
-    result = subprocess.run(args, env=env, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise SnapshotFailed(f"{what} failed (exit {result.returncode}): {result.stderr.strip()[-2000:]}")
-    return result
 
 
 def _tables_with_data(listing: str) -> set[str]:

@@ -17,20 +17,10 @@ from datadir import store
 from datadir.backends import database_backend
 from datadir.errors import SnapshotsDisabled
 from datadir.lock import store_lock
-from datadir.services.changes import summarize_changes
 from datadir.services.restore import RestoreResult, all_agent_ids, restore_locked
 from datadir.services.take import SnapshotResult, newest_complete_name, take_locked
 from snapshots.models import AgentSnapshot
 from snapshots.signals import agents_changed
-
-__all__ = [
-    "RestoreResult",
-    "SnapshotResult",
-    "restore_snapshot",
-    "summarize_changes",
-    "take_snapshot_before_write",
-    "take_snapshot",
-]
 
 
 def take_snapshot(

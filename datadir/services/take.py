@@ -34,15 +34,6 @@ class SnapshotResult:
     rotated: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class _Written:
-    """What _write_snapshot put into the work directory."""
-
-    manifest: dict[str, Any]
-    linked_files: int
-    copied_bytes: int
-
-
 def take_locked(
     *, reason: str, note: str, protect: frozenset[str] = frozenset(), if_changed: bool = False
 ) -> SnapshotResult | None:
@@ -62,7 +53,7 @@ def take_locked(
     work = root / f".tmp-{name}-{secrets.token_hex(4)}"
     work.mkdir(mode=0o700)
     try:
-        written = _write_snapshot(
+        manifest, linked_files, copied_bytes = _write_snapshot(
             work,
             name=name,
             created=created,
@@ -81,7 +72,6 @@ def take_locked(
         shutil.rmtree(work, ignore_errors=True)
         raise
     rotated = _rotate(root, store.snapshots_keep(), set(protect) | {name})
-    manifest = written.manifest
     return SnapshotResult(
         name=name,
         path=root / name,
@@ -89,8 +79,8 @@ def take_locked(
         previous=previous[0] if previous else None,
         tables=manifest["database"]["tables"],
         files=len(manifest["files"]),
-        linked_files=written.linked_files,
-        copied_bytes=written.copied_bytes,
+        linked_files=linked_files,
+        copied_bytes=copied_bytes,
         summary=manifest["summary"],
         rotated=rotated,
     )
@@ -106,8 +96,9 @@ def _write_snapshot(
     backend: DatabaseBackend,
     previous: Previous | None,
     marker: dict[str, Any],
-) -> _Written:
-    """Fill ``work`` with the database dump, the files, changes.txt and, last, the manifest."""
+) -> tuple[dict[str, Any], int, int]:
+    """Fill ``work`` with the database dump, the files, changes.txt and, last, the manifest;
+    the manifest, how many files were hard-linked and the bytes copied."""
     (work / store.DB_DIRNAME).mkdir()
     db_rel = f"{store.DB_DIRNAME}/{backend.dump_name}"
     db_path = work / db_rel
@@ -140,7 +131,7 @@ def _write_snapshot(
     # The manifest is written last: a directory without one is never a snapshot.
     _write_synced(work / store.MANIFEST_NAME, json.dumps(manifest, indent=1, sort_keys=True) + "\n")
     _fsync_dir(work)
-    return _Written(manifest=manifest, linked_files=linked, copied_bytes=copied_bytes)
+    return manifest, linked, copied_bytes
 
 
 def newest_complete_name() -> str | None:

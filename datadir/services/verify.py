@@ -39,12 +39,9 @@ def verify_snapshot(name: str, root: Path, work: Path) -> VerifiedSnapshot:
             "nothing was changed."
         )
     database = manifest["database"]
-    problem = _check_file(db_path, database.get("size"), database.get("sha256"))
-    for rel, file_path in file_paths.items():
-        if problem:
-            break
-        entry = manifest["files"][rel]
-        problem = _check_file(file_path, entry.get("size"), entry.get("sha256"))
+    in_order = [(db_path, database), *((path, manifest["files"][rel]) for rel, path in file_paths.items())]
+    problems = (_check_file(path, entry.get("size"), entry.get("sha256")) for path, entry in in_order)
+    problem = next(filter(None, problems), None)
     if problem:
         raise _corrupt(name, problem)
     try:
