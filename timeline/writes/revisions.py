@@ -134,16 +134,16 @@ def holds(row: TimelineRow, content: RowContent) -> bool:
 
 
 def _keep_revision(row: TimelineRow) -> None:
-    TimelineRowRevision.objects.create(
-        row=row,
-        agent_id=row.agent_id,
-        revision=row.current_revision,
-        update_seq=row.update_seq,
-        replaced_at=timezone.now(),
-        revert_token=stored_revert_token(row.revert_token if row.has_revert_token else NO_TOKEN),
-        extra=row.extra,
-        **{name: getattr(row, name) for name in COPIED_FIELDS},
-    )
+    kept = {"revision": row.current_revision, "update_seq": row.update_seq, "replaced_at": timezone.now()}
+    revision_of(row, row=row, agent_id=row.agent_id, **kept).save(force_insert=True)
+
+
+def revision_of(source: Any, **values: Any) -> TimelineRowRevision:
+    """An earlier version holding ``source``'s content (a row read with ``has_revert_token``, or a carried
+    revision); ``values`` set its other fields."""
+    token = stored_revert_token(source.revert_token if source.has_revert_token else NO_TOKEN)
+    content = {name: getattr(source, name) for name in COPIED_FIELDS}
+    return TimelineRowRevision(revert_token=token, extra=source.extra, **content, **values)
 
 
 def stored_revert_token(token: Any) -> Any:
