@@ -50,9 +50,6 @@ class EarlierVersionsInline(ReadOnlyMixin, admin.TabularInline):
     fields = ["revision", "update_seq", "committed_at", "replaced_at", "item", "turn_id", "revert_token"]
     readonly_fields = fields
     ordering = ["revision"]
-    extra = 0
-    can_delete = False
-    show_change_link = False
 
 
 @admin.register(TimelineRow)

@@ -353,9 +353,7 @@ def _append_locked(
         first_seq = agent.head_seq + 1
         _insert_batch(agent_id=agent.agent_id, first_seq=first_seq, rows=batch)
         batch_bytes = _count_batch(agent, batch)
-        timeline_search(agent.connection).index_rows(
-            agent_id=agent.agent_id, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes
-        )
+        timeline_search(agent.connection).index_rows(rows=len(batch), item_bytes=batch_bytes)
         if on_batch is not None:
             on_batch(len(batch))
     if agent.head_seq == start_head:
@@ -383,9 +381,7 @@ def _append_in_one_statement(agent: AgentHead, rows: Iterable[CheckedRow], *, ba
     values = row_params(db, agent_id=agent.agent_id, first_seq=first_seq, rows=rows, adapt_datetime=agent.adapt)
     params = [value for row in values for value in row] + head_params(agent)
     statement.execute(params + list(notify) if notify else params, connection=db)
-    timeline_search(agent.connection).index_rows(
-        agent_id=agent.agent_id, first_seq=first_seq, last_seq=agent.head_seq, item_bytes=batch_bytes
-    )
+    timeline_search(agent.connection).index_rows(rows=len(rows), item_bytes=batch_bytes)
     announce(agent_id=agent.agent_id, head_seq=agent.head_seq, epoch=agent.timeline_epoch, notified=notify is not None)
     return True
 

@@ -36,11 +36,10 @@ class LiveNotice(Protocol):
 _live_notice: LiveNotice | None = None
 
 
-def set_live_notice(notice: LiveNotice | None) -> LiveNotice | None:
-    """Install the live hub's notice (``timeline.live.hub.connect_signals``); returns the previous one."""
+def set_live_notice(notice: LiveNotice) -> None:
+    """Install the live hub's notice (``timeline.live.hub.connect_signals``)."""
     global _live_notice
-    previous, _live_notice = _live_notice, notice
-    return previous
+    _live_notice = notice
 
 
 def live_notice() -> LiveNotice | None:

@@ -99,7 +99,7 @@ def build_million_row_agent():
             cursor.execute("ANALYZE timeline_timelinerow")
         else:
             cursor.execute(SQLITE_ROWS, [agent.pk])
-            search.index_rows(agent_id=agent.pk, first_seq=1, last_seq=ROWS)
+            search.index_rows(rows=ROWS)
             cursor.execute("ANALYZE")
     TimelineHead.objects.filter(pk=agent.pk).update(head_seq=ROWS)
     agent.refresh_from_db()

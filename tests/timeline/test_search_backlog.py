@@ -120,7 +120,7 @@ def test_rows_noted_without_their_size_are_indexed_at_once(index_every):
     agent = AgentFactory()
     say(agent.pk, "okapi")
     assert not indexed_ids()
-    timeline_search().index_rows(agent_id=agent.pk, first_seq=1, last_seq=1)
+    timeline_search().index_rows(rows=1)
     assert indexed_ids() == {row_id(agent.pk, 1)}
     assert_watermark_holds()
 

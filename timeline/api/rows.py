@@ -56,7 +56,7 @@ def update(*, agent_id: str, seq: int, body: RowUpdateRequest) -> Answer:
         turn_id=row.turn_id,
         provider_message_id=row.provider_message_id,
         provider_timeline_item_id=row.provider_timeline_item_id,
-        revert_token=msgspec.Raw(msgspec.json.encode(row.revert_token)) if row.has_token else None,
+        revert_token=msgspec.Raw(msgspec.json.encode(row.revert_token)) if row.has_revert_token else None,
         extra=msgspec.Raw(msgspec.json.encode(row.extra or {})),
         revision=row.current_revision,
     )

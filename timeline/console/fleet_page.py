@@ -27,10 +27,11 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 from rest_framework.exceptions import ValidationError as CursorError
 
+from kernel.zones import operator_zone
 from registry.models import Project, Workspace
 from timeline.console.entries import KNOWN_ITEM_TYPES
 from timeline.console.rendering import search_pattern, snippet
-from timeline.console.timeline_page import operator_zone, parse_operator_time
+from timeline.console.timeline_page import parse_operator_time
 from timeline.models import TimelineRow
 from timeline.search.base import MAX_QUERY_LENGTH
 from timeline.search.fleet import AgentMatches, decode_key, encode_key, search_fleet, search_scope

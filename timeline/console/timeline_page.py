@@ -28,7 +28,7 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from kernel.zones import operator_zone as kernel_operator_zone
+from kernel.zones import operator_zone
 from snapshots.models import AgentSnapshot
 from timeline.console.entries import KNOWN_ITEM_TYPES, TimelineEntry, build_entries
 from timeline.live.views import admin_timeline_stream
@@ -52,11 +52,6 @@ def _seq_param(value: str | None) -> int | None:
     # isascii(): str.isdigit() also accepts characters like "²" that int() refuses.
     value = (value or "").strip()
     return int(value) if value.isascii() and value.isdigit() and len(value) <= 19 else None
-
-
-def operator_zone(request: HttpRequest) -> zoneinfo.ZoneInfo:
-    """The zone times are shown in (kernel.zones; the middleware has it on admin requests)."""
-    return getattr(request, "operator_zone", None) or kernel_operator_zone(request)
 
 
 def _query(params: QueryDict, **changes: Any) -> str:

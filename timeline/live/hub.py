@@ -136,7 +136,6 @@ class Hub:
         buffer_size: int | None = None,
         poll_interval: float | None = None,
         transport: str | LiveTransport | None = None,
-        db_threads: int | None = None,
     ):
         self.origin = uuid.uuid4().hex[:12]
         self.buffer_size = buffer_size or settings.CHARTR_SSE_BUFFER_SIZE
@@ -146,7 +145,7 @@ class Hub:
         if not isinstance(transport, LiveTransport):
             transport = make_transport(transport, origin=self.origin)
         self.transport = transport
-        self.db = DatabaseRunner(threads=db_threads or settings.CHARTR_LIVE_DB_THREADS)
+        self.db = DatabaseRunner(threads=settings.CHARTR_LIVE_DB_THREADS)
         self.channels: dict[str, Channel] = {}
         #: token id -> the open subscriptions of its streams (the poll ends them once it is revoked).
         self.by_token: dict[int, set[Subscription]] = {}

@@ -88,19 +88,8 @@ class LiveUpdate:
     data: dict
 
 
-#: What an ``updated`` event carries of a row or of the revision an update wrote.
-_UPDATE_FIELDS = (
-    "update_seq",
-    "committed_at",
-    "item_type",
-    "item",
-    "turn_id",
-    "provider_message_id",
-    "provider_timeline_item_id",
-    "revert_token",
-    "extra",
-    "revision",
-)
+#: What an ``updated`` event carries of a row or of the revision an update wrote, besides its seq and item id.
+_UPDATE_FIELDS = ("update_seq", *(name for name in ROW_FIELDS if name not in ("seq", "item_id")), "revision")
 
 
 def read_updates(agent_id: str, after_update: int, limit: int) -> list[LiveUpdate]:

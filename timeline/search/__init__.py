@@ -15,30 +15,20 @@ hook and the migration that builds the index all go through
 
 from __future__ import annotations
 
-from functools import cache
-
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.utils.module_loading import import_string
 
 from kernel.engines import for_engine
 from timeline.search.base import TimelineSearch
+from timeline.search.postgresql import PostgreSQLTimelineSearch
+from timeline.search.sqlite import SQLiteTimelineSearch
 
 #: Connection vendor -> the class searching it.
-SEARCH_BACKENDS = {
-    "sqlite": "timeline.search.sqlite.SQLiteTimelineSearch",
-    "postgresql": "timeline.search.postgresql.PostgreSQLTimelineSearch",
-}
+SEARCH_BACKENDS = {"sqlite": SQLiteTimelineSearch, "postgresql": PostgreSQLTimelineSearch}
 
 
 def timeline_search(connection: BaseDatabaseWrapper | None = None) -> TimelineSearch:
     """The search of ``connection``'s engine (default: the default database's)."""
     if connection is None:
         connection = connections[DEFAULT_DB_ALIAS]
-    return _backend_class(for_engine(connection, SEARCH_BACKENDS, unsupported="Timeline search supports"))(connection)
-
-
-@cache
-def _backend_class(path: str) -> type[TimelineSearch]:
-    """Imported once per engine: every append asks for its engine's search."""
-    return import_string(path)
+    return for_engine(connection, SEARCH_BACKENDS, unsupported="Timeline search supports")(connection)

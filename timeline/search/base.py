@@ -57,8 +57,8 @@ class TimelineSearch(ABC):
         return None
 
     @abstractmethod
-    def index_rows(self, *, agent_id: str, first_seq: int, last_seq: int, item_bytes: int | None = None) -> None:
-        """Take note of the agent's rows ``first_seq..last_seq``, just inserted, whose
+    def index_rows(self, *, rows: int, item_bytes: int | None = None) -> None:
+        """Take note of ``rows`` rows just inserted (one agent's, with consecutive ids), whose
         items' compact UTF-8 JSON is ``item_bytes`` long (None: not counted).
 
         Called by the append service inside the transaction that inserted them,

@@ -37,7 +37,7 @@ class PostgreSQLTimelineSearch(TimelineSearch):
     def drop_index(self, schema_editor: BaseDatabaseSchemaEditor) -> None:
         schema_editor.execute(f"DROP INDEX IF EXISTS {INDEX_NAME}")
 
-    def index_rows(self, *, agent_id: str, first_seq: int, last_seq: int, item_bytes: int | None = None) -> None:
+    def index_rows(self, *, rows: int, item_bytes: int | None = None) -> None:
         """Nothing: an expression index is maintained by PostgreSQL."""
 
     def index_backlog(self) -> None:

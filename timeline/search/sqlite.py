@@ -112,14 +112,14 @@ class SQLiteTimelineSearch(TimelineSearch):
         schema_editor.execute(f"DROP TRIGGER IF EXISTS {DELETE_TRIGGER}")
         schema_editor.execute(f"DROP TABLE IF EXISTS {TABLE}")
 
-    def index_rows(self, *, agent_id: str, first_seq: int, last_seq: int, item_bytes: int | None = None) -> None:
+    def index_rows(self, *, rows: int, item_bytes: int | None = None) -> None:
         """Index the backlog if the rows just inserted reach a multiple of ``INDEX_EVERY``
         or hold more than ``INDEX_AT_ONCE_CHARS`` (or an unknown size)."""
         if item_bytes is None or item_bytes > INDEX_AT_ONCE_CHARS:
             self.index_backlog()
             return
         (last_id,) = _LAST_INSERTED_ID.fetchone([], connection=self.connection)
-        if crosses_batch_boundary(last_id, last_seq - first_seq + 1):
+        if crosses_batch_boundary(last_id, rows):
             self.index_backlog()
 
     def reindex_row(self, row_id: int) -> None:

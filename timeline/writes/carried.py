@@ -18,7 +18,10 @@ from django.db import transaction
 from kernel.errors import Conflict
 from timeline.models import TimelineHead, TimelineRow, TimelineRowRevision
 from timeline.services import BULK_APPEND_BATCH, BulkAppendResult, CheckedRow, bulk_append_timeline_rows
-from timeline.writes.revisions import COPIED_FIELDS, NO_TOKEN, stored_revert_token
+from timeline.writes.revisions import revision_of
+
+#: A carried revision's own fields besides its content (``revisions.COPIED_FIELDS``).
+KEPT = ("revision", "update_seq", "replaced_at")
 
 
 @dataclass(frozen=True)
@@ -115,16 +118,7 @@ def carry_over_revisions(
         if missing:
             raise Conflict(f"Timeline of {agent_id}: an earlier version of seq {missing[0]}, which holds no row.")
         TimelineRowRevision.objects.bulk_create(
-            TimelineRowRevision(
-                row_id=rows[r.seq],
-                agent_id=agent_id,
-                revision=r.revision,
-                update_seq=r.update_seq,
-                replaced_at=r.replaced_at,
-                revert_token=stored_revert_token(r.revert_token if r.has_revert_token else NO_TOKEN),
-                extra=r.extra,
-                **{name: getattr(r, name) for name in COPIED_FIELDS},
-            )
+            revision_of(r, row_id=rows[r.seq], agent_id=agent_id, **{name: getattr(r, name) for name in KEPT})
             for r in revisions
         )
     return len(revisions)

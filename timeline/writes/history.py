@@ -35,12 +35,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from timeline.errors import SeqConflict
-from timeline.items import check_item_size, new_item_problems, same_item
+from timeline.items import check_item_size, new_item_problems
 from timeline.models import TimelineHead, TimelineRow, has_revert_token
 from timeline.rows import ReadRow
 from timeline.services import announce, bulk_append_timeline_rows
 from timeline.writes.head import AgentHead, lock_agent
 from timeline.writes.idempotency import ID_CHUNK
+from timeline.writes.revisions import NO_TOKEN, RowContent, holds
 
 #: The highest seq a row may carry: JavaScript's Number.MAX_SAFE_INTEGER, where Paseo's seqs live.
 MAX_ROW_SEQ = 2**53 - 1
@@ -133,16 +134,9 @@ def _stored_rows(agent_id: str, seqs: list[int]) -> dict[int, TimelineRow]:
 
 def same_row(stored: TimelineRow, row: ReadRow) -> bool:
     """Whether ``stored`` (read with ``has_revert_token``) is ``row``: item, time and every row key."""
-    if stored.has_revert_token != (row.revert_token_json is not None):
-        return False
-    if stored.has_revert_token and not same_item(stored.revert_token, json.loads(row.revert_token_json)):
-        return False
-    return (
-        same_item(stored.item, row.item)
-        and stored.committed_at == row.committed_at
-        and (stored.turn_id, stored.provider_message_id, stored.provider_timeline_item_id)
-        == (row.turn_id, row.provider_message_id, row.provider_timeline_item_id)
-    )
+    token = NO_TOKEN if row.revert_token_json is None else json.loads(row.revert_token_json)
+    keys = ("committed_at", "turn_id", "provider_message_id", "provider_timeline_item_id")
+    return holds(stored, RowContent(item=row.item, revert_token=token, **{key: getattr(row, key) for key in keys}))
 
 
 # --- replaceCommitted and deleteAgent -------------------------------------------

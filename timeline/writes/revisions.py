@@ -74,7 +74,7 @@ def update_row(*, agent_id: str, seq: int, content: RowContent) -> RowUpdate:
         # A seq no row can have (0, or past a bigint) is looked up nowhere.
         row = (
             TimelineRow.objects.select_for_update()
-            .annotate(has_token=has_revert_token())
+            .annotate(has_revert_token=has_revert_token())
             .filter(agent_id=agent_id, seq=seq)
             .first()
             if 1 <= seq <= MAX_SEQ
@@ -86,7 +86,7 @@ def update_row(*, agent_id: str, seq: int, content: RowContent) -> RowUpdate:
                 extra={"seq": seq, "min_seq": agent.min_seq, "head_seq": agent.head_seq},
             )
         head = TimelineHead.objects.filter(pk=agent_id).values_list("update_seq", flat=True).get()
-        if _holds(row, content):
+        if holds(row, content):
             return RowUpdate(row=row, changed=False, update_seq=head, epoch=agent.timeline_epoch)
         update_seq = head + 1
         size_change = item_bytes(content.item) - item_bytes(row.item)
@@ -114,13 +114,14 @@ def _check_content(content: RowContent) -> None:
     check_item_size(content.item)
 
 
-def _holds(row: TimelineRow, content: RowContent) -> bool:
-    """Whether ``row`` already holds ``content`` (items and tokens compared as JSON, on both databases alike)."""
+def holds(row: TimelineRow, content: RowContent) -> bool:
+    """Whether ``row`` (read with ``has_revert_token``) already holds ``content`` (items and tokens
+    compared as JSON, on both databases alike)."""
     committed_at = content.committed_at or row.committed_at
     token_same = (
-        not row.has_token
+        not row.has_revert_token
         if content.revert_token is NO_TOKEN
-        else row.has_token and same_item(row.revert_token, content.revert_token)
+        else row.has_revert_token and same_item(row.revert_token, content.revert_token)
     )
     return (
         same_item(row.item, content.item)
@@ -133,16 +134,16 @@ def _holds(row: TimelineRow, content: RowContent) -> bool:
 
 
 def _keep_revision(row: TimelineRow) -> None:
-    TimelineRowRevision.objects.create(
-        row=row,
-        agent_id=row.agent_id,
-        revision=row.current_revision,
-        update_seq=row.update_seq,
-        replaced_at=timezone.now(),
-        revert_token=stored_revert_token(row.revert_token if row.has_token else NO_TOKEN),
-        extra=row.extra,
-        **{name: getattr(row, name) for name in COPIED_FIELDS},
-    )
+    kept = {"revision": row.current_revision, "update_seq": row.update_seq, "replaced_at": timezone.now()}
+    revision_of(row, row=row, agent_id=row.agent_id, **kept).save(force_insert=True)
+
+
+def revision_of(source: Any, **values: Any) -> TimelineRowRevision:
+    """An earlier version holding ``source``'s content (a row read with ``has_revert_token``, or a carried
+    revision); ``values`` set its other fields."""
+    token = stored_revert_token(source.revert_token if source.has_revert_token else NO_TOKEN)
+    content = {name: getattr(source, name) for name in COPIED_FIELDS}
+    return TimelineRowRevision(revert_token=token, extra=source.extra, **content, **values)
 
 
 def stored_revert_token(token: Any) -> Any:
@@ -164,5 +165,5 @@ def _apply(row: TimelineRow, content: RowContent, *, update_seq: int) -> None:
     row.revision = row.current_revision + 1
     row.update_seq = update_seq
     row.save(update_fields=[*COPIED_FIELDS, "revert_token", "revision", "update_seq"])
-    row.has_token = content.revert_token is not NO_TOKEN
+    row.has_revert_token = content.revert_token is not NO_TOKEN
     row.revert_token = None if content.revert_token is NO_TOKEN else content.revert_token
