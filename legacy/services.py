@@ -42,13 +42,12 @@ from pathlib import Path
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from kernel.data_snapshots import take_data_snapshot
 from kernel.errors import Conflict
 from kernel.services import insert_carried_over, reset_id_sequences
 from legacy.backup import back_up_source, discard_backup
 from legacy.histories import write_histories
 from legacy.models import ImportRun
-from legacy.report import ImportReport, Progress, no_progress
+from legacy.report import ImportReport, Progress, no_progress, pre_import_snapshot
 from legacy.scan import check_source, scan_home
 from legacy.timelines import write_timelines
 from legacy.write import write_records
@@ -133,11 +132,7 @@ def _snapshot_first(source: Path, report: ImportReport) -> None:
     if connection.in_atomic_block:
         report.warnings.append("No data snapshot was taken before the import: it ran inside a transaction.")
         return
-    report.snapshot = take_data_snapshot(
-        reason="pre-import", note=f"before importing {source}", reuse_unchanged=True, required=False
-    )
-    if report.snapshot is None:
-        report.warnings.append("No data snapshot was taken before the import: CHARTR_SNAPSHOTS_KEEP is 0.")
+    report.snapshot = pre_import_snapshot(source, report.warnings)
 
 
 def _record_run(report: ImportReport, *, started_at: dt.datetime) -> ImportRun:
