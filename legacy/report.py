@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
@@ -67,9 +68,7 @@ class ImportReport:
     def count_extra(self, kind: str, extra: dict | None) -> None:
         """Count the keys of a record (or row) written with ``extra``."""
         if extra:
-            counts = self.extra_keys.setdefault(kind, {})
-            for key in extra:
-                counts[key] = counts.get(key, 0) + 1
+            self.extra_keys.setdefault(kind, Counter()).update(extra.keys())
 
     def total(self, column: str) -> int:
         return sum(getattr(counts, column) for counts in self.counts.values())
