@@ -23,15 +23,7 @@ The whole run is one transaction:
    failed copy imports nothing (``legacy.backup``; never in a dry run, which
    leaves nothing behind at all). Then the ``ImportRun`` record.
 
-Identity: projects and workspaces are matched by directory, agents by id.
-A record that already exists is updated only when the legacy ``updatedAt``
-is newer than chartr's ``updated_at``, so running twice changes nothing.
-
-Timelines: rows are appended after the agent's ``head_seq``, keeping seq
-contiguous. An agent the import creates takes the file header's epoch, so an
-export imported into an empty database reproduces the timeline exactly. An
-existing agent keeps its epoch (appending is not replacing); the file must
-continue the agent's history, which is checked on the last row both share.
+How records are matched and updated is ``legacy.write``'s; how timelines continue, ``legacy.timelines``'s.
 """
 
 from __future__ import annotations
