@@ -82,5 +82,5 @@ def _write_timeline(writer: _Writer, agent: AgentSnapshot) -> None:
 
 def write_instance(*, path: Path | str, with_tokens: bool = False, progress: Progress | None = None) -> dict[str, int]:
     """Write the whole instance to ``path`` (gzip-compressed when it ends in ``.gz``), atomically."""
-    with replaced_atomically(Path(path)) as tmp, fmt.open_for_writing(tmp) as out:
+    with replaced_atomically(Path(path)) as tmp, fmt.open_file(tmp, "wt") as out:
         return write_instance_to(out, with_tokens=with_tokens, progress=progress)
