@@ -13,9 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-#: The content block types whose text a message carries.
-_TEXT_BLOCKS = {"text": "text", "thinking": "thinking"}
-
 
 def shown_items(record: dict) -> list[dict]:
     """The chartr items the console shows for one Claude Code transcript ``record``."""

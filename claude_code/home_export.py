@@ -14,7 +14,6 @@ or ``..``) is not written: the report names it.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from claude_code.home_import import AGENT_METADATA
 from claude_code.keys import DEFAULT_NAMESPACE, SessionKey
 from claude_code.models import ClaudeCodeSession
 from claude_code.transcripts import META_SUFFIX, TRANSCRIPT_SUFFIX
+from kernel.files import replaced_atomically
 from legacy.report import Progress, no_progress
 
 
@@ -84,10 +84,7 @@ def _line(entry: dict) -> str:
 
 
 def _write(path: Path, text: str) -> None:
-    """Write ``text`` whole or not at all (a temporary file renamed over ``path``), owner-only."""
+    """Write ``text`` whole or not at all, owner-only (``kernel.files.replaced_atomically``: its file is 0600)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    os.chmod(partial, 0o600)
-    partial.replace(path)
+    with replaced_atomically(path, sync=False) as tmp:
+        tmp.write_text(text, encoding="utf-8")

@@ -32,10 +32,9 @@ from claude_code.keys import DEFAULT_NAMESPACE, SessionKey
 from claude_code.models import ClaudeCodeImportRun
 from claude_code.services import append_entries
 from claude_code.transcripts import NotAClaudeHome, Transcript, find_transcripts, read_meta, transcript_lines
-from kernel.data_snapshots import take_data_snapshot
 from kernel.errors import InputInvalid
 from legacy.problems import Problem
-from legacy.report import Progress, no_progress
+from legacy.report import Progress, no_progress, pre_import_snapshot
 from snapshots.services import update_agent
 from timeline.items import contains_nul
 
@@ -105,11 +104,7 @@ def import_home(*, source: Path | str, dry_run: bool = False, progress: Progress
             return report
     report = HomeImportReport(source=str(source), dry_run=dry_run, side_files=side_files)
     if not dry_run and not connection.in_atomic_block:
-        report.snapshot = take_data_snapshot(
-            reason="pre-import", note=f"before importing {source}", reuse_unchanged=True, required=False
-        )
-        if report.snapshot is None:
-            report.warnings.append("No data snapshot was taken before the import: CHARTR_SNAPSHOTS_KEEP is 0.")
+        report.snapshot = pre_import_snapshot(source, report.warnings)
     _import_once(reads, report, progress=progress, only_if_unchanged=False)
     return report
 

@@ -25,8 +25,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from claude_code.keys import SessionKey
-from claude_code.services import ensure_session
-from registry.directories import normalize_directory
+from claude_code.services import ensure_session, usable_cwd
 from snapshots.models import AgentSnapshot
 from snapshots.services import update_agent
 
@@ -70,21 +69,12 @@ def record_hook_event(*, namespace: str, event: dict[str, Any]) -> HookOutcome:
     )
     if name not in HANDLED_EVENTS:
         return HookOutcome(event=name)
-    agent = ensure_session(key, cwd=_cwd(event.get("cwd"))).agent
+    agent = ensure_session(key, cwd=usable_cwd(event.get("cwd"))).agent
     changes = _changes(name, event, agent)
     if not changes or agent.is_archived:
         return HookOutcome(event=name, agent_id=agent.agent_id)
     update_agent(agent=agent, **changes)
     return HookOutcome(event=name, agent_id=agent.agent_id, changed=True)
-
-
-def _cwd(value: object) -> str | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return normalize_directory(value)
-    except ValidationError:
-        return None
 
 
 def _changes(name: str, event: dict, agent: AgentSnapshot) -> dict[str, Any]:

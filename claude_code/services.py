@@ -97,16 +97,19 @@ def holding_directory(namespace: str) -> str:
     return f"{HOLDING_ROOT}/{namespace}"
 
 
+def usable_cwd(value: object) -> str | None:
+    """``value`` as an absolute directory, or None when it is none (an entry's or a hook event's ``cwd``)."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return normalize_directory(value)
+    except ValidationError:
+        return None
+
+
 def entries_cwd(entries: Sequence[dict]) -> str | None:
-    """The first usable ``cwd`` the entries carry (an absolute directory), else None."""
-    for entry in entries:
-        cwd = entry.get("cwd") if isinstance(entry, dict) else None
-        if isinstance(cwd, str) and cwd:
-            try:
-                return normalize_directory(cwd)
-            except ValidationError:
-                continue
-    return None
+    """The first usable ``cwd`` the entries carry, else None."""
+    return next(filter(None, (usable_cwd(entry.get("cwd")) for entry in entries)), None)
 
 
 def ensure_session(

@@ -36,9 +36,8 @@ from codex.report import (
 )
 from codex.rollouts import CodexHome, Line, Thread, read_home
 from codex.selectors import agent_codex_records, codex_agent, codex_threads, thread_records
-from kernel.data_snapshots import take_data_snapshot
 from legacy.problems import Problem
-from legacy.report import Progress, no_progress
+from legacy.report import Progress, no_progress, pre_import_snapshot
 from registry.services import workspace_for_directory
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent, create_agent
@@ -59,11 +58,7 @@ def import_codex(*, source: Path | str, dry_run: bool = False, progress: Progres
     home = read_home(Path(source), progress)
     snapshot = None
     if not dry_run and not transaction.get_connection().in_atomic_block and _would_change(home, source, progress):
-        snapshot = take_data_snapshot(
-            reason="pre-import", note=f"before importing {source}", reuse_unchanged=True, required=False
-        )
-        if snapshot is None:
-            home.warnings.append("No data snapshot was taken before the import: CHARTR_SNAPSHOTS_KEEP is 0.")
+        snapshot = pre_import_snapshot(source, home.warnings)
     report = _import_once(home, source, progress, dry_run=dry_run)
     report.snapshot = snapshot
     return report

@@ -23,7 +23,7 @@ from timeline.models import ROW_FIELDS, TimelineHead, TimelineRow, has_revert_to
 EXPORT_BATCH = 5000
 
 
-def timeline_lines(*, agent_id: str, batch_size: int = EXPORT_BATCH) -> Iterator[str]:
+def timeline_lines(*, agent_id: str) -> Iterator[str]:
     """The header, then one line per committed row; raises Conflict if the
     agent's history was replaced while it was being read."""
     state = TimelineHead.objects.filter(pk=agent_id).values("epoch", "head_seq", "min_seq").first()
@@ -33,7 +33,7 @@ def timeline_lines(*, agent_id: str, batch_size: int = EXPORT_BATCH) -> Iterator
     yield jsonl.header_line(agent_id=agent_id, epoch=epoch, exported_at=timezone.now(), min_seq=min_seq)
     last = min_seq - 1
     while last < head:
-        rows = committed_rows(agent_id, after=last, head=head, limit=batch_size)
+        rows = committed_rows(agent_id, after=last, head=head, limit=EXPORT_BATCH)
         if not rows:
             break
         for row in rows:

@@ -78,29 +78,20 @@ def workspace_record(workspace: Workspace) -> dict:
     }
 
 
+#: The agent fields Paseo writes null for where chartr keeps an empty string or object.
+AGENT_NULL_WHEN_EMPTY = frozenset({"title", "last_mode_id", "persistence"})
+
+
 def agent_record(agent: AgentSnapshot) -> dict:
-    return {
-        **agent.extra,
-        "id": agent.agent_id,
-        "provider": agent.provider,
-        "cwd": agent.cwd or agent.workspace.directory,
-        "createdAt": paseo_time(agent.created_at),
-        "updatedAt": paseo_time(agent.updated_at),
-        "lastActivityAt": paseo_time(agent.timeline_head.last_activity_at),
-        "lastUserMessageAt": paseo_time(agent.timeline_head.last_user_message_at),
-        "title": _or_none(agent.title),
-        "labels": agent.labels,
-        "lastStatus": agent.lifecycle,
-        "lastModeId": _or_none(agent.last_mode_id),
-        "config": agent.config,
-        "runtimeInfo": agent.runtime_info,
-        "persistence": _or_none(agent.persistence),
-        "requiresAttention": agent.requires_attention,
-        "attentionReason": agent.attention_reason,
-        "attentionTimestamp": paseo_time(agent.attention_at),
-        "internal": agent.internal,
-        "archivedAt": paseo_time(agent.archived_at),
-    }
+    """Each field under its key in ``records.AGENT_FIELD_KEYS``; the activity times are its timeline head's."""
+    record = dict(agent.extra)
+    for name, key in records.AGENT_FIELD_KEYS.items():
+        value = getattr(agent.timeline_head if name in records.HEAD_ACTIVITY_FIELDS else agent, name)
+        if isinstance(value, dt.datetime):
+            value = paseo_time(value)
+        record[key] = _or_none(value) if name in AGENT_NULL_WHEN_EMPTY else value
+    record["cwd"] = agent.cwd or agent.workspace.directory
+    return record
 
 
 def _write_json(path: Path, value: Any) -> None:

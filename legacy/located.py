@@ -167,15 +167,12 @@ class _JsonSyntax(RecordError):
         self.lineno = exc.lineno
 
 
-def is_syntax_error(error: RecordError) -> bool:
-    """Whether ``error`` is the file's JSON syntax (it names its own line)."""
-    return isinstance(error, _JsonSyntax)
-
-
-def problem_for(path: Path, error: RecordError, location: str = "") -> Problem:
+def problems_of(path: Path, error: RecordError) -> list[Problem]:
+    """The problems of a file that failed whole: its JSON syntax on the line it names, any other
+    error on the lines of the keys it is about (``file_problems``)."""
     if isinstance(error, _JsonSyntax):
-        location = f"line {error.lineno}"
-    return Problem(str(path), location, str(error))
+        return [Problem(str(path), f"line {error.lineno}", str(error))]
+    return file_problems(path, [((), "", error)])
 
 
 @dataclass
@@ -193,7 +190,7 @@ def parse_array_file(path: Path, parse, id_key: str) -> ParsedArray:
     try:
         items = load_json(path)
     except RecordError as exc:
-        result.problems.append(problem_for(path, exc))
+        result.problems += problems_of(path, exc)
         return result
     if not isinstance(items, list):
         result.problems.append(Problem(str(path), "", f"expected a JSON array, found {type(items).__name__}"))

@@ -32,7 +32,7 @@ from typing import Any
 import msgspec
 
 from legacy.jsonl import check_epoch
-from legacy.located import Checks, RecordErrors, file_problems, is_syntax_error, load_json, problem_for
+from legacy.located import Checks, RecordErrors, load_json, problems_of
 from legacy.problems import Problem, RecordError
 from snapshots.models import AGENT_ID_RE
 from timeline.items import LEGACY_ITEM_TYPE, contains_nul, item_json, item_problems
@@ -237,9 +237,7 @@ def scan_history_files(directory: Path, stores: PaseoStores) -> None:
             stores.skipped.append(f"{path}: skipped, unknown version {exc.version!r} (expected {PASEO_VERSION})")
             continue
         except RecordError as exc:
-            stores.problems += (
-                [problem_for(path, exc)] if is_syntax_error(exc) else file_problems(path, [((), "", exc)])
-            )
+            stores.problems += problems_of(path, exc)
             stores.skipped_rows += _row_count(path)
             continue
         stores.histories[agent_id] = history

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernel.errors import ChartrError
+from kernel.errors import InputInvalid
 
 
 @dataclass(frozen=True)
@@ -25,25 +25,19 @@ class RecordError(ValueError):
     """A record is invalid; the message is the reason, the caller adds the place."""
 
 
-class LegacyImportInvalid(ChartrError):
+class LegacyImportInvalid(InputInvalid):
     """The input is invalid and nothing was written."""
 
     code = "invalid_legacy_data"
-    status = 400
-    #: Only the import command raises it: no API operation answers it.
-    in_api = False
 
     def __init__(self, problems: list[Problem], *, message: str | None = None, skippable: bool = True):
-        self.problems = list(problems)
+        plural = "s" if len(problems) != 1 else ""
+        super().__init__(
+            problems,
+            message=message or f"{len(problems)} invalid file{plural} or record{plural}; nothing was imported.",
+        )
         #: whether --skip-invalid could have imported the rest
         self.skippable = skippable
-        count = len(self.problems)
-        super().__init__(
-            message
-            or f"{count} invalid file{'s' if count != 1 else ''} or record{'s' if count != 1 else ''}; "
-            "nothing was imported.",
-            extra={"problems": [str(problem) for problem in self.problems]},
-        )
 
 
 def changed_during_import(path, location: str, reason: str) -> LegacyImportInvalid:

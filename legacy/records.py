@@ -18,7 +18,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 
 from kernel.services import validate_fields
-from legacy.located import Checks, RecordErrors, file_problems, load_json, problem_for
+from legacy.located import Checks, RecordErrors, load_json, problems_of
 from legacy.problems import Problem, RecordError
 from registry.directories import last_segment, normalize_directory
 from registry.models import Project, ProjectKind, Workspace, WorkspaceKind
@@ -148,17 +148,14 @@ def _check_model(instance, *, exclude: list[str], keys: dict[str, str]) -> None:
 # --- records --------------------------------------------------------------
 
 
-@dataclass
-class LegacyProject:
-    legacy_id: str
-    directory: str
-    kind: str
-    display_name: str
+@dataclass(kw_only=True)
+class _Record:
+    """What every legacy record has: its times, and where it was read (``location``: its index in
+    the file's array, empty for a record that is a file of its own)."""
+
     created_at: dt.datetime
     updated_at: dt.datetime
     archived_at: dt.datetime | None
-    git_remote: str = ""
-    extra: dict = field(default_factory=dict)
     source_file: str = ""
     location: str = ""
 
@@ -168,42 +165,35 @@ class LegacyProject:
 
 
 @dataclass
-class LegacyWorkspace:
+class LegacyProject(_Record):
+    legacy_id: str
+    directory: str
+    kind: str
+    display_name: str
+    git_remote: str = ""
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass
+class LegacyWorkspace(_Record):
     legacy_id: str
     legacy_project_id: str
     directory: str
     kind: str
     display_name: str
     branch: str
-    created_at: dt.datetime
-    updated_at: dt.datetime
-    archived_at: dt.datetime | None
     worktree_root: str = ""
     extra: dict = field(default_factory=dict)
-    source_file: str = ""
-    location: str = ""
     project_directory: str = ""
-
-    @property
-    def origin(self) -> str:
-        return f"{self.source_file}:{self.location}" if self.location else self.source_file
 
 
 @dataclass
-class LegacyAgent:
+class LegacyAgent(_Record):
     agent_id: str
     cwd: str
-    created_at: dt.datetime
-    updated_at: dt.datetime
-    archived_at: dt.datetime | None
     #: Field name -> value, for the fields an update may change: the AgentSnapshot's, and
     #: ``HEAD_ACTIVITY_FIELDS`` for its timeline head (``timeline.services.carry_over_heads``).
     fields: dict[str, Any]
-    source_file: str = ""
-
-    @property
-    def origin(self) -> str:
-        return self.source_file
 
     @property
     def extra(self) -> dict:
@@ -422,14 +412,9 @@ def iter_agent_records(paths: list[Path]) -> Iterator[tuple[Path, LegacyAgent | 
     """Each agent file's record, or every problem it has, each on its line."""
     for path in paths:
         try:
-            document = load_json(path)
+            agent = parse_agent(load_json(path))
         except RecordError as exc:
-            yield path, None, [problem_for(path, exc)]
-            continue
-        try:
-            agent = parse_agent(document)
-        except RecordError as exc:
-            yield path, None, file_problems(path, [((), "", exc)])
+            yield path, None, problems_of(path, exc)
             continue
         agent.source_file = str(path)
         yield path, agent, []

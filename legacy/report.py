@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+
+from kernel.data_snapshots import take_data_snapshot
 
 KINDS = ("projects", "workspaces", "agents", "timeline_rows")
 
@@ -13,6 +16,18 @@ Progress = Callable[[str, int, int], None]
 
 def no_progress(phase: str, done: int, total: int) -> None:
     """The ``Progress`` of a caller that shows none."""
+
+
+def pre_import_snapshot(source, warnings: list[str]) -> str | None:
+    """A data snapshot before an import writes (reason ``pre-import``), so the import is one ``restore``
+    away from undone; a rerun with nothing new reuses the newest. With snapshots disabled, None, said
+    in ``warnings``. Every importer's (legacy, Claude Code, Codex)."""
+    snapshot = take_data_snapshot(
+        reason="pre-import", note=f"before importing {source}", reuse_unchanged=True, required=False
+    )
+    if snapshot is None:
+        warnings.append("No data snapshot was taken before the import: CHARTR_SNAPSHOTS_KEEP is 0.")
+    return snapshot
 
 
 @dataclass
@@ -53,9 +68,7 @@ class ImportReport:
     def count_extra(self, kind: str, extra: dict | None) -> None:
         """Count the keys of a record (or row) written with ``extra``."""
         if extra:
-            counts = self.extra_keys.setdefault(kind, {})
-            for key in extra:
-                counts[key] = counts.get(key, 0) + 1
+            self.extra_keys.setdefault(kind, Counter()).update(extra.keys())
 
     def total(self, column: str) -> int:
         return sum(getattr(counts, column) for counts in self.counts.values())

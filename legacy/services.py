@@ -23,15 +23,7 @@ The whole run is one transaction:
    failed copy imports nothing (``legacy.backup``; never in a dry run, which
    leaves nothing behind at all). Then the ``ImportRun`` record.
 
-Identity: projects and workspaces are matched by directory, agents by id.
-A record that already exists is updated only when the legacy ``updatedAt``
-is newer than chartr's ``updated_at``, so running twice changes nothing.
-
-Timelines: rows are appended after the agent's ``head_seq``, keeping seq
-contiguous. An agent the import creates takes the file header's epoch, so an
-export imported into an empty database reproduces the timeline exactly. An
-existing agent keeps its epoch (appending is not replacing); the file must
-continue the agent's history, which is checked on the last row both share.
+How records are matched and updated is ``legacy.write``'s; how timelines continue, ``legacy.timelines``'s.
 """
 
 from __future__ import annotations
@@ -42,13 +34,12 @@ from pathlib import Path
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from kernel.data_snapshots import take_data_snapshot
 from kernel.errors import Conflict
 from kernel.services import insert_carried_over, reset_id_sequences
 from legacy.backup import back_up_source, discard_backup
 from legacy.histories import write_histories
 from legacy.models import ImportRun
-from legacy.report import ImportReport, Progress, no_progress
+from legacy.report import ImportReport, Progress, no_progress, pre_import_snapshot
 from legacy.scan import check_source, scan_home
 from legacy.timelines import write_timelines
 from legacy.write import write_records
@@ -133,11 +124,7 @@ def _snapshot_first(source: Path, report: ImportReport) -> None:
     if connection.in_atomic_block:
         report.warnings.append("No data snapshot was taken before the import: it ran inside a transaction.")
         return
-    report.snapshot = take_data_snapshot(
-        reason="pre-import", note=f"before importing {source}", reuse_unchanged=True, required=False
-    )
-    if report.snapshot is None:
-        report.warnings.append("No data snapshot was taken before the import: CHARTR_SNAPSHOTS_KEEP is 0.")
+    report.snapshot = pre_import_snapshot(source, report.warnings)
 
 
 def _record_run(report: ImportReport, *, started_at: dt.datetime) -> ImportRun:

@@ -142,44 +142,35 @@ def _workspaces_for_new_agents(
     gets a ``directory`` project (reusing one already at that directory) and a
     ``checkout`` workspace: the one place a directory becomes identity."""
     workspace_pk_by_dir = dict(workspace_pk_by_dir)
-    unknown = sorted({agent.cwd for agent in agents} - set(workspace_pk_by_dir))
-    for chunk in chunks(unknown):
+    cwds = {agent.cwd for agent in agents}
+    for chunk in chunks(sorted(cwds - set(workspace_pk_by_dir))):
         workspace_pk_by_dir.update(Workspace.objects.at_directories(chunk).values_list("directory", "pk"))
-    _add_containing_workspaces(
-        sorted({agent.cwd for agent in agents} - set(workspace_pk_by_dir)), workspace_pk_by_dir, report
-    )
-    missing = sorted({agent.cwd for agent in agents} - set(workspace_pk_by_dir))
+    _add_containing_workspaces(sorted(cwds - set(workspace_pk_by_dir)), workspace_pk_by_dir)
+    missing = sorted(cwds - set(workspace_pk_by_dir))
     if not missing:
         return workspace_pk_by_dir
     first_seen: dict[str, dt.datetime] = {}
     for agent in agents:
         if agent.cwd in missing:
             first_seen[agent.cwd] = min(first_seen.get(agent.cwd, agent.created_at), agent.created_at)
+
+    def made_at(directory: str) -> dict:
+        """A new project's or workspace's fields: named after its directory, made when its first agent was."""
+        when = first_seen[directory]
+        return {"directory": directory, "display_name": last_segment(directory), "created_at": when, "updated_at": when}
+
     project_pk_by_dir = dict(project_pk_by_dir)
     for chunk in chunks([d for d in missing if d not in project_pk_by_dir]):
         project_pk_by_dir.update(Project.objects.at_directories(chunk).values_list("directory", "pk"))
     new_projects = [
-        Project(
-            directory=directory,
-            kind=Project.Kind.DIRECTORY,
-            display_name=last_segment(directory),
-            created_at=first_seen[directory],
-            updated_at=first_seen[directory],
-        )
+        Project(kind=Project.Kind.DIRECTORY, **made_at(directory))
         for directory in missing
         if directory not in project_pk_by_dir
     ]
     import_projects(new=new_projects)
     project_pk_by_dir.update((project.directory, project.pk) for project in new_projects)
     new_workspaces = [
-        Workspace(
-            project_id=project_pk_by_dir[directory],
-            directory=directory,
-            kind=Workspace.Kind.CHECKOUT,
-            display_name=last_segment(directory),
-            created_at=first_seen[directory],
-            updated_at=first_seen[directory],
-        )
+        Workspace(project_id=project_pk_by_dir[directory], kind=Workspace.Kind.CHECKOUT, **made_at(directory))
         for directory in missing
     ]
     import_workspaces(new=new_workspaces)
@@ -189,7 +180,7 @@ def _workspaces_for_new_agents(
     return workspace_pk_by_dir
 
 
-def _add_containing_workspaces(cwds: list[str], workspace_pk_by_dir: dict[str, int], report: ImportReport) -> None:
+def _add_containing_workspaces(cwds: list[str], workspace_pk_by_dir: dict[str, int]) -> None:
     """Map each cwd below a workspace's directory to the deepest such workspace: an
     agent working in a subfolder belongs to its workspace and keeps its own ``cwd``."""
     wanted = sorted({ancestor for cwd in cwds for ancestor in directories_above(cwd)} - set(workspace_pk_by_dir))

@@ -16,21 +16,18 @@ from typing import IO
 from django.db import connection
 from django.utils import timezone
 
-from claude_code.models import ClaudeCodeSession
 from kernel.files import replaced_atomically
-from legacy.models import ImportRun
 from legacy.report import Progress, no_progress
 from portability import format as fmt
 from portability.records import AGENT, API_TOKEN, CLAUDE_CODE_SESSION, IMPORT_RUN, PROJECT, WORKSPACE, record_of
 from portability.selectors import (
     AgentDigest,
     agents_with_heads,
+    each,
     held_counts,
-    pages,
     timeline_records,
     tokens_with_creators,
 )
-from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
 
 
@@ -56,27 +53,19 @@ def write_instance_to(out: IO[str], *, with_tokens: bool = False, progress: Prog
     writer = _Writer(out, totals, progress)
     head = fmt.header(exported_at=timezone.now(), engine=connection.vendor, with_tokens=with_tokens, counts=totals)
     out.write(fmt.canonical(head) + "\n")
-    for kind, queryset in ((PROJECT, Project.objects.all()), (WORKSPACE, Workspace.objects.all())):
-        for page in pages(queryset):
-            for obj in page:
-                writer.write(record_of(kind, obj))
-    for page in pages(AgentSnapshot.objects.all()):
-        for agent in page:
-            writer.write(record_of(AGENT, agent))
-    for page in pages(agents_with_heads()):
-        for agent in page:
-            _write_timeline(writer, agent)
-    for page in pages(ClaudeCodeSession.objects.all()):
-        for session in page:
-            writer.write(record_of(CLAUDE_CODE_SESSION, session))
+    for kind in (PROJECT, WORKSPACE, AGENT):
+        for obj in each(kind.model.objects.all()):
+            writer.write(record_of(kind, obj))
+    for agent in each(agents_with_heads()):
+        _write_timeline(writer, agent)
+    for session in each(CLAUDE_CODE_SESSION.model.objects.all()):
+        writer.write(record_of(CLAUDE_CODE_SESSION, session))
     if with_tokens:
-        for page in pages(tokens_with_creators()):
-            for token in page:
-                creator = token.created_by.get_username() if token.created_by is not None else None
-                writer.write(record_of(API_TOKEN, token, created_by=creator))
-    for page in pages(ImportRun.objects.all()):
-        for run in page:
-            writer.write(record_of(IMPORT_RUN, run))
+        for token in each(tokens_with_creators()):
+            creator = token.created_by.get_username() if token.created_by is not None else None
+            writer.write(record_of(API_TOKEN, token, created_by=creator))
+    for run in each(IMPORT_RUN.model.objects.all()):
+        writer.write(record_of(IMPORT_RUN, run))
     out.write(fmt.canonical({"type": "end", "counts": writer.counts}) + "\n")
     return writer.counts
 
@@ -93,5 +82,5 @@ def _write_timeline(writer: _Writer, agent: AgentSnapshot) -> None:
 
 def write_instance(*, path: Path | str, with_tokens: bool = False, progress: Progress | None = None) -> dict[str, int]:
     """Write the whole instance to ``path`` (gzip-compressed when it ends in ``.gz``), atomically."""
-    with replaced_atomically(Path(path)) as tmp, fmt.open_for_writing(tmp) as out:
+    with replaced_atomically(Path(path)) as tmp, fmt.open_file(tmp, "wt") as out:
         return write_instance_to(out, with_tokens=with_tokens, progress=progress)

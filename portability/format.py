@@ -90,16 +90,10 @@ def header(*, exported_at: dt.datetime, engine: str, with_tokens: bool, counts: 
     }
 
 
-def open_for_writing(path: Path) -> IO[str]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "wt", encoding="utf-8", newline="\n")
-    return open(path, "w", encoding="utf-8", newline="\n")
-
-
-def _open_for_reading(path: Path) -> IO[bytes]:
-    if path.suffix == ".gz":
-        return gzip.open(path, "rb")
-    return open(path, "rb")
+def open_file(path: Path, mode: str) -> IO:
+    """``path`` in ``mode`` (``"wt"``: UTF-8 text, ``\\n`` line ends; or ``"rb"``), gzip-compressed when it ends in ``.gz``."""
+    text = {"encoding": "utf-8", "newline": "\n"} if "t" in mode else {}
+    return (gzip.open if path.suffix == ".gz" else open)(path, mode, **text)
 
 
 @dataclass(frozen=True)
@@ -125,7 +119,7 @@ class Reader:
 
     def __enter__(self) -> Reader:
         try:
-            self._handle = _open_for_reading(self.path)
+            self._handle = open_file(self.path, "rb")
         except OSError as exc:
             raise InstanceFileInvalid(self.name, None, f"cannot read: {exc.strerror or exc}") from None
         self._lines = self._read()

@@ -90,7 +90,6 @@ _TYPES: list[tuple[type[models.Field], tuple[type, ...], str]] = [
     (models.DateTimeField, (str,), "an ISO 8601 time"),
     (models.UUIDField, (str,), "a UUID"),
     (models.IntegerField, (int,), "an integer"),
-    (models.AutoField, (int,), "an integer"),
     (models.ForeignKey, (int, str), "a key"),
     (models.CharField, (str,), "a string"),
 ]

@@ -1,6 +1,6 @@
 """The reads of an instance export and of the import's checks, every one in bounded pages.
 
-Records are read in keyset pages (``pages``: ``WHERE key > last ORDER BY key LIMIT n``) and an
+Records are read in keyset pages (``each``: ``WHERE key > last ORDER BY key LIMIT n``) and an
 agent's rows in seq pages up to the head read with the agent, so memory stays flat however
 much an instance holds, and no query holds a cursor open across pages.
 """
@@ -14,7 +14,7 @@ from django.db.models import F, Model, Q, QuerySet
 
 from claude_code.models import ClaudeCodeSession
 from legacy.models import ImportRun
-from portability.format import canonical, time_text
+from portability.format import KINDS, canonical, time_text
 from portability.records import AGENT, CLAUDE_CODE_SESSION, TIMELINE, record_of
 from registry.models import Project, Workspace
 from snapshots.models import AgentSnapshot
@@ -29,18 +29,17 @@ ROW_PAGE = 2000
 ROW_KEYS = (*(name for name in ROW_FIELDS if name != "revert_token"), "revision", "update_seq")
 
 
-def pages(queryset: QuerySet, *, size: int | None = None) -> Iterator[list[Model]]:
-    """``queryset`` by ascending primary key, ``size`` (``RECORD_PAGE``) at a time."""
-    size = size or RECORD_PAGE
+def each(queryset: QuerySet) -> Iterator[Model]:
+    """Every object of ``queryset`` by ascending primary key, read ``RECORD_PAGE`` at a time."""
     last = None
     while True:
         page = queryset.order_by("pk")
         if last is not None:
             page = page.filter(pk__gt=last)
-        batch = list(page[:size])
+        batch = list(page[:RECORD_PAGE])
         if not batch:
             return
-        yield batch
+        yield from batch
         last = batch[-1].pk
 
 
@@ -52,48 +51,43 @@ def tokens_with_creators() -> QuerySet[ApiToken]:
     return ApiToken.objects.select_related("created_by")
 
 
+#: The model each kind of record is read from (a timeline is its agent's head: one per agent).
+MODELS = {
+    "project": Project,
+    "workspace": Workspace,
+    "agent": AgentSnapshot,
+    "timeline": AgentSnapshot,
+    "row": TimelineRow,
+    "row_revision": TimelineRowRevision,
+    "claude_code_session": ClaudeCodeSession,
+    "api_token": ApiToken,
+    "import_run": ImportRun,
+}
+
+
 def held_counts(*, with_tokens: bool) -> dict[str, int]:
     """How many records of each kind the instance holds now (an export's progress totals)."""
-    return {
-        "project": Project.objects.count(),
-        "workspace": Workspace.objects.count(),
-        "agent": AgentSnapshot.objects.count(),
-        "timeline": AgentSnapshot.objects.count(),
-        "row": TimelineRow.objects.count(),
-        "row_revision": TimelineRowRevision.objects.count(),
-        "claude_code_session": ClaudeCodeSession.objects.count(),
-        "api_token": ApiToken.objects.count() if with_tokens else 0,
-        "import_run": ImportRun.objects.count(),
-    }
+    return {kind: model.objects.count() if with_tokens or kind != "api_token" else 0 for kind, model in MODELS.items()}
 
 
 def what_is_held(*, with_tokens: bool) -> list[str]:
     """The kinds of record this database already holds, which an import would collide with."""
-    models = {
-        "projects": Project,
-        "workspaces": Workspace,
-        "agents": AgentSnapshot,
-        "timeline rows": TimelineRow,
-        "legacy import runs": ImportRun,
-    }
-    if with_tokens:
-        models["API tokens"] = ApiToken
-    return [name for name, model in models.items() if model.objects.exists()]
+    kinds = ("project", "workspace", "agent", "row", "import_run", *(("api_token",) if with_tokens else ()))
+    return [KINDS[kind] for kind in kinds if MODELS[kind].objects.exists()]
 
 
-def row_records(agent_id: str, *, after: int, head_seq: int, size: int | None = None) -> Iterator[dict]:
-    """The agent's rows after seq ``after`` up to ``head_seq``, as records, ``size`` per query.
+def row_records(agent_id: str, *, after: int, head_seq: int) -> Iterator[dict]:
+    """The agent's rows after seq ``after`` up to ``head_seq``, as records, ``ROW_PAGE`` per query.
 
     ``revert_token`` is left out for a row without one (SQL NULL) and kept for a null one
     (JSON null); ``extra`` is left out when the row has none."""
-    size = size or ROW_PAGE
     rows = (
         TimelineRow.objects.filter(agent_id=agent_id, seq__lte=head_seq)
         .order_by("seq")
         .annotate(has_revert_token=has_revert_token())
     )
     while after < head_seq:
-        page = list(rows.filter(seq__gt=after).values(*ROW_KEYS, "revert_token", "has_revert_token")[:size])
+        page = list(rows.filter(seq__gt=after).values(*ROW_KEYS, "revert_token", "has_revert_token")[:ROW_PAGE])
         if not page:
             return
         for row in page:
@@ -131,10 +125,9 @@ REVISION_KEYS = (
 )
 
 
-def revision_records(agent_id: str, *, size: int | None = None) -> Iterator[dict]:
+def revision_records(agent_id: str) -> Iterator[dict]:
     """The earlier versions of the agent's updated rows (``TimelineRowRevision``), by seq and revision,
-    ``size`` per query; ``revert_token`` and ``extra`` as on a row record, ``update_seq`` left out when null."""
-    size = size or ROW_PAGE
+    ``ROW_PAGE`` per query; ``revert_token`` and ``extra`` as on a row record, ``update_seq`` left out when null."""
     revisions = (
         TimelineRowRevision.objects.filter(agent_id=agent_id)
         .annotate(
@@ -146,10 +139,10 @@ def revision_records(agent_id: str, *, size: int | None = None) -> Iterator[dict
     after = (0, 0)
     while True:
         later = Q(seq__gt=after[0]) | Q(seq=after[0], revision__gt=after[1])
-        page = list(revisions.filter(later).values(*REVISION_KEYS, "revert_token", "has_revert_token")[:size])
+        page = list(revisions.filter(later).values(*REVISION_KEYS, "revert_token", "has_revert_token")[:ROW_PAGE])
         for revision in page:
             yield _record("row_revision", revision, REVISION_KEYS, times=("committed_at", "replaced_at"))
-        if len(page) < size:
+        if len(page) < ROW_PAGE:
             return
         after = (page[-1]["seq"], page[-1]["revision"])
 
@@ -209,7 +202,6 @@ class RecordSetDigest:
 def sessions_digest() -> RecordSetDigest:
     """The ``RecordSetDigest`` of the Claude Code sessions this database holds, as records."""
     digest = RecordSetDigest()
-    for page in pages(ClaudeCodeSession.objects.all()):
-        for session in page:
-            digest.add(record_of(CLAUDE_CODE_SESSION, session))
+    for session in each(ClaudeCodeSession.objects.all()):
+        digest.add(record_of(CLAUDE_CODE_SESSION, session))
     return digest

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from portability import format as fmt
-from portability.selectors import RecordSetDigest, agent_digest, agents_with_heads, held_counts, pages, sessions_digest
+from portability.selectors import RecordSetDigest, agent_digest, agents_with_heads, each, held_counts, sessions_digest
 
 
 def verify_import(
@@ -41,17 +41,16 @@ def verify_import(
     if sessions_digest().value != sessions.value:
         raise reader.error(None, "the claude_code_session records do not read back as the file holds them")
     verified = 0
-    for page in pages(agents_with_heads()):
-        for agent in page:
-            if agent.agent_id not in digests:
-                raise reader.error(None, f"agent {agent.agent_id!r} has no timeline record")
-            lineno, rows, expected = digests[agent.agent_id]
-            digest = agent_digest(agent, left_out=left_out.get(agent.agent_id, frozenset()))
-            if (digest.rows, digest.hexdigest()) != (rows, expected):
-                raise reader.error(
-                    lineno,
-                    f"agent {agent.agent_id!r} does not read back as exported: content hash {digest.hexdigest()} "
-                    f"({digest.rows} rows), the export's {expected} ({rows} rows)",
-                )
-            verified += 1
+    for agent in each(agents_with_heads()):
+        if agent.agent_id not in digests:
+            raise reader.error(None, f"agent {agent.agent_id!r} has no timeline record")
+        lineno, rows, expected = digests[agent.agent_id]
+        digest = agent_digest(agent, left_out=left_out.get(agent.agent_id, frozenset()))
+        if (digest.rows, digest.hexdigest()) != (rows, expected):
+            raise reader.error(
+                lineno,
+                f"agent {agent.agent_id!r} does not read back as exported: content hash {digest.hexdigest()} "
+                f"({digest.rows} rows), the export's {expected} ({rows} rows)",
+            )
+        verified += 1
     return verified

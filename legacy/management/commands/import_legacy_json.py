@@ -5,7 +5,6 @@ from __future__ import annotations
 from django.core.management.base import CommandError
 
 from kernel.commands import ProgressCommand
-from kernel.errors import ChartrError
 from legacy.problems import LegacyImportInvalid
 from legacy.report import KINDS, ImportReport
 from legacy.services import import_legacy
@@ -28,19 +27,13 @@ class Command(ProgressCommand):
         parser.add_argument("--dry-run", action="store_true", help="do the whole import, report, then roll back")
 
     def handle(self, *args, path: str, skip_invalid: bool, dry_run: bool, **options):
-        progress = self.progress()
         try:
-            report = import_legacy(source=path, skip_invalid=skip_invalid, dry_run=dry_run, progress=progress)
-        except LegacyImportInvalid as exc:
-            self.end_progress()
-            lines = [exc.message, *(f"  {problem}" for problem in exc.problems)]
-            if exc.skippable and not skip_invalid:
-                lines.append("Fix these, or run with --skip-invalid to import the rest.")
-            raise CommandError("\n".join(lines)) from exc
-        except ChartrError as exc:
-            self.end_progress()
-            raise CommandError(exc.message) from exc
-        self.end_progress()
+            report = self.run_service(import_legacy, source=path, skip_invalid=skip_invalid, dry_run=dry_run)
+        except CommandError as exc:
+            refusal = exc.__cause__
+            if isinstance(refusal, LegacyImportInvalid) and refusal.skippable and not skip_invalid:
+                raise CommandError(f"{exc}\nFix these, or run with --skip-invalid to import the rest.") from refusal
+            raise
         self._print_report(report)
 
     def _print_report(self, report: ImportReport) -> None:
