@@ -32,8 +32,9 @@ from claude_code import selectors
 from claude_code.keys import DEFAULT_NAMESPACE, SessionKey
 from claude_code.models import ClaudeCodeImportRun
 from claude_code.services import append_entries
-from claude_code.transcripts import NotAClaudeHome, Transcript, find_transcripts, read_meta, transcript_lines
+from claude_code.transcripts import NotAClaudeHome, Transcript, find_transcripts, read_meta
 from kernel.errors import InputInvalid
+from legacy.jsonl import read_lines
 from legacy.problems import Problem
 from legacy.report import Progress, import_after_snapshot, no_progress
 from snapshots.services import update_agent
@@ -118,7 +119,7 @@ def _read_all(transcripts: list[Transcript], progress: Progress) -> list[_Read]:
 def _read(transcript: Transcript) -> _Read:
     read = _Read(transcript)
     path = str(transcript.path)
-    for line in transcript_lines(transcript):
+    for line in read_lines(transcript.path):
         if line.truncated:
             read.warnings.append(
                 f"{path}:line {line.lineno}: the last line is cut short (a write in progress or a crash); "
