@@ -1,4 +1,4 @@
-"""A Claude Code home on disk: which transcripts it holds (their lines read by ``legacy.jsonl.read_lines``), and what else is there.
+"""A Claude Code home on disk: which transcripts it holds, and what else is there.
 
 Claude Code writes every session to ``$CLAUDE_CONFIG_DIR/projects/<project key>/<session id>.jsonl``,
 one JSON record per line, and a session's subagents to ``<session id>/subagents/**/agent-<id>.jsonl``,
