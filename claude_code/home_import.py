@@ -22,19 +22,21 @@ import's is, and every committed run leaves a ``ClaudeCodeImportRun``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from claude_code import selectors
 from claude_code.keys import DEFAULT_NAMESPACE, SessionKey
 from claude_code.models import ClaudeCodeImportRun
 from claude_code.services import append_entries
-from claude_code.transcripts import NotAClaudeHome, Transcript, find_transcripts, read_meta, transcript_lines
+from claude_code.transcripts import NotAClaudeHome, Transcript, find_transcripts, read_meta
 from kernel.errors import InputInvalid
+from legacy.jsonl import read_lines
 from legacy.problems import Problem
-from legacy.report import Progress, no_progress, pre_import_snapshot
+from legacy.report import Progress, import_after_snapshot, no_progress
 from snapshots.services import update_agent
 from timeline.items import contains_nul
 
@@ -97,16 +99,13 @@ def import_home(*, source: Path | str, dry_run: bool = False, progress: Progress
     if problems:
         raise ClaudeHomeInvalid(problems)
     side_files = [str(side) for side in home.side_files]
-    if not dry_run and not connection.in_atomic_block and ClaudeCodeImportRun.objects.exists():
-        # A rerun: rehearse it first, so one that changes nothing commits its record alone and takes no snapshot.
-        report = HomeImportReport(source=str(source), dry_run=False, side_files=side_files)
-        if _import_once(reads, report, progress=progress, only_if_unchanged=True):
-            return report
-    report = HomeImportReport(source=str(source), dry_run=dry_run, side_files=side_files)
-    if not dry_run and not connection.in_atomic_block:
-        report.snapshot = pre_import_snapshot(source, report.warnings)
-    _import_once(reads, report, progress=progress, only_if_unchanged=False)
-    return report
+    return import_after_snapshot(
+        source,
+        ClaudeCodeImportRun.objects,
+        lambda dry_run: HomeImportReport(source=str(source), dry_run=dry_run, side_files=side_files),
+        partial(_import_once, reads, progress=progress),
+        dry_run=dry_run,
+    )
 
 
 def _read_all(transcripts: list[Transcript], progress: Progress) -> list[_Read]:
@@ -120,7 +119,7 @@ def _read_all(transcripts: list[Transcript], progress: Progress) -> list[_Read]:
 def _read(transcript: Transcript) -> _Read:
     read = _Read(transcript)
     path = str(transcript.path)
-    for line in transcript_lines(transcript):
+    for line in read_lines(transcript.path):
         if line.truncated:
             read.warnings.append(
                 f"{path}:line {line.lineno}: the last line is cut short (a write in progress or a crash); "
@@ -141,7 +140,7 @@ def _read(transcript: Transcript) -> _Read:
     return read
 
 
-def _import_once(reads: list[_Read], report: HomeImportReport, *, progress: Progress, only_if_unchanged: bool) -> bool:
+def _import_once(reads: list[_Read], report: HomeImportReport, only_if_unchanged: bool, *, progress: Progress) -> bool:
     """One run in one transaction; whether it was kept (``only_if_unchanged``: not when it changed anything)."""
     started_at = timezone.now()
     with transaction.atomic():

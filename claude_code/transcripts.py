@@ -1,4 +1,4 @@
-"""A Claude Code home on disk: which transcripts it holds, their lines, and what else is there.
+"""A Claude Code home on disk: which transcripts it holds, and what else is there.
 
 Claude Code writes every session to ``$CLAUDE_CONFIG_DIR/projects/<project key>/<session id>.jsonl``,
 one JSON record per line, and a session's subagents to ``<session id>/subagents/**/agent-<id>.jsonl``,
@@ -15,11 +15,8 @@ with why (``SideFile``), so a report can name them all.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-
-from legacy.jsonl import Line, read_lines
 
 TRANSCRIPT_SUFFIX = ".jsonl"
 META_SUFFIX = ".meta.json"
@@ -68,10 +65,6 @@ class Transcript:
         if not self.subpath:
             return None
         return self.path.with_name(self.path.name[: -len(TRANSCRIPT_SUFFIX)] + META_SUFFIX)
-
-    @property
-    def label(self) -> str:
-        return f"{self.project_key}/{self.session_id}" + (f" {self.subpath}" if self.subpath else "")
 
 
 @dataclass(frozen=True)
@@ -165,11 +158,6 @@ def _subagents(directory: Path, session_dir: Path, project_key: str, session_id:
             or not child.with_name(child.name[: -len(META_SUFFIX)] + TRANSCRIPT_SUFFIX).is_file()
         ):
             home.side_files.append(SideFile(child, DEFAULT_REASON))
-
-
-def transcript_lines(transcript: Transcript) -> Iterator[Line]:
-    """The transcript's non-blank lines, each parsed or with its error (``legacy.jsonl.read_lines``)."""
-    return read_lines(transcript.path)
 
 
 def read_meta(transcript: Transcript) -> dict | None:

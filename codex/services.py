@@ -22,6 +22,7 @@ import datetime as dt
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from django.db import transaction
@@ -37,7 +38,7 @@ from codex.report import (
 from codex.rollouts import CodexHome, Line, Thread, read_home
 from codex.selectors import agent_codex_records, codex_agent, codex_threads, thread_records
 from legacy.problems import Problem
-from legacy.report import Progress, no_progress, pre_import_snapshot
+from legacy.report import Progress, import_after_snapshot, no_progress
 from registry.services import workspace_for_directory
 from snapshots.models import AgentSnapshot
 from snapshots.services import archive_agent, create_agent
@@ -49,49 +50,46 @@ PROVIDER = "codex"
 
 
 def import_codex(*, source: Path | str, dry_run: bool = False, progress: Progress | None = None) -> CodexImportReport:
-    """Import the Codex home (or its ``sessions/``, or one rollout file) at ``source``.
-
-    A run that changes something is preceded by a data snapshot (``reason="pre-import"``), as the
-    legacy and Claude Code imports are; a rerun is rehearsed first, so one that changes nothing takes
-    none. Raises ``CodexImportInvalid`` (nothing written) on bad input."""
+    """Import the Codex home (or its ``sessions/``, or one rollout file) at ``source``, after a data
+    snapshot as the other importers do (``legacy.report.import_after_snapshot``). Raises
+    ``CodexImportInvalid`` (nothing written) on bad input."""
     progress = progress or no_progress
     home = read_home(Path(source), progress)
-    snapshot = None
-    if not dry_run and not transaction.get_connection().in_atomic_block and _would_change(home, source, progress):
-        snapshot = pre_import_snapshot(source, home.warnings)
-    report = _import_once(home, source, progress, dry_run=dry_run)
-    report.snapshot = snapshot
-    return report
+
+    def new_report(dry_run: bool) -> CodexImportReport:
+        return CodexImportReport(
+            source=str(source), dry_run=dry_run, unread=list(home.unread), warnings=list(home.warnings)
+        )
+
+    return import_after_snapshot(
+        source, CodexImportRun.objects, new_report, partial(_import_once, home, progress), dry_run=dry_run
+    )
 
 
-def _would_change(home: CodexHome, source: Path | str, progress: Progress) -> bool:
-    """Whether importing ``home`` changes anything: a first import does; a rerun is rehearsed, rolled back."""
-    return not CodexImportRun.objects.exists() or _import_once(home, source, progress, dry_run=True).changed_anything
-
-
-def _import_once(home: CodexHome, source: Path | str, progress: Progress, *, dry_run: bool) -> CodexImportReport:
+def _import_once(home: CodexHome, progress: Progress, report: CodexImportReport, only_if_unchanged: bool) -> bool:
+    """One run in one transaction; whether it was kept (``only_if_unchanged``: not when it changed anything)."""
     started_at = timezone.now()
-    report = CodexImportReport(source=str(source), dry_run=dry_run)
-    report.unread.extend(home.unread)
-    report.warnings.extend(home.warnings)
     with transaction.atomic():
         threads = _parents_first(home.threads)
         for done, thread in enumerate(threads, 1):
             progress("importing threads", done, len(threads))
             _import_thread(thread, report)
+        if only_if_unchanged and report.changed_anything:
+            transaction.set_rollback(True)
+            return False
         run = CodexImportRun.objects.create(
-            source_path=str(Path(source).resolve()),
+            source_path=str(Path(report.source).resolve()),
             started_at=started_at,
             finished_at=timezone.now(),
             counts=report.counts_dict(),
             warnings=report.warnings,
             unread=report.unread,
         )
-        if dry_run:
+        if report.dry_run:
             transaction.set_rollback(True)
         else:
             report.run_id = run.pk
-    return report
+    return True
 
 
 def _parents_first(threads: list[Thread]) -> list[Thread]:

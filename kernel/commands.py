@@ -56,6 +56,21 @@ class ProgressCommand(BaseCommand):
         finally:
             self.end_progress()
 
+    def import_title(self, title: str, report) -> None:
+        """An import's first line: ``title``, saying so when ``report`` is a dry run's."""
+        self.stdout.write(f"{title} (dry run: everything rolled back)" if report.dry_run else title)
+
+    def import_ending(self, report, recorded: str, *, dry_run: str = "Dry run: the database is unchanged.") -> None:
+        """An import's last lines: ``dry_run`` after a dry run, else the data snapshot that undoes it and ``recorded``."""
+        if report.dry_run:
+            self.stdout.write(dry_run)
+            return
+        if report.snapshot:
+            self.stdout.write(
+                f"Data snapshot before the import: {report.snapshot} (manage.py restore --from {report.snapshot} undoes it)"
+            )
+        self.stdout.write(self.style.SUCCESS(recorded))
+
     def section(self, title: str, lines: list[str]) -> None:
         if lines:
             self.stdout.write(f"{title} ({len(lines)}):")

@@ -37,9 +37,7 @@ def timeline_lines(*, agent_id: str) -> Iterator[str]:
         if not rows:
             break
         for row in rows:
-            token, present = row.pop("revert_token"), row.pop("has_revert_token")
-            token = token if present else jsonl.NO_TOKEN
-            yield jsonl.row_line(**row, revert_token=token)
+            yield jsonl.row_line(**row)
         last = rows[-1]["seq"]
     if TimelineHead.objects.filter(pk=agent_id).values_list("epoch", flat=True).first() != epoch:
         raise Conflict(f"Agent {agent_id}'s history was replaced during the export; export it again.")

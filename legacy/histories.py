@@ -25,10 +25,9 @@ from legacy.paseo import PaseoHistory, PaseoRow, PaseoStores
 from legacy.problems import LegacyImportInvalid, Problem, RecordError, changed_during_import
 from legacy.report import ImportReport, Progress
 from legacy.selectors import locked_rows, stored_timeline_row
+from legacy.timelines import ROW_BATCH
 from timeline.models import TimelineHead
 from timeline.services import bulk_append_timeline_rows
-
-ROW_BATCH = 5000
 
 
 @dataclass

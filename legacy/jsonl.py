@@ -160,10 +160,6 @@ def header_line(*, agent_id: str, epoch: str, exported_at: dt.datetime, min_seq:
     )
 
 
-#: Absent from a row: its revert_token key is left out.
-NO_TOKEN = object()
-
-
 def row_line(
     *,
     seq: int,
@@ -173,13 +169,15 @@ def row_line(
     turn_id: str | None = None,
     provider_message_id: str | None = None,
     provider_timeline_item_id: str | None = None,
-    revert_token: Any = NO_TOKEN,
+    revert_token: Any = None,
+    has_revert_token: bool = False,
     extra: dict | None = None,
 ) -> str:
+    """A row line; its ``revert_token`` key only when it ``has_revert_token`` (a JSON null is a null token)."""
     row = {"seq": seq, "committed_at": committed_at.astimezone(dt.UTC).isoformat(), "item_id": item_id, "item": item}
     keys = zip(SHORT_KEYS, (turn_id, provider_message_id, provider_timeline_item_id), strict=True)
     row.update((name, value) for name, value in keys if value is not None)
-    if revert_token is not NO_TOKEN:
+    if has_revert_token:
         row["revert_token"] = revert_token
     if extra:
         row["extra"] = extra

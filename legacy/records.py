@@ -73,9 +73,10 @@ def extra_keys(record: dict, modelled: frozenset[str]) -> dict:
 # --- field helpers --------------------------------------------------------
 
 
-def parse_time(value: Any, name: str, *, required: bool = False) -> dt.datetime | None:
+def parse_time(record: dict, name: str, *, required: bool = False) -> dt.datetime | None:
     """An ISO 8601 time; one without an offset is taken as UTC (the legacy
     store wrote ``toISOString()``, which is always UTC)."""
+    value = record.get(name)
     if value is None:
         if required:
             raise RecordError(f"{name} is required")
@@ -254,9 +255,9 @@ def _kind(record: dict, kinds: dict[str, str]) -> str:
 def _times(checks: Checks, record: dict) -> dict[str, dt.datetime | None]:
     """A record's createdAt, updatedAt (both required) and archivedAt."""
     return {
-        "created_at": checks.run("createdAt", parse_time, record.get("createdAt"), "createdAt", required=True),
-        "updated_at": checks.run("updatedAt", parse_time, record.get("updatedAt"), "updatedAt", required=True),
-        "archived_at": checks.run("archivedAt", parse_time, record.get("archivedAt"), "archivedAt"),
+        "created_at": checks.run("createdAt", parse_time, record, "createdAt", required=True),
+        "updated_at": checks.run("updatedAt", parse_time, record, "updatedAt", required=True),
+        "archived_at": checks.run("archivedAt", parse_time, record, "archivedAt"),
     }
 
 
@@ -340,14 +341,10 @@ def parse_agent(record: Any) -> LegacyAgent:
         # A stale reason on an agent that no longer needs attention is
         # dropped, as snapshots.services does for every write.
         "attention_reason": reason if requires_attention else None,
-        "attention_at": checks.run(
-            "attentionTimestamp", parse_time, record.get("attentionTimestamp"), "attentionTimestamp"
-        ),
+        "attention_at": checks.run("attentionTimestamp", parse_time, record, "attentionTimestamp"),
         "internal": checks.run("internal", _boolean, record, "internal"),
-        "last_activity_at": checks.run("lastActivityAt", parse_time, record.get("lastActivityAt"), "lastActivityAt"),
-        "last_user_message_at": checks.run(
-            "lastUserMessageAt", parse_time, record.get("lastUserMessageAt"), "lastUserMessageAt"
-        ),
+        "last_activity_at": checks.run("lastActivityAt", parse_time, record, "lastActivityAt"),
+        "last_user_message_at": checks.run("lastUserMessageAt", parse_time, record, "lastUserMessageAt"),
         "extra": extra_keys(record, AGENT_KEYS),
     }
     checks.raise_any()

@@ -6,6 +6,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
+from django.db import connection
+
 from kernel.data_snapshots import take_data_snapshot
 
 KINDS = ("projects", "workspaces", "agents", "timeline_rows")
@@ -18,16 +20,29 @@ def no_progress(phase: str, done: int, total: int) -> None:
     """The ``Progress`` of a caller that shows none."""
 
 
-def pre_import_snapshot(source, warnings: list[str]) -> str | None:
-    """A data snapshot before an import writes (reason ``pre-import``), so the import is one ``restore``
-    away from undone; a rerun with nothing new reuses the newest. With snapshots disabled, None, said
-    in ``warnings``. Every importer's (legacy, Claude Code, Codex)."""
-    snapshot = take_data_snapshot(
-        reason="pre-import", note=f"before importing {source}", reuse_unchanged=True, required=False
-    )
-    if snapshot is None:
-        warnings.append("No data snapshot was taken before the import: CHARTR_SNAPSHOTS_KEEP is 0.")
-    return snapshot
+def import_after_snapshot(source, runs, new_report: Callable, import_once: Callable, *, dry_run: bool):
+    """The import of ``source`` into ``new_report(dry_run)`` by ``import_once(report, only_if_unchanged)``
+    (one transaction; whether it was kept), every importer's (legacy, Claude Code, Codex).
+
+    A run that writes is preceded by a data snapshot (reason ``pre-import``), taken outside any
+    transaction since it copies committed data, so the import is one ``restore`` away from undone;
+    with snapshots disabled, None, said in the report's warnings. A rerun (``runs``, the importer's
+    run log, holds one) is rehearsed first, rolled back if it would change anything: one that
+    changes nothing commits just its run record and takes no snapshot, so reruns never rotate away
+    the snapshot that undoes the real import."""
+    if not dry_run and not connection.in_atomic_block and runs.exists():
+        report = new_report(False)
+        if import_once(report, True):
+            return report
+    report = new_report(dry_run)
+    if not dry_run and not connection.in_atomic_block:
+        report.snapshot = take_data_snapshot(
+            reason="pre-import", note=f"before importing {source}", reuse_unchanged=True, required=False
+        )
+        if report.snapshot is None:
+            report.warnings.append("No data snapshot was taken before the import: CHARTR_SNAPSHOTS_KEEP is 0.")
+    import_once(report, False)
+    return report
 
 
 @dataclass

@@ -12,12 +12,8 @@ The whole run is one transaction:
    it all back. Once the import commits, the timeline table's planner
    statistics are refreshed (``timeline.reads.planner_statistics``; PostgreSQL's
    ``ANALYZE``) when it added rows.
-0. **Snapshot** the data (reason ``pre-import``) before anything else, so a
-   bad import is one ``restore`` away from undone (not in a dry run). A rerun
-   (an import run is on record) is rehearsed first, in a transaction rolled
-   back if it would change anything: one that changes nothing commits just
-   its ``ImportRun`` and takes no snapshot, so reruns never rotate away the
-   snapshot that undoes the real import.
+0. **Snapshot** the data before anything else, a rerun rehearsed first
+   (``legacy.report.import_after_snapshot``).
 3. **Back up** the input files to ``<data dir>/backup/pre-migration/<timestamp>/``,
    only when the import changed something, still inside the transaction so a
    failed copy imports nothing (``legacy.backup``; never in a dry run, which
@@ -29,6 +25,7 @@ How records are matched and updated is ``legacy.write``'s; how timelines continu
 from __future__ import annotations
 
 import datetime as dt
+from functools import partial
 from pathlib import Path
 
 from django.db import IntegrityError, connection, transaction
@@ -39,7 +36,7 @@ from kernel.services import insert_carried_over, reset_id_sequences
 from legacy.backup import back_up_source, discard_backup
 from legacy.histories import write_histories
 from legacy.models import ImportRun
-from legacy.report import ImportReport, Progress, no_progress, pre_import_snapshot
+from legacy.report import ImportReport, Progress, import_after_snapshot, no_progress
 from legacy.scan import check_source, scan_home
 from legacy.timelines import write_timelines
 from legacy.write import write_records
@@ -57,20 +54,19 @@ def import_legacy(
     source = Path(source)
     check_source(source)
     progress = progress or no_progress
-    if not dry_run and not connection.in_atomic_block and ImportRun.objects.exists():
-        # A rerun: rehearse it first, so one that changes nothing takes no data snapshot.
-        report = ImportReport(source=str(source), dry_run=False)
-        if _import_once(source, report, skip_invalid=skip_invalid, progress=progress, only_if_unchanged=True):
-            return report
-    report = ImportReport(source=str(source), dry_run=dry_run)
-    if not dry_run:
-        _snapshot_first(source, report)
-    _import_once(source, report, skip_invalid=skip_invalid, progress=progress, only_if_unchanged=False)
-    return report
+
+    def new_report(dry_run: bool) -> ImportReport:
+        report = ImportReport(source=str(source), dry_run=dry_run)
+        if not dry_run and connection.in_atomic_block:  # a snapshot could not see the caller's writes
+            report.warnings.append("No data snapshot was taken before the import: it ran inside a transaction.")
+        return report
+
+    import_once = partial(_import_once, source, skip_invalid=skip_invalid, progress=progress)
+    return import_after_snapshot(source, ImportRun.objects, new_report, import_once, dry_run=dry_run)
 
 
 def _import_once(
-    source: Path, report: ImportReport, *, skip_invalid: bool, progress: Progress, only_if_unchanged: bool
+    source: Path, report: ImportReport, only_if_unchanged: bool, *, skip_invalid: bool, progress: Progress
 ) -> bool:
     """One run of the import, in one transaction; whether it was kept.
 
@@ -111,20 +107,6 @@ def _import_once(
             discard_backup(backup)
         raise
     return True
-
-
-def _snapshot_first(source: Path, report: ImportReport) -> None:
-    """A pre-import data snapshot, so a bad import is one restore away from undone.
-
-    Taken before the import's transaction, since a snapshot copies committed
-    data; a rerun with nothing new reuses the newest snapshot. A caller that
-    already holds a transaction gets none (the snapshot could not see its
-    writes): the warning says so, as it does when snapshots are disabled.
-    """
-    if connection.in_atomic_block:
-        report.warnings.append("No data snapshot was taken before the import: it ran inside a transaction.")
-        return
-    report.snapshot = pre_import_snapshot(source, report.warnings)
 
 
 def _record_run(report: ImportReport, *, started_at: dt.datetime) -> ImportRun:

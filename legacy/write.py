@@ -47,8 +47,10 @@ AGENT_UPDATE_FIELDS = [
 
 def write_records(plan: Plan, report: ImportReport) -> None:
     """Projects, then workspaces, then agents: each needs the keys of the one before."""
-    project_pk_by_dir = _write_projects(plan.projects, report)
-    workspace_pk_by_dir = _write_workspaces(plan.workspaces, project_pk_by_dir, report)
+    project_pk_by_dir = _write_by_directory(Project, "projects", plan.projects, PROJECT_FIELDS, import_projects, report)
+    workspace_pk_by_dir = _write_by_directory(
+        Workspace, "workspaces", plan.workspaces, WORKSPACE_FIELDS, import_workspaces, report, project_pk_by_dir
+    )
     _write_agents(plan, workspace_pk_by_dir, project_pk_by_dir, report)
 
 
@@ -64,72 +66,48 @@ def _carry_archive(record, archived_at: dt.datetime | None) -> None:
     record.archived_at = archived_at
 
 
-def _carry(record, legacy: LegacyProject | LegacyWorkspace, names: tuple[str, ...]) -> None:
-    """Copy the legacy record's ``names``, its ``updated_at`` and its archive onto chartr's ``record``."""
-    for name in names:
-        setattr(record, name, getattr(legacy, name))
-    record.updated_at = legacy.updated_at
-    _carry_archive(record, legacy.archived_at)
-
-
-def _write_projects(projects: list[LegacyProject], report: ImportReport) -> dict[str, int]:
-    counts = report.counts["projects"]
-    existing = {
-        project.directory: project
-        for project in locked_rows(Project, "directory_hash", [directory_hash(p.directory) for p in projects])
-    }
-    new, changed = [], []
-    for legacy in projects:
-        project = existing.get(legacy.directory)
-        if project is None:
-            project = Project(directory=legacy.directory, created_at=legacy.created_at)
-            _carry(project, legacy, PROJECT_FIELDS)
-            new.append(project)
-            report.count_extra("projects", legacy.extra)
-        elif legacy.updated_at > project.updated_at:
-            _carry(project, legacy, PROJECT_FIELDS)
-            report.count_extra("projects", legacy.extra)
-            changed.append(project)
-        else:
-            counts.unchanged += 1
-    import_projects(new=new, changed=changed)
-    counts.created += len(new)
-    counts.updated += len(changed)
-    return {project.directory: project.pk for project in [*existing.values(), *new]}
-
-
-def _write_workspaces(
-    workspaces: list[LegacyWorkspace], project_pk_by_dir: dict[str, int], report: ImportReport
+def _write_by_directory(
+    model,
+    kind: str,
+    records: list[LegacyProject] | list[LegacyWorkspace],
+    names: tuple[str, ...],
+    save,
+    report: ImportReport,
+    project_pk_by_dir: dict[str, int] | None = None,
 ) -> dict[str, int]:
-    counts = report.counts["workspaces"]
+    """Projects or workspaces (given ``project_pk_by_dir``, each workspace's project) matched by directory:
+    a new one made, one with a newer ``updated_at`` given the legacy record's ``names``, its ``updated_at``
+    and its archive, each written by ``save``; every pk by directory."""
+    counts = report.counts[kind]
     existing = {
-        workspace.directory: workspace
-        for workspace in locked_rows(Workspace, "directory_hash", [directory_hash(w.directory) for w in workspaces])
+        row.directory: row
+        for row in locked_rows(model, "directory_hash", [directory_hash(legacy.directory) for legacy in records])
     }
     new, changed = [], []
-    for legacy in workspaces:
-        project_pk = project_pk_by_dir[legacy.project_directory]
-        workspace = existing.get(legacy.directory)
-        if workspace is None:
-            workspace = Workspace(project_id=project_pk, directory=legacy.directory, created_at=legacy.created_at)
-            _carry(workspace, legacy, WORKSPACE_FIELDS)
-            new.append(workspace)
-            report.count_extra("workspaces", legacy.extra)
-            continue
-        if workspace.project_id != project_pk:
-            report.warnings.append(
-                f"{legacy.origin}: workspace {legacy.directory} belongs to another project in chartr; it stays there"
-            )
-        if legacy.updated_at > workspace.updated_at:
-            _carry(workspace, legacy, WORKSPACE_FIELDS)
-            report.count_extra("workspaces", legacy.extra)
-            changed.append(workspace)
+    for legacy in records:
+        parent = {} if project_pk_by_dir is None else {"project_id": project_pk_by_dir[legacy.project_directory]}
+        row = existing.get(legacy.directory)
+        if row is None:
+            row = model(directory=legacy.directory, created_at=legacy.created_at, **parent)
+            new.append(row)
         else:
-            counts.unchanged += 1
-    import_workspaces(new=new, changed=changed)
+            if parent and row.project_id != parent["project_id"]:
+                report.warnings.append(
+                    f"{legacy.origin}: workspace {legacy.directory} belongs to another project in chartr; it stays there"
+                )
+            if legacy.updated_at <= row.updated_at:
+                counts.unchanged += 1
+                continue
+            changed.append(row)
+        for name in names:
+            setattr(row, name, getattr(legacy, name))
+        row.updated_at = legacy.updated_at
+        _carry_archive(row, legacy.archived_at)
+        report.count_extra(kind, legacy.extra)
+    save(new=new, changed=changed)
     counts.created += len(new)
     counts.updated += len(changed)
-    return {workspace.directory: workspace.pk for workspace in [*existing.values(), *new]}
+    return {row.directory: row.pk for row in [*existing.values(), *new]}
 
 
 def _workspaces_for_new_agents(

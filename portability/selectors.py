@@ -110,19 +110,8 @@ def _record(kind: str, values: dict, keys: tuple[str, ...], *, times: tuple[str,
 
 #: A row's and an earlier version's keys left out when null: no extra, never updated.
 OMITTED_WHEN_NULL = ("extra", "revision", "update_seq")
-REVISION_KEYS = (
-    "seq",
-    "revision",
-    "update_seq",
-    "replaced_at",
-    "committed_at",
-    "item_type",
-    "item",
-    "turn_id",
-    "provider_message_id",
-    "provider_timeline_item_id",
-    "extra",
-)
+#: An earlier version's columns: its row's, but the row's own ``item_id``, and when it was replaced.
+REVISION_KEYS = (*(name for name in ROW_KEYS if name != "item_id"), "replaced_at")
 
 
 def revision_records(agent_id: str) -> Iterator[dict]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from claude_code.transcripts import NotAClaudeHome, find_transcripts, read_meta, transcript_lines
+from claude_code.transcripts import NotAClaudeHome, find_transcripts, read_meta
+from legacy.jsonl import read_lines
 from tests.claude_code import home as claude_home
 
 
@@ -50,7 +51,7 @@ def test_lines_carry_their_numbers_and_a_cut_last_line_is_marked(tmp_path):
     with open(path, "a", encoding="utf-8") as handle:
         handle.write("\n" + '{"type":"user","mess')
     (transcript,) = find_transcripts(path).transcripts
-    lines = list(transcript_lines(transcript))
+    lines = list(read_lines(transcript.path))
     assert [line.lineno for line in lines] == [1, 2, 3, 5]
     assert lines[0].value == claude_home.other_session()[0]
     assert lines[-1].error and lines[-1].truncated

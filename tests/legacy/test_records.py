@@ -19,14 +19,16 @@ BASE_AGENT = {
 
 class TestTimes:
     def test_z_offsets_and_naive_times_are_utc(self):
-        assert parse_time("2024-01-02T03:04:05.678Z", "t") == dt.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=dt.UTC)
-        assert parse_time("2024-01-02T03:04:05", "t").tzinfo == dt.UTC
-        assert parse_time("2024-01-02T05:04:05+02:00", "t") == parse_time("2024-01-02T03:04:05Z", "t")
+        assert parse_time({"t": "2024-01-02T03:04:05.678Z"}, "t") == dt.datetime(
+            2024, 1, 2, 3, 4, 5, 678000, tzinfo=dt.UTC
+        )
+        assert parse_time({"t": "2024-01-02T03:04:05"}, "t").tzinfo == dt.UTC
+        assert parse_time({"t": "2024-01-02T05:04:05+02:00"}, "t") == parse_time({"t": "2024-01-02T03:04:05Z"}, "t")
 
     @pytest.mark.parametrize("value", ["soon", 1700000000, ""])
     def test_bad_times_are_refused(self, value):
         with pytest.raises(RecordError, match="t "):
-            parse_time(value, "t")
+            parse_time({"t": value}, "t")
 
 
 class TestRecords:

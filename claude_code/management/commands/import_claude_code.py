@@ -23,8 +23,7 @@ class Command(ProgressCommand):
 
     def _print_report(self, report: HomeImportReport) -> None:
         out = self.stdout
-        title = f"Import of {report.source}"
-        out.write(f"{title} (dry run: everything rolled back)" if report.dry_run else title)
+        self.import_title(f"Import of {report.source}", report)
         out.write(
             f"  transcripts: {report.transcripts}: {report.sessions_created} new, {report.sessions_topped_up} topped up, "
             f"{report.sessions_unchanged} unchanged"
@@ -34,11 +33,4 @@ class Command(ProgressCommand):
             out.write("Nothing to change.")
         self.section("Warnings", report.warnings)
         self.section("Not read", report.side_files)
-        if report.dry_run:
-            out.write("Dry run: the database is unchanged.")
-            return
-        if report.snapshot:
-            out.write(
-                f"Data snapshot before the import: {report.snapshot} (manage.py restore --from {report.snapshot} undoes it)"
-            )
-        out.write(self.style.SUCCESS(f"Recorded as Claude Code import run {report.import_run_id}."))
+        self.import_ending(report, f"Recorded as Claude Code import run {report.import_run_id}.")

@@ -24,8 +24,7 @@ class Command(ProgressCommand):
 
     def _print_report(self, report: CodexImportReport) -> None:
         out = self.stdout
-        title = f"Codex import of {report.source}"
-        out.write(f"{title} (dry run: everything rolled back)" if report.dry_run else title)
+        self.import_title(f"Codex import of {report.source}", report)
         threads, rows = report.threads, report.rows
         out.write(f"  threads:   {threads.created} created, {threads.updated} updated, {threads.unchanged} unchanged")
         out.write(f"  rows:      {rows.created} created, {rows.unchanged} unchanged")
@@ -35,12 +34,4 @@ class Command(ProgressCommand):
         self.section("Rows by thread", [f"{thread}: {line}" for thread, line in report.rows_by_thread.items()])
         self.section("Not read", report.unread)
         self.section("Warnings", report.warnings)
-        if report.dry_run:
-            out.write("Dry run: the database is unchanged.")
-            return
-        if report.snapshot:
-            out.write(
-                f"Data snapshot before the import: {report.snapshot} "
-                f"(manage.py restore --from {report.snapshot} undoes it)"
-            )
-        out.write(self.style.SUCCESS(f"Recorded as Codex import run {report.run_id}."))
+        self.import_ending(report, f"Recorded as Codex import run {report.run_id}.")

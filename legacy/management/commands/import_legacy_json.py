@@ -38,8 +38,7 @@ class Command(ProgressCommand):
 
     def _print_report(self, report: ImportReport) -> None:
         out = self.stdout
-        title = f"Import of {report.source}"
-        out.write(f"{title} (dry run: everything rolled back)" if report.dry_run else title)
+        self.import_title(f"Import of {report.source}", report)
         for kind in KINDS:
             counts = report.counts[kind]
             out.write(
@@ -66,15 +65,13 @@ class Command(ProgressCommand):
         self.section("Live agents archived with their archived workspace", report.archived_with_workspace)
         self.section("Entries of the home not read", report.unread)
         self.section("Warnings", report.warnings)
-        if report.dry_run:
-            out.write("Dry run: the database is unchanged and no backup was made.")
-            return
-        if report.backup_path:
-            out.write(f"Input backed up to {report.backup_path}")
-        if report.snapshot:
-            out.write(
-                f"Data snapshot before the import: {report.snapshot} (manage.py restore --from {report.snapshot} undoes it)"
-            )
-        else:
-            out.write("Nothing changed, so no backup was made.")
-        out.write(self.style.SUCCESS(f"Recorded as import run {report.import_run_id}."))
+        if not report.dry_run:
+            if report.backup_path:
+                out.write(f"Input backed up to {report.backup_path}")
+            if not report.snapshot:
+                out.write("Nothing changed, so no backup was made.")
+        self.import_ending(
+            report,
+            f"Recorded as import run {report.import_run_id}.",
+            dry_run="Dry run: the database is unchanged and no backup was made.",
+        )
