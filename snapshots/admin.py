@@ -166,8 +166,7 @@ class AttentionListFilter(admin.SimpleListFilter):
     ANY = "any"
 
     def lookups(self, request, model_admin):
-        reasons = [(reason, label) for reason, label in AgentSnapshot.AttentionReason.choices]
-        return [(self.ANY, "For any reason"), *reasons, (NO_REASON, "Without a reason")]
+        return [(self.ANY, "For any reason"), *AgentSnapshot.AttentionReason.choices, (NO_REASON, "Without a reason")]
 
     def queryset(self, request, queryset):
         value = self.value()
