@@ -72,7 +72,6 @@ class ProjectChangeForm(ServiceForm):
 class ProjectAdmin(DirectoryRecordAdmin):
     form = ProjectChangeForm
     add_form = ProjectAddForm
-    add_fieldsets = [(None, {"fields": ["directory", "kind", "display_name", "git_remote"]})]
     fieldsets = [
         (None, {"fields": ["directory", "kind", "display_name", "git_remote"]}),
         ("Status", {"fields": ["live_workspaces", "live_agents", "created_at", "updated_at", "archived_at"]}),
@@ -159,7 +158,6 @@ class WorkspaceChangeForm(ServiceForm):
 class WorkspaceAdmin(DirectoryRecordAdmin):
     form = WorkspaceChangeForm
     add_form = WorkspaceAddForm
-    add_fieldsets = [(None, {"fields": ["project", "directory", "kind", "display_name", "branch"]})]
     fieldsets = [
         (None, {"fields": ["project", "directory", "kind", "display_name", "branch", "worktree_root"]}),
         ("Status", {"fields": ["live_agents", "created_at", "updated_at", "archived_at"]}),

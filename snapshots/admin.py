@@ -210,7 +210,6 @@ def _head_field(name: str, description: str):
 class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
     form = AgentChangeForm
     add_form = AgentAddForm
-    add_fieldsets = [(None, {"fields": AGENT_ADD_FIELDS})]
     fieldsets = [
         (
             None,
