@@ -395,18 +395,10 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
         }
         agent = self.get_object(request, unquote(object_id))
         if agent is not None and self.has_view_or_change_permission(request, agent):
-            extra_context = {**(extra_context or {}), **self.page_sections_context(agent, request.GET)}
+            # The registered sections' templates, above and below the form, and their variables.
+            sections = list(_agent_page_sections.values())
+            extra_context["agent_page_top_sections"] = [section.template for section in sections if section.top]
+            extra_context["agent_page_sections"] = [section.template for section in sections if not section.top]
+            for section in sections:
+                extra_context.update(section.context(agent, request.GET))
         return super().change_view(request, object_id, form_url, extra_context)
-
-    @staticmethod
-    def page_sections_context(agent: AgentSnapshot, params: QueryDict) -> dict[str, Any]:
-        """The registered sections' templates (as ``agent_page_top_sections`` and ``agent_page_sections``,
-        above and below the form) and their variables."""
-        sections = list(_agent_page_sections.values())
-        context: dict[str, Any] = {
-            "agent_page_top_sections": [section.template for section in sections if section.top],
-            "agent_page_sections": [section.template for section in sections if not section.top],
-        }
-        for section in sections:
-            context.update(section.context(agent, params))
-        return context
