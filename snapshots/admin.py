@@ -177,13 +177,6 @@ class AttentionListFilter(admin.SimpleListFilter):
         return queryset
 
 
-def copy_button(text: str):
-    """A button copying ``text`` to the clipboard (``chartr/static/chartr/copy.js``)."""
-    return format_html(
-        '<button type="button" class="copy-button" data-copy="{}" title="Copy {}">copy</button>', text, text
-    )
-
-
 #: The timeline head's values the agent's pages show (``_head_field``), by the admin's names.
 HEAD_FIELDS = (
     "last_activity_at",
@@ -302,16 +295,19 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
 
     @admin.display(description="agent", ordering="title")
     def agent(self, obj):
-        """The title (cut short, whole on hover) and the short id, which a button copies whole."""
+        """The title (cut short, whole on hover) and the short id, which a button copies whole
+        (``chartr/static/chartr/copy.js``)."""
         return format_html(
             '<a href="{}" class="agent-link"><span class="agent-title" title="{}">{}</span> '
-            '<code class="agent-short-id" title="{}">{}</code></a> {}',
+            '<code class="agent-short-id" title="{}">{}</code></a> '
+            '<button type="button" class="copy-button" data-copy="{}" title="Copy {}">copy</button>',
             self.change_url(obj),
             obj.title,
             obj.title or "(untitled)",
             obj.agent_id,
             obj.short_id,
-            copy_button(obj.agent_id),
+            obj.agent_id,
+            obj.agent_id,
         )
 
     @admin.display(description="works under")
