@@ -18,6 +18,22 @@ def directory_field(**kwargs) -> forms.CharField:
     return forms.CharField(max_length=MAX_DIRECTORY_LENGTH * 2, strip=False, **kwargs)
 
 
+class DirectoryRecordAdmin(ArchivableAdmin):
+    """What the project and workspace admins share: their order, the live agents under a record
+    (counted by their selectors) and what a delete takes along (``cascade_key`` names their kind)."""
+
+    date_hierarchy = "created_at"
+    ordering = ["-created_at", "-id"]
+    state_kind = "agents"
+
+    @admin.display(description="live agents", ordering="live_agent_count")
+    def live_agents(self, obj):
+        return obj.live_agent_count
+
+    def deletion_counts(self, objs):
+        return selectors.deletion_cascade(**{self.cascade_key: objs}).by_label()
+
+
 # --- Projects ---------------------------------------------------------------
 
 
@@ -53,10 +69,9 @@ class ProjectChangeForm(ServiceForm):
 
 
 @admin.register(Project)
-class ProjectAdmin(ArchivableAdmin):
+class ProjectAdmin(DirectoryRecordAdmin):
     form = ProjectChangeForm
     add_form = ProjectAddForm
-    add_fieldsets = [(None, {"fields": ["directory", "kind", "display_name", "git_remote"]})]
     fieldsets = [
         (None, {"fields": ["directory", "kind", "display_name", "git_remote"]}),
         ("Status", {"fields": ["live_workspaces", "live_agents", "created_at", "updated_at", "archived_at"]}),
@@ -83,13 +98,10 @@ class ProjectAdmin(ArchivableAdmin):
     ]
     list_filter = [ArchivedListFilter, "kind"]
     search_fields = ["directory", "display_name"]
-    date_hierarchy = "created_at"
-    ordering = ["-created_at", "-id"]
 
     service_arg = "project"
     cascade_key = "projects"
     archive_takes_along = ARCHIVE_TAKES_ALONG["projects"]
-    state_kind = "agents"
     archive_service = staticmethod(services.archive_project)
     unarchive_service = staticmethod(services.unarchive_project)
     archive_preview = staticmethod(selectors.project_archive_preview)
@@ -102,13 +114,6 @@ class ProjectAdmin(ArchivableAdmin):
     @admin.display(description="live workspaces", ordering="live_workspace_count")
     def live_workspaces(self, obj):
         return obj.live_workspace_count
-
-    @admin.display(description="live agents", ordering="live_agent_count")
-    def live_agents(self, obj):
-        return obj.live_agent_count
-
-    def deletion_counts(self, objs):
-        return selectors.deletion_cascade(projects=objs).by_label()
 
 
 # --- Workspaces -------------------------------------------------------------
@@ -150,10 +155,9 @@ class WorkspaceChangeForm(ServiceForm):
 
 
 @admin.register(Workspace)
-class WorkspaceAdmin(ArchivableAdmin):
+class WorkspaceAdmin(DirectoryRecordAdmin):
     form = WorkspaceChangeForm
     add_form = WorkspaceAddForm
-    add_fieldsets = [(None, {"fields": ["project", "directory", "kind", "display_name", "branch"]})]
     fieldsets = [
         (None, {"fields": ["project", "directory", "kind", "display_name", "branch", "worktree_root"]}),
         ("Status", {"fields": ["live_agents", "created_at", "updated_at", "archived_at"]}),
@@ -182,13 +186,10 @@ class WorkspaceAdmin(ArchivableAdmin):
     ]
     list_filter = [ArchivedListFilter, "kind", "project"]
     search_fields = ["directory", "display_name", "project__directory", "project__display_name"]
-    date_hierarchy = "created_at"
-    ordering = ["-created_at", "-id"]
 
     service_arg = "workspace"
     cascade_key = "workspaces"
     archive_takes_along = ARCHIVE_TAKES_ALONG["workspaces"]
-    state_kind = "agents"
     archive_service = staticmethod(services.archive_workspace)
     unarchive_service = staticmethod(services.unarchive_workspace)
     archive_preview = staticmethod(selectors.workspace_archive_preview)
@@ -201,10 +202,3 @@ class WorkspaceAdmin(ArchivableAdmin):
     @admin.display(description="project", ordering="project__display_name")
     def project_link(self, obj):
         return obj.project.display_name
-
-    @admin.display(description="live agents", ordering="live_agent_count")
-    def live_agents(self, obj):
-        return obj.live_agent_count
-
-    def deletion_counts(self, objs):
-        return selectors.deletion_cascade(workspaces=objs).by_label()

@@ -166,8 +166,7 @@ class AttentionListFilter(admin.SimpleListFilter):
     ANY = "any"
 
     def lookups(self, request, model_admin):
-        reasons = [(reason, label) for reason, label in AgentSnapshot.AttentionReason.choices]
-        return [(self.ANY, "For any reason"), *reasons, (NO_REASON, "Without a reason")]
+        return [(self.ANY, "For any reason"), *AgentSnapshot.AttentionReason.choices, (NO_REASON, "Without a reason")]
 
     def queryset(self, request, queryset):
         value = self.value()
@@ -176,13 +175,6 @@ class AttentionListFilter(admin.SimpleListFilter):
         if value in {reason for reason, _ in self.lookup_choices}:
             return queryset.filter(attention_condition(value))
         return queryset
-
-
-def copy_button(text: str):
-    """A button copying ``text`` to the clipboard (``chartr/static/chartr/copy.js``)."""
-    return format_html(
-        '<button type="button" class="copy-button" data-copy="{}" title="Copy {}">copy</button>', text, text
-    )
 
 
 #: The timeline head's values the agent's pages show (``_head_field``), by the admin's names.
@@ -211,7 +203,6 @@ def _head_field(name: str, description: str):
 class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
     form = AgentChangeForm
     add_form = AgentAddForm
-    add_fieldsets = [(None, {"fields": AGENT_ADD_FIELDS})]
     fieldsets = [
         (
             None,
@@ -304,16 +295,19 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
 
     @admin.display(description="agent", ordering="title")
     def agent(self, obj):
-        """The title (cut short, whole on hover) and the short id, which a button copies whole."""
+        """The title (cut short, whole on hover) and the short id, which a button copies whole
+        (``chartr/static/chartr/copy.js``)."""
         return format_html(
             '<a href="{}" class="agent-link"><span class="agent-title" title="{}">{}</span> '
-            '<code class="agent-short-id" title="{}">{}</code></a> {}',
+            '<code class="agent-short-id" title="{}">{}</code></a> '
+            '<button type="button" class="copy-button" data-copy="{}" title="Copy {}">copy</button>',
             self.change_url(obj),
             obj.title,
             obj.title or "(untitled)",
             obj.agent_id,
             obj.short_id,
-            copy_button(obj.agent_id),
+            obj.agent_id,
+            obj.agent_id,
         )
 
     @admin.display(description="works under")
@@ -397,18 +391,10 @@ class AgentSnapshotAdmin(ClearAttentionMixin, ArchivableAdmin):
         }
         agent = self.get_object(request, unquote(object_id))
         if agent is not None and self.has_view_or_change_permission(request, agent):
-            extra_context = {**(extra_context or {}), **self.page_sections_context(agent, request.GET)}
+            # The registered sections' templates, above and below the form, and their variables.
+            sections = list(_agent_page_sections.values())
+            extra_context["agent_page_top_sections"] = [section.template for section in sections if section.top]
+            extra_context["agent_page_sections"] = [section.template for section in sections if not section.top]
+            for section in sections:
+                extra_context.update(section.context(agent, request.GET))
         return super().change_view(request, object_id, form_url, extra_context)
-
-    @staticmethod
-    def page_sections_context(agent: AgentSnapshot, params: QueryDict) -> dict[str, Any]:
-        """The registered sections' templates (as ``agent_page_top_sections`` and ``agent_page_sections``,
-        above and below the form) and their variables."""
-        sections = list(_agent_page_sections.values())
-        context: dict[str, Any] = {
-            "agent_page_top_sections": [section.template for section in sections if section.top],
-            "agent_page_sections": [section.template for section in sections if not section.top],
-        }
-        for section in sections:
-            context.update(section.context(agent, params))
-        return context

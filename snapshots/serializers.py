@@ -107,7 +107,7 @@ class AgentSerializer(ApiModelSerializer):
         read_only=True,
         help_text="Running or initializing, and no append, update or heartbeat for `CHARTR_STALE_AFTER_SECONDS`.",
     )
-    project_id = serializers.SerializerMethodField()
+    project_id = serializers.IntegerField(source="api_project_id", read_only=True)
     labels = labels_field(read_only=True)
     config = json_object_field(read_only=True)
     runtime_info = json_object_field(read_only=True)
@@ -149,11 +149,6 @@ class AgentSerializer(ApiModelSerializer):
             "timeline_bytes",
         ]
         read_only_fields = fields
-
-    def get_project_id(self, agent: AgentSnapshot) -> int:
-        # Lists annotate it (no query per row); a single agent reads it through its workspace.
-        annotated = getattr(agent, "api_project_id", None)
-        return annotated if annotated is not None else agent.workspace.project_id
 
 
 class AgentCreateSerializer(StrictInputSerializer):

@@ -58,7 +58,6 @@ class TimelineRowAdmin(ReadOnlyMixin, admin.ModelAdmin):
     inlines = [EarlierVersionsInline]
     search_fields = ["=agent__agent_id", "=item_id"]
     fields = ["agent", *ROW_FIELDS, "revision_shown"]
-    readonly_fields = fields
     # Counting a long history twice per page buys nothing.
     show_full_result_count = False
 

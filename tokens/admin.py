@@ -56,7 +56,6 @@ class ApiTokenAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
     """Tokens are created (shown once) and revoked; nothing else about them changes."""
 
     add_form = ApiTokenAddForm
-    add_fieldsets = [(None, {"fields": ["name", "read_only"]})]
     fields = ["name", "prefix", "read_only", "created_at", "created_by", "last_used_at", "expires_at", "revoked_at"]
     readonly_fields = fields
     list_display = [

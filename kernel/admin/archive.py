@@ -54,7 +54,7 @@ def _states(counts: list, attribute: str) -> dict[str, int]:
     """The ``attribute`` (state: how many) of every result or preview in ``counts``, summed, in their order."""
     totals: dict[str, int] = {}
     for count in counts:
-        for state, n in ((getattr(count, attribute, None) or {}) if attribute else {}).items():
+        for state, n in getattr(count, attribute).items():
             totals[state] = totals.get(state, 0) + n
     return totals
 
@@ -62,11 +62,6 @@ def _states(counts: list, attribute: str) -> dict[str, int]:
 def _listing(parts: list[str]) -> str:
     """ "a", "a and b", "a, b and c"."""
     return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} and {parts[-1]}"
-
-
-def _state_phrase(states: dict[str, int]) -> str:
-    """ "2 running and 1 idle", or "" for no state."""
-    return _listing([f"{n} {state}" for state, n in states.items()]) if states else ""
 
 
 def _cascade_parts(counts: list, kinds: tuple[str, ...]) -> str:
@@ -110,7 +105,7 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
     archive_takes_along: tuple[str, ...] = ()
     #: The count whose records an archive takes out of their state (closes) and its unarchive puts
     #: back: results and previews count them by state as ``closed_<count>`` and ``reopened_<count>``.
-    state_kind: str = ""
+    state_kind: str
     change_form_template = "admin/chartr/archivable_change_form.html"
     actions = ["archive_selected", "unarchive_selected"]
 
@@ -183,13 +178,11 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
     def _state_change(self, verb: str, counts: list) -> str:
         """ "closes 2 running and 1 idle" (an archive) or "reopens 2 as running and 1 as idle" (an unarchive)."""
         archive = verb.startswith("archive")
-        states = _states(counts, f"{'closed' if archive else 'reopened'}_{self.state_kind}" if self.state_kind else "")
+        states = _states(counts, f"{'closed' if archive else 'reopened'}_{self.state_kind}")
         if not states:
             return ""
-        if archive:
-            return f"closes {_state_phrase(states)}" if verb == "archives" else f"closed {_state_phrase(states)}"
-        phrase = _listing([f"{n} as {state}" for state, n in states.items()])
-        return f"reopens {phrase}" if verb == "restores" else f"reopened {phrase}"
+        change = {"archives": "closes", "archived": "closed", "restores": "reopens", "restored": "reopened"}[verb]
+        return f"{change} " + _listing([f"{n} {'' if archive else 'as '}{state}" for state, n in states.items()])
 
     def _state_sentence(self, verb: str, counts: list) -> list[str]:
         """The summary's line on states: "It closes 2 running and 1 idle agent; unarchiving reopens each
@@ -213,45 +206,66 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
         owner = "its" if len(targets) == 1 else "their"
         return f"{gerund} {subject} also {verb} {owner} {parts}."
 
-    # --- archive ----------------------------------------------------------
+    # --- archive and unarchive ------------------------------------------------
 
     def archive_flow(self, request: HttpRequest, objs: list, *, action_name: str | None):
         return self.confirmation_flow(
-            request, objs, action_name=action_name, preview=self.archive_confirmation, perform=self.perform_archive
+            request,
+            objs,
+            action_name=action_name,
+            preview=lambda objs: self._confirmation(objs, archive=True),
+            perform=lambda request, objs: self._perform(
+                request, objs, self.archive_service, done="Archived", taken="archived", left="already archived"
+            ),
         )
 
-    def archive_confirmation(self, objs: list) -> Confirmation:
-        items, previews, targets = [], [], []
+    def unarchive_flow(self, request: HttpRequest, objs: list, *, action_name: str | None):
+        return self.confirmation_flow(
+            request,
+            objs,
+            action_name=action_name,
+            preview=lambda objs: self._confirmation(objs, archive=False),
+            perform=lambda request, objs: self._perform(
+                request, objs, self.unarchive_service, done="Unarchived", taken="restored", left="not archived"
+            ),
+        )
+
+    def _confirmation(self, objs: list, *, archive: bool) -> Confirmation:
+        """Each record with what archiving (or unarchiving) it takes along, or why it is left as it is."""
+        action, gerund, verb = (
+            ("archive", "Archiving", "archives") if archive else ("unarchive", "Unarchiving", "restores")
+        )
+        items, warnings, previews, targets = [], [], [], []
         for obj in objs:
-            if obj.archived_at is not None:
-                items.append(ConfirmationItem(str(obj), self.change_url(obj), "already archived; left unchanged"))
+            url = self.change_url(obj)
+            if (obj.archived_at is None) != archive:
+                items.append(
+                    ConfirmationItem(str(obj), url, f"{'already' if archive else 'not'} archived; left unchanged")
+                )
                 continue
-            preview = self._call(self.archive_preview, obj)
+            preview = self._call(self.archive_preview if archive else self.unarchive_preview, obj)
+            if getattr(preview, "blocked_by", ""):
+                note = f"belongs to archived {preview.blocked_by}; unarchive that instead"
+                items.append(ConfirmationItem(str(obj), url, note))
+                warnings.append(f"{obj} {note}.")
+                continue
             previews.append(preview)
             targets.append(obj)
-            items.append(
-                ConfirmationItem(
-                    str(obj), self.change_url(obj), self._takes_along("archives", [preview]) or "archives nothing else"
-                )
-            )
+            items.append(ConfirmationItem(str(obj), url, self._takes_along(verb, [preview]) or f"{verb} nothing else"))
         kind = self.state_kind
-        running = _states(previews, f"closed_{kind}" if kind else "").get("running", 0)
-        summary = [self._cascade_sentence("Archiving", "archives", targets, previews)] if previews else []
+        running = _states(previews, f"closed_{kind}").get("running", 0) if archive else 0
+        if running:
+            it = "it" if running == 1 else "them"
+            warnings.append(f"{plural(running, f'{kind[:-1]} is', f'{kind} are')} running; archiving closes {it}.")
         return Confirmation(
-            title=f"Archive {self.records_noun(len(previews))}?" if previews else "Nothing to archive",
-            summary=summary + self._state_sentence("archives", previews),
-            warnings=[
-                f"{plural(running, f'{kind[:-1]} is', f'{kind} are')} running; archiving closes {'it' if running == 1 else 'them'}."
-            ]
-            if running
-            else [],
-            confirm_label="Yes, archive",
+            title=f"{action.capitalize()} {self.records_noun(len(previews))}?" if previews else f"Nothing to {action}",
+            summary=([self._cascade_sentence(gerund, verb, targets, previews)] if previews else [])
+            + self._state_sentence(verb, previews),
+            warnings=warnings,
+            confirm_label=f"Yes, {action}",
             items=items,
             can_confirm=bool(previews),
         )
-
-    def perform_archive(self, request: HttpRequest, objs: list) -> None:
-        self._perform(request, objs, self.archive_service, done="Archived", taken="archived", left="already archived")
 
     def _perform(self, request: HttpRequest, objs: list, service, *, done: str, taken: str, left: str) -> None:
         results, unchanged = self.perform_each(
@@ -266,44 +280,6 @@ class ArchivableAdmin(ConfirmingAdminMixin, ServiceModelAdmin):
             self.message_user(request, summary, messages.SUCCESS)
         if unchanged:
             self.message_user(request, f"{self.records_noun(unchanged)} {left}; left unchanged.", messages.WARNING)
-
-    # --- unarchive --------------------------------------------------------
-
-    def unarchive_flow(self, request: HttpRequest, objs: list, *, action_name: str | None):
-        return self.confirmation_flow(
-            request, objs, action_name=action_name, preview=self.unarchive_confirmation, perform=self.perform_unarchive
-        )
-
-    def unarchive_confirmation(self, objs: list) -> Confirmation:
-        items, warnings, previews, targets = [], [], [], []
-        for obj in objs:
-            url = self.change_url(obj)
-            if obj.archived_at is None:
-                items.append(ConfirmationItem(str(obj), url, "not archived; left unchanged"))
-                continue
-            preview = self._call(self.unarchive_preview, obj)
-            if preview.blocked_by:
-                note = f"belongs to archived {preview.blocked_by}; unarchive that instead"
-                items.append(ConfirmationItem(str(obj), url, note))
-                warnings.append(f"{obj} {note}.")
-                continue
-            previews.append(preview)
-            targets.append(obj)
-            items.append(
-                ConfirmationItem(str(obj), url, self._takes_along("restores", [preview]) or "restores nothing else")
-            )
-        return Confirmation(
-            title=f"Unarchive {self.records_noun(len(previews))}?" if previews else "Nothing to unarchive",
-            summary=([self._cascade_sentence("Unarchiving", "restores", targets, previews)] if previews else [])
-            + self._state_sentence("restores", previews),
-            warnings=warnings,
-            confirm_label="Yes, unarchive",
-            items=items,
-            can_confirm=bool(previews),
-        )
-
-    def perform_unarchive(self, request: HttpRequest, objs: list) -> None:
-        self._perform(request, objs, self.unarchive_service, done="Unarchived", taken="restored", left="not archived")
 
     # --- hard delete ------------------------------------------------------
 

@@ -64,7 +64,7 @@ class ConfirmingAdminMixin:
         perform: Callable[[HttpRequest, list], None],
     ) -> TemplateResponse | None:
         """The confirmation page, or (once confirmed) the write and None to go back."""
-        if self.is_confirmed(request):
+        if request.method == "POST" and request.POST.get(CONFIRM_FIELD) == "yes":
             perform(request, objs)
             return None
         return self.render_confirmation(request, objs=objs, action_name=action_name, confirmation=preview(objs))
@@ -136,9 +136,6 @@ class ConfirmingAdminMixin:
     def change_url(self, obj) -> str:
         opts = obj._meta
         return reverse(f"admin:{opts.app_label}_{opts.model_name}_change", args=[quote(obj.pk)])
-
-    def is_confirmed(self, request: HttpRequest) -> bool:
-        return request.method == "POST" and request.POST.get(CONFIRM_FIELD) == "yes"
 
     def object_view(
         self, request: HttpRequest, object_id: str, flow: Callable, permission: Callable[[HttpRequest], bool]

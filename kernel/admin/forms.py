@@ -74,10 +74,9 @@ class ServiceForm(forms.ModelForm):
 
 
 class ServiceModelAdmin(admin.ModelAdmin):
-    """Separate add and change forms, both ServiceForms."""
+    """Separate add and change forms, both ServiceForms; the add page shows ``add_form``'s ``Meta.fields``."""
 
     add_form: type[ServiceForm] | None = None
-    add_fieldsets: Any = None
 
     def get_form(self, request, obj=None, change=False, **kwargs):
         if obj is None and self.add_form is not None:
@@ -87,13 +86,13 @@ class ServiceModelAdmin(admin.ModelAdmin):
         return type(form.__name__, (form,), {"request": request})
 
     def get_fieldsets(self, request, obj=None):
-        if obj is None and self.add_fieldsets is not None:
-            return self.add_fieldsets
+        if obj is None and self.add_form is not None:
+            return [(None, {"fields": self.add_form.Meta.fields})]
         return super().get_fieldsets(request, obj)
 
     def get_readonly_fields(self, request, obj=None):
         # The add form takes the identifying fields the change page shows read-only.
-        if obj is None and self.add_fieldsets is not None:
+        if obj is None and self.add_form is not None:
             return ()
         return super().get_readonly_fields(request, obj)
 

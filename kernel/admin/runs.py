@@ -29,9 +29,6 @@ class CommandRunAdmin(ReadOnlyMixin, admin.ModelAdmin):
     search_fields = ["source_path"]
     date_hierarchy = "started_at"
 
-    def get_readonly_fields(self, request, obj=None):
-        return self.fields
-
     @admin.display(description="counts")
     def summary(self, obj):
         counts = obj.counts if isinstance(obj.counts, dict) else {}

@@ -203,13 +203,7 @@ def _todo_items(todos: Any, pattern) -> list[tuple[SafeString, str]]:
 
 
 #: Per kind: the key shown as the entry's main text.
-_MAIN_TEXT = {
-    "user_message": "text",
-    "assistant_message": "text",
-    "reasoning": "text",
-    "error": "message",
-    "interaction": "request",
-}
+_MAIN_TEXT = {**dict.fromkeys(TEXT_ITEM_TYPES, "text"), "error": "message", "interaction": "request"}
 
 
 def _row_entry(entry: TimelineEntry, item: dict, pattern) -> None:

@@ -119,14 +119,10 @@ def describe_request(request: Any) -> RequestText:
     return described
 
 
-def latest_interaction(*, agent_id: str) -> TimelineRow | None:
-    """The agent's newest interaction row: one index probe (``timeline_agent_type_idx``)."""
-    return TimelineRow.objects.filter(agent_id=agent_id, item_type=INTERACTION).order_by("-seq").first()
-
-
 def agent_request_section(agent: AgentSnapshot, params: QueryDict) -> dict[str, Any]:
-    """The variables of the change page's request section: the newest interaction request, described."""
-    row = latest_interaction(agent_id=agent.pk)
+    """The variables of the change page's request section: the newest interaction request, described
+    (its row read with one index probe, ``timeline_agent_type_idx``)."""
+    row = TimelineRow.objects.filter(agent_id=agent.pk, item_type=INTERACTION).order_by("-seq").first()
     if row is None:
         return {"interaction_request": None}
     item = row.item if isinstance(row.item, dict) else {}

@@ -92,10 +92,9 @@ def _redirect_to(request: HttpRequest, seq: int, **extra: Any) -> HttpResponseRe
     return HttpResponseRedirect(request.path + _query(request.GET, around=seq, **extra) + f"#seq-{seq}")
 
 
-def _jump(request: HttpRequest, agent: AgentSnapshot, zone: zoneinfo.ZoneInfo, item_types: list[str]):
-    """A redirect for a search or a jump that found its row; a notice when it found none; else None."""
+def _jump(request: HttpRequest, agent: AgentSnapshot, zone: zoneinfo.ZoneInfo, item_types: list[str], text: str):
+    """A redirect for a search (``text``) or a jump that found its row; a notice when it found none; else None."""
     params = request.GET
-    text = params.get("q", "").strip()[:MAX_QUERY_LENGTH]
     paging = any(params.get(name) for name in ("around", "before_seq", "after_seq"))
     if text and (not paging or any(name in params for name in ("match_before", "match_after"))):
         before, after = _seq_param(params.get("match_before")), _seq_param(params.get("match_after"))
@@ -126,7 +125,8 @@ def build_page(request: HttpRequest, agent: AgentSnapshot, *, fragment: bool = F
     params = request.GET
     zone = operator_zone(request)
     item_types = sorted({name for name in params.getlist("type") if name and len(name) <= 64})
-    notice = "" if fragment else _jump(request, agent, zone, item_types)
+    query = params.get("q", "").strip()[:MAX_QUERY_LENGTH]
+    notice = "" if fragment else _jump(request, agent, zone, item_types, query)
     if isinstance(notice, HttpResponse):
         return notice
     cursors = (("around", "around"), ("before", "before_seq"), ("after", "after_seq"))
@@ -134,9 +134,8 @@ def build_page(request: HttpRequest, agent: AgentSnapshot, *, fragment: bool = F
     direction, seq = next(((direction, seq) for direction, seq in asked if seq is not None), ("tail", 0))
     page = browse_timeline(agent=agent, item_types=item_types, direction=direction, seq=seq, limit=PAGE_SIZE)
     around = seq if direction == "around" else None
-    query = params.get("q", "").strip()[:MAX_QUERY_LENGTH]
     earlier = earlier_tool_call_rows(agent_id=agent.pk, rows=page.rows) if page.rows else []
-    view = TimelinePageView(
+    return TimelinePageView(
         agent=agent,
         zone=zone,
         page=page,
@@ -144,19 +143,17 @@ def build_page(request: HttpRequest, agent: AgentSnapshot, *, fragment: bool = F
         item_types=item_types,
         query=query,
         notice=notice or "",
+        links=_links(params, page, query, around),
         live=direction == "tail",
     )
-    view.links = _links(params, page, view.query)
-    return view
 
 
-def _links(params: QueryDict, page: BrowsePage, query: str) -> dict[str, str]:
+def _links(params: QueryDict, page: BrowsePage, query: str, around: int | None) -> dict[str, str]:
     links = {"newest": _query(params)}
     if page.has_older and page.min_seq is not None:
         links["older"] = _query(params, before_seq=page.min_seq)
     if page.has_newer and page.max_seq is not None:
         links["newer"] = _query(params, after_seq=page.max_seq)
-    around = _seq_param(params.get("around"))
     if query and around is not None:
         links["previous_match"] = _query(params, q=query, match_before=around)
         links["next_match"] = _query(params, q=query, match_after=around)
