@@ -47,7 +47,6 @@ def error_codes() -> dict[int, tuple[tuple[str, ...], str]]:
     autodiscover_modules("errors")
     codes = {status: dict.fromkeys(generic) for status, (generic, _) in STATUS_MEANINGS.items()}
     meanings = {status: [when] for status, (_, when) in STATUS_MEANINGS.items()}
-    codes[ChartrError.status][ChartrError.code] = None
     for error in _refusals(ChartrError):
         if error.in_api and error.status in codes and error.code not in codes[error.status]:
             codes[error.status][error.code] = None
