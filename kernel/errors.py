@@ -16,11 +16,9 @@ class ChartrError(Exception):
     #: Whether an API operation can answer it (the OpenAPI document lists the codes of those).
     in_api = True
 
-    def __init__(self, message: str, *, code: str | None = None, extra: dict | None = None):
+    def __init__(self, message: str, *, extra: dict | None = None):
         super().__init__(message)
         self.message = message
-        if code is not None:
-            self.code = code
         self.extra = extra or {}
 
 

@@ -116,15 +116,12 @@ def _flatten(detail) -> dict[str, list[str]]:
     if isinstance(detail, dict):
         out: dict[str, list[str]] = {}
         for key, value in detail.items():
+            if isinstance(value, list) and value and isinstance(value[0], dict):
+                value = dict(enumerate(value))  # a list's element errors, by index: items[0].field
             if isinstance(value, dict):
                 for sub_key, messages in _flatten(value).items():
-                    # DRF reports a list's element errors by index: items[0].field.
                     joiner = "" if sub_key.startswith("[") else "."
                     out[f"{_key(key)}{joiner}{sub_key}"] = messages
-            elif isinstance(value, list) and value and isinstance(value[0], dict):
-                for index, element in enumerate(value):
-                    for sub_key, messages in _flatten(element).items():
-                        out[f"{key}[{index}].{sub_key}"] = messages
             else:
                 out[_key(key)] = [str(m) for m in (value if isinstance(value, list) else [value])]
         return out

@@ -42,8 +42,6 @@ def plain_endpoints(patterns=None, prefix: str = "/"):
 
 
 def _components(shapes, suffix: str) -> dict[str, dict]:
-    if not shapes:
-        return {}
     _, components = msgspec.json.schema_components(shapes, ref_template=COMPONENTS + "{name}" + suffix)
     for component in components.values():
         component.pop("title", None)

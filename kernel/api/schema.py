@@ -47,7 +47,6 @@ def error_codes() -> dict[int, tuple[tuple[str, ...], str]]:
     autodiscover_modules("errors")
     codes = {status: dict.fromkeys(generic) for status, (generic, _) in STATUS_MEANINGS.items()}
     meanings = {status: [when] for status, (_, when) in STATUS_MEANINGS.items()}
-    codes[ChartrError.status][ChartrError.code] = None
     for error in _refusals(ChartrError):
         if error.in_api and error.status in codes and error.code not in codes[error.status]:
             codes[error.status][error.code] = None
@@ -83,15 +82,9 @@ def documents_errors(*statuses: int):
 
 
 class AutoSchema(SpectacularAutoSchema):
-    """drf-spectacular's schema plus the error responses each operation can give.
-
-    The statuses follow from the finished operation, so views (including
-    other apps' plain APIViews) get them without repeating anything:
-    400/401/406/429/500 everywhere; 413/415 with a body and on every
-    write; 403/409 on writes; 404 with path parameters; 412 on
-    the viewsets' operations (``If-Match``); and whatever a method adds with
-    ``@documents_errors``.
-    """
+    """drf-spectacular's schema plus the error responses each operation can give: those
+    ``error_statuses`` derives from the finished operation (so no view repeats them), 412 on the
+    viewsets' operations (``If-Match``), and whatever a method adds with ``@documents_errors``."""
 
     def get_operation(self, *args, **kwargs):
         operation = super().get_operation(*args, **kwargs)
@@ -116,12 +109,6 @@ class AutoSchema(SpectacularAutoSchema):
         ):
             # Trimmed text that may not be blank: whitespace alone is refused, so the schema says so.
             result["pattern"] = NOT_ONLY_WHITESPACE
-        # drf-spectacular documents a ListField's bounds but not those of a nested serializer with many=True.
-        if isinstance(field, serializers.ListSerializer) and result.get("type") == "array":
-            if field.min_length is not None:
-                result["minItems"] = field.min_length
-            if field.max_length is not None:
-                result["maxItems"] = field.max_length
         return result
 
     def error_statuses(self, operation: dict) -> list[int]:
@@ -138,7 +125,7 @@ def error_statuses(method: str, operation: dict, extra=()) -> list[int]:
     Every operation can answer 400 (an unknown or broken query parameter is
     refused everywhere), 406 (a wrong ``Accept``), 401, 429 and 500; every
     write 413 and 415 too, with a body or without one (an archive that is
-    sent a body still parses it), and 403 and 409.
+    sent a body still parses it), and 403 and 409; one with a path parameter 404.
     """
     locations = {parameter.get("in") for parameter in operation.get("parameters", [])}
     statuses = {400, 401, 406, 429, 500}

@@ -17,12 +17,11 @@ import msgspec
 from django.utils import timezone
 
 from kernel.api.parsers import NOT_ONLY_WHITESPACE
+from kernel.api.serializers import INT64_MAX as MAX_SEQ
 from timeline.models import EPOCH_MAX_LENGTH
 from timeline.rows import ITEM_REF, CommitTime, Item, ItemId, RowKeys
 from timeline.selectors import DEFAULT_READ_LIMIT, MAX_READ_LIMIT
 from timeline.services import MAX_ITEMS_PER_APPEND
-
-MAX_SEQ = 2**63 - 1
 
 Seq = Annotated[int, msgspec.Meta(ge=0, le=MAX_SEQ)]
 Timestamp = Annotated[str, msgspec.Meta(extra_json_schema={"format": "date-time"})]
