@@ -24,7 +24,6 @@ class ClaudeCodeSessionAdmin(ReadOnlyMixin, admin.ModelAdmin):
     list_select_related = ["agent"]
     ordering = ["-mtime_ms", "session_id", "subpath"]
     fields = ["namespace", "project_key", "session_id", "subpath", "agent_link", "mtime", "summary", "summary_version"]
-    readonly_fields = fields
 
     @admin.display(description="transcript", ordering="subpath")
     def transcript(self, obj):

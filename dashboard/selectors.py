@@ -33,10 +33,6 @@ class LiveArchivedCount:
     live: int
     archived: int
 
-    @property
-    def total(self) -> int:
-        return self.live + self.archived
-
 
 @dataclass(frozen=True)
 class Growth:

@@ -173,8 +173,8 @@ def remove_leftovers(root: Path) -> None:
 
 def human_bytes(count: int) -> str:
     value = float(count)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
+    for unit in ("B", "KiB", "MiB"):
+        if value < 1024:
             return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
-    return f"{count} B"  # pragma: no cover
+    return f"{value:.1f} GiB"

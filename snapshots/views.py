@@ -145,7 +145,6 @@ class AgentViewSet(ApiViewSet):
         responses={200: AgentSerializer, 201: AgentSerializer},
         parameters=[ETAG_HEADER],
     )
-    @documents_errors(409)
     def register(self, request, agent_id):
         data = validated(AgentRegisterSerializer, request.data)
         agent, created = services.register_agent(agent_id=agent_id, **data)

@@ -129,18 +129,16 @@ class DocsView(JsonErrorsMixin, SpectacularSwaggerSplitView):
     def handle_exception(self, exc):
         # A person opening the page: to the admin's login, and back here after it. A program
         # (it sends a token, or prefers JSON) keeps its 401/403 in the JSON error envelope.
-        if isinstance(exc, exceptions.NotAuthenticated | exceptions.PermissionDenied) and self.wants_the_page():
-            response = redirect_to_login(self.request.get_full_path(), reverse("admin:login"))
+        request = self.request
+        a_person = "Authorization" not in request.headers and (
+            request.get_preferred_type(["application/json", "text/html"]) == "text/html"
+        )
+        if isinstance(exc, exceptions.NotAuthenticated | exceptions.PermissionDenied) and a_person:
+            response = redirect_to_login(request.get_full_path(), reverse("admin:login"))
         else:
             response = super().handle_exception(exc)
         patch_vary_headers(response, ["Accept"])
         return response
-
-    def wants_the_page(self) -> bool:
-        request = self.request
-        if "Authorization" in request.headers:
-            return False
-        return request.get_preferred_type(["application/json", "text/html"]) == "text/html"
 
     @extend_schema(exclude=True)  # as the view's own get: the page is not an API operation
     def get(self, request, *args, **kwargs):

@@ -221,8 +221,16 @@ STREAM_TICKET_SCHEME = {
 }
 
 
-def _responses() -> dict:
-    return {
+STREAM_OPERATION = DescribedOperation(
+    "GET",
+    operation_id="timeline_stream",
+    summary="Stream the agent's timeline (catch-up, then live)",
+    description=STREAM_DESCRIPTION,
+    tags=("timeline",),
+    query=StreamQuery,
+    headers=(LAST_EVENT_ID_PARAMETER,),
+    security=({"bearerAuth": []}, {"streamTicket": []}),
+    responses={
         "200": {
             "description": "An endless text/event-stream. The schema describes one event "
             "(OpenAPI before 3.2 has no `itemSchema`): `event` names it, `data` is JSON "
@@ -249,19 +257,7 @@ def _responses() -> dict:
             "`Retry-After`), is shutting down (`shutting_down`), or runs under WSGI, which cannot "
             "stream (`asgi_required`)."
         ),
-    }
-
-
-STREAM_OPERATION = DescribedOperation(
-    "GET",
-    operation_id="timeline_stream",
-    summary="Stream the agent's timeline (catch-up, then live)",
-    description=STREAM_DESCRIPTION,
-    tags=("timeline",),
-    query=StreamQuery,
-    headers=(LAST_EVENT_ID_PARAMETER,),
-    security=({"bearerAuth": []}, {"streamTicket": []}),
-    responses=_responses(),
+    },
     schemas=stream_event_components(),
     security_schemes={"streamTicket": STREAM_TICKET_SCHEME},
 )
