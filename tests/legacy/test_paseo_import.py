@@ -188,6 +188,15 @@ def test_a_second_run_changes_and_copies_nothing(paseo_home):
     assert "Nothing changed, so no backup was made." in run(paseo_home.root)
 
 
+def test_a_run_that_changes_something_says_where_the_input_went(paseo_home, settings):
+    """Without a data snapshot (CHARTR_SNAPSHOTS_KEEP=0) the input is still backed up, and the
+    report says so, not that nothing changed."""
+    settings.CHARTR_SNAPSHOTS_KEEP = 0
+    output = run(paseo_home.root)
+    assert f"Input backed up to {backups()[0]}" in output
+    assert "Nothing changed" not in output
+
+
 def test_new_rows_in_paseo_are_appended_on_a_rerun(paseo_home, api):
     import_legacy(source=paseo_home.root)
     paseo_history_file(paseo_home, "a-pruned", range(11, 19), epoch="ep-pruned")

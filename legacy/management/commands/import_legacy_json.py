@@ -68,7 +68,7 @@ class Command(ProgressCommand):
         if not report.dry_run:
             if report.backup_path:
                 out.write(f"Input backed up to {report.backup_path}")
-            if not report.snapshot:
+            else:
                 out.write("Nothing changed, so no backup was made.")
         self.import_ending(
             report,
